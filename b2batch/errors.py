@@ -1,0 +1,45 @@
+"""The errors b2batch raises: each names what went wrong, where, and how to fix it."""
+
+from __future__ import annotations
+
+
+class B2BatchError(Exception):
+    """Base class of all b2batch errors."""
+
+
+class SettingError(B2BatchError, ValueError):
+    """A setting is missing, unknown or has a value that cannot be used."""
+
+
+class OutputPathError(B2BatchError, ValueError):
+    """A task's output path cannot be built from its parameters."""
+
+
+class BatchSystemError(B2BatchError):
+    """A batch system could not be used: unknown, unreachable, or it rejected a job."""
+
+
+class SchedulerCommandError(BatchSystemError):
+    """A scheduler command failed; carries the command, exit code and output."""
+
+    def __init__(self, command: list[str], returncode: int | None, stdout: str, stderr: str,
+                 hint: str = "") -> None:
+        self.command = command
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        import shlex
+
+        code = "timed out" if self.returncode is None else f"exited with {self.returncode}"
+        text = f"Command `{shlex.join(self.command)}` {code}."
+        if self.stdout.strip():
+            text += f"\nstdout: {self.stdout.strip()[-2000:]}"
+        if self.stderr.strip():
+            text += f"\nstderr: {self.stderr.strip()[-2000:]}"
+        if self.hint:
+            text += f"\n{self.hint}"
+        return text

@@ -1,0 +1,92 @@
+"""The node side of a job: rebuild exactly one task from its spec and run it as luigi would.
+
+Tasks defined in the workflow script (``__main__``) are rebuilt by running the script again: its call of
+:func:`b2batch.process` sees the job and runs only this task (:func:`active_spec`). Tasks of importable
+modules are rebuilt by importing their module only. The outcome goes to the spec's result file: DONE,
+FAILED with the error, or PENDING with new dynamic requirements.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import queue
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+import luigi.task_register
+import luigi.worker
+from luigi.scheduler import DONE, PENDING
+
+from b2batch import paths
+from b2batch.settings import use_settings_snapshot
+
+logger = logging.getLogger(__name__)
+
+_active_spec: dict[str, Any] | None = None
+
+
+def active_spec() -> dict[str, Any] | None:
+    """The spec of the job this process runs, or None in a steering process."""
+    return _active_spec
+
+
+class _StatusReporter:
+    """What luigi's TaskProcess forwards to a running task; in a job, messages go to the log."""
+
+    scheduler_messages = None
+
+    def update_tracking_url(self, url: str) -> None:
+        logger.info("tracking URL: %s", url)
+
+    def update_status_message(self, message: str) -> None:
+        logger.info("status: %s", message)
+
+    def update_progress_percentage(self, percentage: float) -> None:
+        logger.info("progress: %s%%", percentage)
+
+    def decrease_running_resources(self, decrease_resources: dict[str, int]) -> None:
+        """Resources are the batch system's business in a job."""
+
+
+def run_task(spec: dict[str, Any]) -> int:
+    """Run the task of ``spec`` once and write its result file; the job's exit code."""
+    task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
+    task = task_class.from_str_params(spec["task_params"])
+    results: queue.Queue[Any] = queue.Queue()
+    luigi.worker.TaskProcess(task, "b2batch-job", results, _StatusReporter(), use_multiprocessing=False).run()
+    _task_id, status, explanation, missing, new_deps = results.get_nowait()
+    result = {"status": status, "error": explanation or "", "missing": missing,
+              "new_deps": [list(d) for d in new_deps or []]}
+    result_file = Path(spec["result_file"])
+    temporary = result_file.with_name(f".{result_file.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(result))
+    os.replace(temporary, result_file)
+    return 0 if status in (DONE, PENDING) else 1
+
+
+def main(argv: list[str]) -> int:
+    """Run the job described by the spec file ``argv[0]``."""
+    global _active_spec
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    spec = json.loads(Path(argv[0]).read_text())
+    paths.pin_base_dir(spec["base_dir"])
+    use_settings_snapshot(spec["settings"])
+    script = spec.get("script")
+    if script:
+        sys.path.insert(0, str(Path(script).parent))
+    _active_spec = spec
+    if spec["task_module"] == "__main__":
+        if not script:
+            raise SystemExit(f"b2batch: task {spec['task_family']} is defined in an interactive session; "
+                             f"define it in a script or module to run it as a job.")
+        sys.argv = [script, *spec.get("argv", [])]
+        # The script's process() call runs the task and exits; a script without one just defines tasks.
+        runpy.run_path(script, run_name="__main__")
+    else:
+        importlib.import_module(spec["task_module"])
+    return run_task(spec)

@@ -1,0 +1,88 @@
+"""Where a task's files go: outputs under result_dir, logs under log_dir, job files under task_file_dir.
+
+Each folder is ``<dir>/<p1>=<v1>/<p2>=<v2>/...``, built from the task's significant parameters in their
+declared order. Relative folders are relative to the workflow's base folder: the folder of the workflow
+script (``__main__``), or the working directory when there is none. A job gets the steering process's base
+folder, so a node with another working directory lays files out in the same places.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from b2batch.errors import OutputPathError
+from b2batch.settings import get_setting
+
+_pinned_base_dir: str | None = None
+
+
+def base_dir() -> Path:
+    """The folder relative paths of settings are relative to."""
+    if _pinned_base_dir is not None:
+        return Path(_pinned_base_dir)
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file:
+        return Path(main_file).resolve().parent
+    return Path.cwd()
+
+
+def pin_base_dir(path: str | None) -> None:
+    """Fix the base folder (used in jobs, where it is the steering process's one)."""
+    global _pinned_base_dir
+    _pinned_base_dir = path
+
+
+def resolve(path: str | os.PathLike[str]) -> Path:
+    """``path`` made absolute against :func:`base_dir`, with ``~`` expanded."""
+    p = Path(os.path.expanduser(os.fspath(path)))
+    return p if p.is_absolute() else base_dir() / p
+
+
+def parameter_parts(task: Any) -> list[str]:
+    """The path components that stand for the task's parameters, e.g. ``["energy=10", "seed=3"]``.
+
+    Parameters declared with ``hidden=True`` are left out, those with ``hashed=True`` become
+    ``hashed_<md5 of the value>``. A value containing a path separator is an error.
+    """
+    separator = str(get_setting("parameter_separator", task=task))
+    with_names = bool(get_setting("use_parameter_name_in_output", task=task))
+    parts = []
+    for name, param in task.get_params():
+        if not param.significant or getattr(param, "hidden", False):
+            continue
+        value = param.serialize(getattr(task, name))
+        if getattr(param, "hashed", False):
+            value = "hashed_" + hashlib.md5(value.encode()).hexdigest()
+        elif os.sep in value or (os.altsep and os.altsep in value):
+            raise OutputPathError(
+                f"Task {task.task_family}: the value {value!r} of parameter {name!r} contains a path "
+                f"separator and cannot be a folder name in the output path. Declare the parameter with "
+                f"hashed=True (the path gets a hash of the value) or hidden=True (left out of the path)."
+            )
+        parts.append(f"{name}{separator}{value}" if with_names else value)
+    return parts
+
+
+def task_folder(task: Any, setting: str) -> Path:
+    """``<setting's folder>/<parameter parts>`` for the task."""
+    return resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task))
+
+
+def output_path(task: Any, file_name: str, result_dir: str | None = None) -> Path:
+    """The path of the output ``file_name`` of ``task``."""
+    root = resolve(result_dir) if result_dir is not None else resolve(get_setting("result_dir", task=task))
+    return root.joinpath(*parameter_parts(task), file_name)
+
+
+def log_folder(task: Any) -> Path:
+    """Folder of the task's job logs: ``<log_dir>/<parameter parts>/<TaskFamily>``."""
+    return task_folder(task, "log_dir") / task.task_family
+
+
+def job_folder(task: Any) -> Path:
+    """Folder of the task's job files: ``<task_file_dir>/<parameter parts>/<TaskFamily>``."""
+    return task_folder(task, "task_file_dir") / task.task_family

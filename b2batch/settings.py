@@ -1,0 +1,258 @@
+"""The settings hierarchy: one ordered chain of sources, first value wins.
+
+A setting is looked up in this order:
+
+1. the task's own attribute, property or zero-argument method of that name;
+2. values set in code with :func:`set_setting`;
+3. ``settings.json`` files: the file named by ``$B2BATCH_SETTINGS`` (or b2luigi's
+   ``$B2LUIGI_SETTINGS_JSON``) if set, else every ``settings.json`` from the working directory up to the
+   root, the nearest one winning;
+4. the ``default`` passed to :func:`get_setting`;
+5. the default declared in :data:`SETTINGS`.
+
+Every setting b2batch knows is declared once, in :data:`SETTINGS`; ``settings.json.example`` and the docs'
+settings reference are generated from it (``python -m b2batch.settings --example``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from b2batch.errors import SettingError
+
+logger = logging.getLogger(__name__)
+
+SETTINGS_ENV_VARS = ("B2BATCH_SETTINGS", "B2LUIGI_SETTINGS_JSON")
+SETTINGS_FILE_NAME = "settings.json"
+_NOT_SET: Any = object()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting: its name, default, and what it means."""
+
+    name: str
+    default: Any
+    help: str
+    required: bool = False
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in [
+        # Where things go.
+        Setting("result_dir", "results", "Folder of the task outputs; relative paths are relative to the "
+                "workflow script's folder."),
+        Setting("log_dir", "logs", "Folder of the per-task job logs (stdout, stderr)."),
+        Setting("task_file_dir", "task_files", "Folder of the job files: wrappers, submit files, exit-code "
+                "and result files, the run journal."),
+        Setting("scratch_dir", None, "Folder for temporary files of on_temporary_files(); default: next to "
+                "each output."),
+        Setting("parameter_separator", "=", "Text between a parameter's name and value in output paths."),
+        Setting("use_parameter_name_in_output", True, "Put 'name=value' (true) or only the value (false) "
+                "into output paths."),
+        # How jobs run.
+        Setting("batch_system", "auto", "Where --batch sends a task: local, slurm, sge, htcondor, lsf, auto "
+                "(the first of bsub, condor_submit, sbatch, qsub found on PATH, else local), or a plugin's name."),
+        Setting("env_script", None, "A shell script sourced by every job before the task runs."),
+        Setting("env", {}, "Environment variables exported by every job: a dict of name to value."),
+        Setting("executable", None, "The command that runs the workflow script in a job, as a list or a "
+                "string; default: the Python interpreter running the workflow."),
+        Setting("working_dir", None, "Folder a job changes into before it runs; default: the workflow "
+                "script's folder."),
+        Setting("job_name", None, "Name of the task's job on the batch system; default: the task family."),
+        Setting("shell", "bash", "Shell that runs the job wrapper."),
+        Setting("add_filename_to_path", False, "Prepend the workflow script's folder to PYTHONPATH in jobs."),
+        Setting("local_slots", None, "Jobs the local batch system runs at once; default: number of CPUs."),
+        Setting("poll_interval", 1.0, "Seconds between status queries of a batch system at the start of a "
+                "run."),
+        Setting("max_poll_interval", 30.0, "Longest wait between status queries while nothing changes."),
+        Setting("max_resubmissions", 2, "How often a job that failed for a scheduler-side reason is "
+                "submitted again."),
+        Setting("output_wait_timeout", 30.0, "Seconds to wait for outputs of a succeeded job to appear on "
+                "the submit host (shared file systems) before the task fails."),
+        # Per batch system.
+        Setting("slurm_settings", {}, "Extra sbatch options, e.g. {\"cpus-per-task\": 2, \"mem\": \"2G\"}."),
+        Setting("sge_settings", {}, "Extra qsub options: queue, pe (\"smp 2\"), resources ({\"h_rt\": "
+                "\"01:00:00\"})."),
+        Setting("htcondor_settings", {}, "Extra submit description commands, e.g. {\"request_cpus\": 2}."),
+        Setting("transfer_files", [], "Files HTCondor transfers to the node (transfer_input_files)."),
+        Setting("queue", None, "LSF queue (bsub -q)."),
+        Setting("job_slots", None, "LSF job slots (bsub -n)."),
+        Setting("lsf_settings", {}, "Extra bsub options, e.g. {\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}."),
+    ]
+}
+
+
+class _SettingsFiles:
+    """settings.json files found from a folder upward, parsed once and re-read only when they change."""
+
+    CHECK_INTERVAL = 1.0  # seconds between checks whether the files changed
+
+    def __init__(self) -> None:
+        self._key: tuple[Any, ...] | None = None
+        self._stamps: tuple[tuple[str, int, int], ...] = ()
+        self._merged: dict[str, Any] = {}
+        self._checked_at = 0.0
+        self.pinned: list[str] | None = None  # set in jobs: the files the steering process used
+
+    def _locate(self) -> list[Path]:
+        if self.pinned is not None:
+            return [Path(f) for f in self.pinned]
+        for var in SETTINGS_ENV_VARS:
+            if os.environ.get(var):
+                return [Path(os.environ[var])]
+        here = Path.cwd()
+        return [p / SETTINGS_FILE_NAME for p in [here, *here.parents] if (p / SETTINGS_FILE_NAME).is_file()]
+
+    def get(self) -> dict[str, Any]:
+        key = (os.getcwd(), tuple(os.environ.get(v) for v in SETTINGS_ENV_VARS))
+        now = time.monotonic()
+        if key == self._key and now - self._checked_at < self.CHECK_INTERVAL:
+            return self._merged
+        self._checked_at = now
+        files = self._locate()
+        stamps = tuple(_stamp(f) for f in files)
+        if key != self._key or stamps != self._stamps:
+            merged: dict[str, Any] = {}
+            for f in reversed(files):  # nearest file last, so it wins
+                merged.update(_read_settings_file(f))
+            self._key, self._stamps, self._merged = key, stamps, merged
+        return self._merged
+
+    def files(self) -> list[Path]:
+        return self._locate()
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), st.st_mtime_ns, st.st_size)
+
+
+def _read_settings_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SettingError(f"Cannot read the settings file {path}: {e}. Fix its permissions, or unset "
+                           f"{'/'.join(SETTINGS_ENV_VARS)} if it names a file that is not there.") from e
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SettingError(f"The settings file {path} is not valid JSON: {e.msg} at line {e.lineno}, column "
+                           f"{e.colno}. Fix the file (settings.json.example shows every setting).") from e
+    if not isinstance(data, dict):
+        raise SettingError(f"The settings file {path} must hold one JSON object of setting names to values, "
+                           f"not {type(data).__name__}.")
+    for name in data:
+        if name not in SETTINGS and not name.startswith("_"):  # "_name" keys are comments
+            warnings.warn(unknown_setting_message(name, f"in {path}"), UserWarning, stacklevel=2)
+    return data
+
+
+def unknown_setting_message(name: str, where: str) -> str:
+    """A message for an unknown setting name that suggests the closest names and lists all known ones."""
+    close = difflib.get_close_matches(name, SETTINGS, n=3)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    known = ", ".join(f"{s.name} (default {s.default!r})" for s in SETTINGS.values())
+    return f"Unknown setting {name!r} {where}.{hint} Known settings: {known}."
+
+
+_files = _SettingsFiles()
+_code_settings: dict[str, Any] = {}
+
+
+def set_setting(key: str, value: Any) -> None:
+    """Set a setting for all tasks, taking precedence over settings.json and defaults."""
+    if key not in SETTINGS:
+        warnings.warn(unknown_setting_message(key, "passed to set_setting()"), UserWarning, stacklevel=2)
+    _code_settings[key] = value
+
+
+def clear_setting(key: str) -> None:
+    """Remove a setting set with :func:`set_setting`; nothing happens if it was not set."""
+    _code_settings.pop(key, None)
+
+
+def _from_task(task: Any, key: str) -> Any:
+    if task is None:
+        return _NOT_SET
+    try:
+        value = getattr(task, key)
+    except AttributeError:
+        return _NOT_SET
+    # A zero-argument method of the task computes the setting (e.g. ``def env(self): ...``).
+    if callable(value) and getattr(value, "__self__", None) is task:
+        value = value()
+    return value
+
+
+def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
+    """The value of setting ``key`` for ``task`` (or globally), following the chain in this module's doc.
+
+    Raises :class:`SettingError` when no source has a value and no default exists.
+    """
+    for value in (_from_task(task, key), _code_settings.get(key, _NOT_SET), _files.get().get(key, _NOT_SET)):
+        if value is not _NOT_SET:
+            return value
+    if default is not _NOT_SET:
+        return default
+    declared = SETTINGS.get(key)
+    if declared is not None and not declared.required:
+        return declared.default
+    owner = f" of task {task}" if task is not None else ""
+    raise SettingError(
+        f"No value for the setting {key!r}{owner}. Set it as an attribute of the task, with "
+        f"b2batch.set_setting({key!r}, ...), or in a settings.json in the working directory or a parent "
+        f"(or the file named by ${SETTINGS_ENV_VARS[0]})."
+    )
+
+
+def settings_snapshot() -> dict[str, Any]:
+    """The code-set settings and the settings-file path, for handing the same settings to a job."""
+    return {"code": dict(_code_settings), "files": [str(f) for f in _files.files()]}
+
+
+def use_settings_snapshot(snapshot: dict[str, Any]) -> None:
+    """Use the settings of the steering process (see :func:`settings_snapshot`) in a job."""
+    _code_settings.update(snapshot.get("code", {}))
+    _files.pinned = list(snapshot.get("files", []))
+    _files._key = None
+
+
+def example_settings() -> str:
+    """The text of settings.json.example: every declared setting with its default and meaning."""
+    lines = ["{"]
+    items = list(SETTINGS.values())
+    for i, s in enumerate(items):
+        lines.append(f'  "_{s.name}": {json.dumps(s.help)},')
+        comma = "," if i < len(items) - 1 else ""
+        lines.append(f'  "{s.name}": {json.dumps(s.default)}{comma}')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def settings_reference_markdown() -> str:
+    """The settings reference of the docs, as a Markdown table."""
+    rows = ["| Setting | Default | Meaning |", "| --- | --- | --- |"]
+    for s in SETTINGS.values():
+        rows.append(f"| `{s.name}` | `{json.dumps(s.default)}` | {s.help} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - a generator for the docs and the example file
+    if "--markdown" in sys.argv:
+        sys.stdout.write(settings_reference_markdown())
+    else:
+        sys.stdout.write(example_settings())

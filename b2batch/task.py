@@ -1,0 +1,254 @@
+"""Task classes with output-path helpers, and the parameter options ``hashed`` and ``hidden``.
+
+A task declares its outputs by name and gets their paths laid out under ``result_dir``::
+
+    class Simulate(b2batch.Task):
+        seed = b2batch.IntParameter()
+
+        def output(self):
+            yield self.add_to_output("events.root")
+
+        @b2batch.on_temporary_files
+        def run(self):
+            write_events(self.get_output_file_name("events.root"))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import luigi
+import luigi.parameter
+
+from b2batch import paths
+from b2batch.settings import get_setting
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class LocalTarget(luigi.LocalTarget):
+    """luigi's LocalTarget (re-exported so that b2batch is a drop-in for b2luigi)."""
+
+
+# --- parameters with path options -------------------------------------------------------------------------
+
+class _PathOptions:
+    """Adds the options ``hashed`` (a hash of the value in output paths) and ``hidden`` (left out of paths)."""
+
+    def __init__(self, *args: Any, hashed: bool = False, hidden: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hashed = hashed
+        self.hidden = hidden
+
+
+def _parameter_classes() -> dict[str, type]:
+    """A subclass with path options of every public parameter class of luigi, under luigi's names."""
+    classes = {}
+    for name in dir(luigi.parameter):
+        obj = getattr(luigi.parameter, name)
+        if not name.startswith("_") and isinstance(obj, type) and issubclass(obj, luigi.Parameter):
+            classes[name] = type(name, (_PathOptions, obj), {"__module__": __name__, "__doc__": obj.__doc__})
+    return classes
+
+
+PARAMETER_CLASSES = _parameter_classes()
+globals().update(PARAMETER_CLASSES)
+
+
+# --- output helpers --------------------------------------------------------------------------------------
+
+def _to_path(target: Any) -> str:
+    return str(target.path) if hasattr(target, "path") else str(target)
+
+
+def _collect(struct: Any, into: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Gather ``{key: [paths]}`` from outputs: dicts of targets, and lists or generators of such dicts."""
+    if isinstance(struct, dict):
+        for key, value in struct.items():
+            if isinstance(value, (dict, list, tuple)) or _is_lazy_iterable(value):
+                nested = _collect(value, {})
+                for k, v in nested.items():
+                    into.setdefault(k, []).extend(v)
+            else:
+                into.setdefault(key, []).append(_to_path(value))
+    elif isinstance(struct, (list, tuple)) or _is_lazy_iterable(struct):
+        for item in struct:
+            _collect(item, into)
+    return into
+
+
+def _is_lazy_iterable(value: Any) -> bool:
+    return isinstance(value, Iterator)
+
+
+class TaskHelpers:
+    """Output-path helpers mixed into b2batch's task classes."""
+
+    def add_to_output(self, output_file_name: str) -> dict[str, LocalTarget]:
+        """``{output_file_name: target}`` with the target's path under result_dir; yield it from output()."""
+        return {output_file_name: LocalTarget(str(paths.output_path(self, output_file_name)))}
+
+    def get_output_file_name(self, key: str) -> str:
+        """The path of the output named ``key`` (a temporary one inside ``on_temporary_files``)."""
+        outputs = _collect(self.output(), {})
+        if key not in outputs:
+            raise KeyError(f"Task {self} has no output {key!r}; its outputs are {sorted(outputs)}.")
+        path = Path(outputs[key][0])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = getattr(self, "_b2batch_temporary", None)
+        return str(temporary.path_for(path)) if temporary is not None else str(path)
+
+    def get_all_output_file_names(self) -> Iterator[str]:
+        """Every output path of the task."""
+        for file_names in _collect(self.output(), {}).values():
+            yield from file_names
+
+    def get_input_file_names(self, key: str | None = None) -> dict[str, list[str]] | list[str]:
+        """All input paths as ``{key: [paths]}``, or the list of paths of ``key`` across the requirements."""
+        inputs = _collect(self.input(), {})
+        if key is None:
+            return inputs
+        if key not in inputs:
+            raise KeyError(f"Task {self} has no input {key!r}; its inputs are {sorted(inputs)}.")
+        return inputs[key]
+
+    def get_input_file_name(self, key: str) -> str:
+        """The one input path of ``key``; an error when the requirements give none or several."""
+        names = self.get_input_file_names(key)
+        if len(names) != 1:
+            raise ValueError(f"Task {self} has {len(names)} inputs named {key!r}, not one; use "
+                             f"get_input_file_names({key!r}) for a list.")
+        return names[0]
+
+    def get_input_file_names_from_dict(self, requirement_key: str,
+                                       key: str | None = None) -> dict[str, list[str]] | list[str]:
+        """Like :meth:`get_input_file_names`, for the requirement stored under ``requirement_key`` when
+        ``requires()`` returns a dict."""
+        inputs = _collect(self.input()[requirement_key], {})
+        return inputs if key is None else inputs[key]
+
+    def get_all_input_file_names(self) -> Iterator[str]:
+        """Every input path of the task."""
+        for file_names in _collect(self.input(), {}).values():
+            yield from file_names
+
+    def remove_output(self) -> None:
+        """Delete every output of the task (files and folders)."""
+        for name in self.get_all_output_file_names():
+            _remove_path(Path(name))
+
+
+def _remove_path(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+class Task(TaskHelpers, luigi.Task):
+    """A luigi Task with b2batch's output helpers and settings."""
+
+
+class ExternalTask(TaskHelpers, luigi.ExternalTask):
+    """A task whose outputs are made outside the workflow."""
+
+
+class WrapperTask(TaskHelpers, luigi.WrapperTask):
+    """A task that only requires other tasks."""
+
+
+# --- atomic outputs --------------------------------------------------------------------------------------
+
+class _TemporaryOutputs:
+    """Temporary paths for outputs, moved into place only on success."""
+
+    def __init__(self, scratch_dir: str | None) -> None:
+        self._scratch = paths.resolve(scratch_dir) if scratch_dir else None
+        self._made: dict[Path, Path] = {}
+
+    def path_for(self, final: Path) -> Path:
+        if final not in self._made:
+            folder = self._scratch or final.parent
+            folder.mkdir(parents=True, exist_ok=True)
+            handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=folder)
+            os.close(handle)
+            os.unlink(name)  # the task creates the file (or folder) itself
+            self._made[final] = Path(name)
+        return self._made[final]
+
+    def commit(self) -> None:
+        for final, temporary in self._made.items():
+            if temporary.exists():
+                final.parent.mkdir(parents=True, exist_ok=True)
+                if final.exists() and final.is_dir():
+                    shutil.rmtree(final)
+                shutil.move(str(temporary), str(final))
+
+    def discard(self) -> None:
+        for temporary in self._made.values():
+            with contextlib.suppress(FileNotFoundError):
+                _remove_path(temporary)
+
+
+def on_temporary_files(run: F) -> F:
+    """Decorate ``run()`` so that its outputs are written to temporary paths and moved into place only when
+    it returns normally; when it raises, the temporary files are removed and no partial output remains."""
+
+    @functools.wraps(run)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        temporary = _TemporaryOutputs(get_setting("scratch_dir", task=self))
+        self._b2batch_temporary = temporary
+        try:
+            result = run(self, *args, **kwargs)
+        except BaseException:
+            temporary.discard()
+            raise
+        finally:
+            self._b2batch_temporary = None
+        temporary.commit()
+        return result
+
+    return wrapper  # type: ignore[return-value]
+
+
+# --- requires / inherits with b2luigi's signatures -------------------------------------------------------
+
+def requires(*tasks_to_require: type, **kwargs: Any) -> Callable[[type], type]:
+    """Class decorator: the task requires each of ``tasks_to_require`` with its own parameters, inheriting
+    them; keyword arguments fix parameter values of the required tasks (they are then not inherited)."""
+
+    def decorate(task_class: type) -> type:
+        for required in tasks_to_require:
+            for name, param in required.get_params():
+                if name not in kwargs and not hasattr(task_class, name):
+                    setattr(task_class, name, param)
+
+        def requires_method(self: Any) -> Iterable[Any]:
+            for required in tasks_to_require:
+                yield self.clone(required, **kwargs)
+
+        task_class.requires = requires_method
+        return task_class
+
+    return decorate
+
+
+def inherits(*tasks_to_inherit: type, without: str | Iterable[str] | None = None) -> Callable[[type], type]:
+    """Class decorator: the task gets the parameters of ``tasks_to_inherit``, except those in ``without``."""
+    excluded = {without} if isinstance(without, str) else set(without or ())
+
+    def decorate(task_class: type) -> type:
+        for inherited in tasks_to_inherit:
+            for name, param in inherited.get_params():
+                if name not in excluded and not hasattr(task_class, name):
+                    setattr(task_class, name, param)
+        return task_class
+
+    return decorate

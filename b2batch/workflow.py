@@ -1,0 +1,183 @@
+"""``process()``: run a workflow locally or on batch systems, or look at it (dry run, outputs, removal)."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import luigi
+import luigi.task
+
+from b2batch import cli, job
+from b2batch.jobfiles import RunContext
+from b2batch.process import BatchProcess
+from b2batch.settings import set_setting
+from b2batch.worker import BatchWorkerSchedulerFactory
+
+logger = logging.getLogger(__name__)
+
+
+def walk(tasks: list[Any], descend_into_complete: bool = True) -> Iterator[tuple[Any, bool]]:
+    """Every task of the graph once, with whether it is complete; requirements after the tasks needing them.
+
+    With ``descend_into_complete=False`` the requirements of complete tasks are skipped, as luigi would.
+    """
+    seen: set[str] = set()
+    stack = list(reversed(tasks))
+    while stack:
+        task = stack.pop()
+        if task.task_id in seen:
+            continue
+        seen.add(task.task_id)
+        complete = task.complete()
+        yield task, complete
+        if descend_into_complete or not complete:
+            stack.extend(reversed(luigi.task.flatten(task.requires())))
+
+
+def _describe(task: Any) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in task.to_str_params(only_significant=True).items())
+    return f"{task.task_family}({params})"
+
+
+def print_dry_run(tasks: list[Any]) -> int:
+    """Print the tasks that would run; how many there are."""
+    would_run = collections.Counter()
+    for task, complete in walk(tasks, descend_into_complete=False):
+        if complete:
+            continue
+        if getattr(type(task), "run", None) is None:
+            print(f"  missing input: {_describe(task)} (an external task whose output does not exist)")
+            continue
+        would_run[task.task_family] += 1
+        print(f"  would run: {_describe(task)}")
+        if hasattr(task, "dry_run"):
+            task.dry_run()
+    total = sum(would_run.values())
+    for family, count in sorted(would_run.items()):
+        print(f"{family}: {count} task(s) would run")
+    print(f"In total {total} task(s) would run." if total else "All tasks are complete.")
+    return total
+
+
+def print_outputs(tasks: list[Any]) -> None:
+    """Print every task of the graph with its output files and whether each exists."""
+    for task, _complete in walk(tasks):
+        print(_describe(task))
+        for target in luigi.task.flatten(task.output()):
+            path = getattr(target, "path", target)
+            mark = "exists " if target.exists() else "missing"
+            print(f"    [{mark}] {path}")
+
+
+def remove_outputs(tasks: list[Any], ask: bool) -> int:
+    """Remove the outputs of ``tasks`` (not of their requirements); how many paths were removed."""
+    existing = [(t, Path(getattr(o, "path", o))) for t in tasks for o in luigi.task.flatten(t.output())]
+    existing = [(t, p) for t, p in existing if p.exists()]
+    if not existing:
+        print("Nothing to remove: no output of the given tasks exists.")
+        return 0
+    for _task, path in existing:
+        print(f"  will remove {path}")
+    if ask:
+        try:
+            answer = input(f"Remove these {len(existing)} output(s)? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing removed (pass --yes to remove without asking).")
+            return 0
+    for task in {t.task_id: t for t, _ in existing}.values():
+        if hasattr(task, "remove_output"):
+            task.remove_output()
+        else:
+            for target in luigi.task.flatten(task.output()):
+                if target.exists():
+                    target.remove()
+    print(f"Removed {len(existing)} output(s).")
+    return len(existing)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the run like Ctrl-C does, so that the jobs it started are killed."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
+            batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
+            ignore_additional_command_line_args: bool = True, workers: int | None = None,
+            scheduler_host: str | None = None, scheduler_port: int | None = None,
+            batch_system: str | None = None, **env_params: Any) -> Any:
+    """Run ``task_like`` (a task or a list of tasks) with everything it requires.
+
+    The flags of the script's command line (``--batch``, ``--test``, ``--dry-run``, ``--show-output``,
+    ``--remove``, ``--remove-only``, ``--yes``, ``--workers``, ``--scheduler-host``, ``--scheduler-port``,
+    ``--batch-system``) add to the arguments. In a job, only the job's own task runs and the process exits.
+    Returns luigi's run result; ``--dry-run`` exits 1 when some task would run and 0 when all is complete.
+    """
+    spec = job.active_spec()
+    if spec is not None:
+        sys.exit(job.run_task(spec))
+
+    tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
+    args, rest = cli.parse(sys.argv[1:])
+    if rest and not ignore_additional_command_line_args:
+        raise SystemExit(f"Unknown command-line arguments: {' '.join(rest)}")
+    RunContext(script=RunContext.current().script, argv=rest).use()
+
+    test = bool(args.test or test)
+    batch = bool(args.batch or batch) and not test
+    if args.batch_system or batch_system:
+        set_setting("batch_system", args.batch_system or batch_system)
+
+    if args.show_output or show_output:
+        print_outputs(tasks)
+        return None
+    if args.dry_run or dry_run:
+        sys.exit(1 if print_dry_run(tasks) else 0)
+    if args.remove_only or remove_only or args.remove or remove:
+        remove_outputs(tasks, ask=not (args.yes or yes))
+        if args.remove_only or remove_only:
+            return None
+
+    host = args.scheduler_host or scheduler_host
+    port = args.scheduler_port or scheduler_port
+    build_params: dict[str, Any] = {
+        "workers": 1 if test else (args.workers or workers or 1),
+        "detailed_summary": True,
+        **env_params,
+    }
+    if host or port:
+        build_params.update(local_scheduler=False, scheduler_host=host or "localhost",
+                            scheduler_port=port or 8082)
+    else:
+        build_params.setdefault("local_scheduler", True)
+    if test:
+        build_params.setdefault("log_level", "DEBUG")
+    factory = BatchWorkerSchedulerFactory() if batch else None
+    with _sigterm_as_interrupt():
+        try:
+            return luigi.build(tasks, worker_scheduler_factory=factory, **build_params)
+        except KeyboardInterrupt:
+            killed = BatchProcess.kill_all()
+            logger.error("Interrupted: killed %d running job(s)%s", len(killed),
+                         (": " + ", ".join(killed)) if killed else "")
+            raise

@@ -1,0 +1,100 @@
+"""Renders a job's executable wrapper, and the one place where values are quoted for the shell.
+
+The wrapper sends its own output to the task's log files, sources ``env_script``, exports ``env``, changes
+into ``working_dir`` and runs ``executable`` on the node-side entry point for exactly one task. It writes
+the job's exit code to a file, so a job that has left the scheduler's queue can still be judged.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from b2batch import paths
+from b2batch.errors import SettingError
+from b2batch.settings import get_setting
+
+ENTRY_POINT = Path(__file__).resolve().parent / "entry" / "b2batch_job.py"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def quote(value: Any) -> str:
+    """``value`` as one shell word: the only quoting of values written into job scripts."""
+    return shlex.quote(str(value))
+
+
+_environment = jinja2.Environment(
+    loader=jinja2.PackageLoader("b2batch", "templates"),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+_environment.filters["quote"] = quote
+
+
+def render(template: str, **values: Any) -> str:
+    """Render one of b2batch's templates."""
+    return _environment.get_template(template).render(**values)
+
+
+def executable_of(task: Any) -> list[str]:
+    """The ``executable`` setting as an argument list; default: the Python running the workflow."""
+    value = get_setting("executable", task=task)
+    if value is None:
+        return [sys.executable]
+    if isinstance(value, str):
+        value = shlex.split(value)
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
+        raise SettingError(f"Task {task}: the setting 'executable' must be a non-empty list of strings or a "
+                           f"string, not {value!r}. Example: [\"python3\"] or \"/opt/venv/bin/python\".")
+    return list(value)
+
+
+def env_of(task: Any) -> list[tuple[str, str]]:
+    """The ``env`` setting as validated (name, value) pairs."""
+    env = get_setting("env", task=task) or {}
+    if not isinstance(env, dict):
+        raise SettingError(f"Task {task}: the setting 'env' must be a dict of variable names to values, not "
+                           f"{type(env).__name__}. Example: {{\"OMP_NUM_THREADS\": \"1\"}}.")
+    for name in env:
+        if not isinstance(name, str) or not _ENV_NAME.match(name):
+            raise SettingError(f"Task {task}: {name!r} in the setting 'env' is not a valid environment "
+                               f"variable name (letters, digits and _, not starting with a digit).")
+    return [(name, str(value)) for name, value in env.items()]
+
+
+def env_script_of(task: Any) -> Path | None:
+    """The ``env_script`` setting resolved to a path; an error when it names a file that is not there."""
+    value = get_setting("env_script", task=task)
+    if not value:
+        return None
+    script = paths.resolve(value)
+    if not script.is_file():
+        raise SettingError(f"Task {task}: the setting 'env_script' names {script}, which is not a file. Fix "
+                           f"the path (relative paths are relative to {paths.base_dir()}) or unset it.")
+    return script
+
+
+def render_wrapper(task: Any, job_files: Any) -> str:
+    """The executable wrapper of ``task``'s job."""
+    executable = executable_of(task)
+    working_dir = get_setting("working_dir", task=task)
+    return render(
+        "executable_wrapper.sh.j2",
+        shell=get_setting("shell", task=task),
+        task_id=task.task_id,
+        stdout=job_files.stdout,
+        stderr=job_files.stderr,
+        exit_code_file=job_files.exit_code,
+        env_script=env_script_of(task),
+        env=env_of(task),
+        working_dir=paths.resolve(working_dir) if working_dir else paths.base_dir(),
+        command=[*executable, str(ENTRY_POINT), str(job_files.spec)],
+    )
