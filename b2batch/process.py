@@ -92,7 +92,9 @@ class BatchProcess(abc.ABC):
             self.job_files.prepare(self.task)
             self.start_job()
         except B2BatchError as e:
-            self._report(FAILED, f"Task {self.task} could not be submitted to {self.system_name}: {e}")
+            message = f"Task {self.task} could not be submitted to {self.system_name}: {e}"
+            logger.error("%s", message)
+            self._report(FAILED, message)
             return
         self.submitted_at = time.time()
         self._alive = True

@@ -23,6 +23,16 @@ from b2batch.worker import BatchWorkerSchedulerFactory
 logger = logging.getLogger(__name__)
 
 
+def _configure_logging(level: str) -> None:
+    """b2batch's messages go to stderr beside luigi's, unless the application configured logging itself."""
+    package_logger = logging.getLogger("b2batch")
+    if not package_logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        package_logger.addHandler(handler)
+        package_logger.setLevel(getattr(logging, level, logging.INFO))
+
+
 def walk(tasks: list[Any], descend_into_complete: bool = True) -> Iterator[tuple[Any, bool]]:
     """Every task of the graph once, with whether it is complete; requirements after the tasks needing them.
 
@@ -170,8 +180,8 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                             scheduler_port=port or 8082)
     else:
         build_params.setdefault("local_scheduler", True)
-    if test:
-        build_params.setdefault("log_level", "DEBUG")
+    build_params.setdefault("log_level", "DEBUG" if test else "INFO")
+    _configure_logging(build_params["log_level"])
     factory = BatchWorkerSchedulerFactory() if batch else None
     with _sigterm_as_interrupt():
         try:

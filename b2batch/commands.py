@@ -1,0 +1,74 @@
+"""Running scheduler commands: argument lists (never a shell), timeouts, retries of transient errors."""
+
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+import threading
+from collections import Counter
+from collections.abc import Sequence
+
+import tenacity
+
+from b2batch.errors import SchedulerCommandError
+
+logger = logging.getLogger(__name__)
+
+#: What schedulers print when they are busy or briefly unreachable: worth another try after a pause.
+TRANSIENT = re.compile(
+    r"Socket timed out|timed out|Submission rate too high|Resource temporarily unavailable|"
+    r"Connection refused|Unable to contact slurm controller|Zero Bytes were transmitted|"
+    r"Failed to connect|failed receiving gdi request|unable to contact qmaster|commlib error|"
+    r"LSF is down|Temporarily unable|Try again later|SCHEDD.*not respond|Failed to fetch ads",
+    re.IGNORECASE,
+)
+
+#: How many times each command (by its program name) ran, for benchmarks and tests.
+call_counts: Counter[str] = Counter()
+_counts_lock = threading.Lock()
+
+
+class TransientCommandError(SchedulerCommandError):
+    """A scheduler command failed in a way that may go away when tried again."""
+
+
+def run(command: Sequence[str], timeout: float = 60.0, stdin: str | None = None, hint: str = "",
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` once; a non-zero exit raises :class:`SchedulerCommandError` (transient ones
+    :class:`TransientCommandError`) unless ``check`` is false."""
+    command = [str(c) for c in command]
+    with _counts_lock:
+        call_counts[command[0].rsplit("/", 1)[-1]] += 1
+    try:
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as e:
+        raise SchedulerCommandError(command, 127, "", str(e), hint or
+                                    f"{command[0]} is not on PATH: is this the right batch_system?") from e
+    except subprocess.TimeoutExpired as e:
+        raise TransientCommandError(command, None, _text(e.stdout), _text(e.stderr),
+                                    f"No answer within {timeout:g} s.") from e
+    if check and done.returncode != 0:
+        error = TransientCommandError if TRANSIENT.search(done.stderr + done.stdout) else SchedulerCommandError
+        raise error(command, done.returncode, done.stdout, done.stderr, hint)
+    return done
+
+
+def run_with_retries(command: Sequence[str], attempts: int = 4, timeout: float = 60.0,
+                     stdin: str | None = None, hint: str = "") -> subprocess.CompletedProcess[str]:
+    """:func:`run`, trying transient failures again with exponential back-off (1, 2, 4 ... s)."""
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(TransientCommandError),
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=tenacity.wait_exponential(multiplier=1, max=30),
+        before_sleep=lambda state: logger.warning("%s; trying again (%d of %d)", state.outcome.exception(),
+                                                  state.attempt_number + 1, attempts),
+        reraise=True,
+    )
+    return retrying(run, command, timeout=timeout, stdin=stdin, hint=hint)
+
+
+def _text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value

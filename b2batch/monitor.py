@@ -1,0 +1,90 @@
+"""One status query per batch system per poll, for all jobs of the run, with back-off while nothing changes.
+
+luigi's worker asks every running task whether it is alive about once a second. A :class:`JobMonitor`
+answers from its cache and asks the scheduler again only when the poll interval has passed: one command for
+all tracked jobs, whatever their number. The interval starts at ``poll_interval`` and grows by half after
+every poll that saw no change, up to ``max_poll_interval``; any change sets it back to the start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from b2batch.errors import SchedulerCommandError
+from b2batch.settings import get_setting
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NativeState:
+    """A job's state in the scheduler's own words, and why it is in it (if the scheduler says)."""
+
+    state: str
+    reason: str = ""
+    exit_code: int | None = None
+
+
+QueryFunction = Callable[[list[str]], dict[str, NativeState]]
+
+
+class JobMonitor:
+    """The cached states of the tracked jobs of one batch system."""
+
+    def __init__(self, name: str, query: QueryFunction) -> None:
+        self.name = name
+        self.query = query
+        self.tracked: set[str] = set()
+        self.states: dict[str, NativeState] = {}
+        self.polls = 0
+        self.failures_since: float | None = None
+        self.last_error: SchedulerCommandError | None = None
+        self._last_poll = 0.0
+        self._interval: float | None = None
+
+    def track(self, job_id: str) -> None:
+        self.tracked.add(job_id)
+
+    def forget(self, job_id: str) -> None:
+        self.tracked.discard(job_id)
+        self.states.pop(job_id, None)
+
+    def state(self, job_id: str) -> NativeState | None:
+        """The job's state as of the last poll (polling first if it is due); None if the scheduler did not
+        list the job."""
+        self.poll_if_due()
+        return self.states.get(job_id)
+
+    def invalidate(self) -> None:
+        """Poll at the next question (e.g. after submitting new jobs)."""
+        self._last_poll = 0.0
+
+    def poll_if_due(self) -> None:
+        minimum = float(get_setting("poll_interval"))
+        if self._interval is None:
+            self._interval = minimum
+        if time.monotonic() - self._last_poll < self._interval or not self.tracked:
+            return
+        self._last_poll = time.monotonic()
+        try:
+            states = self.query(sorted(self.tracked))
+        except SchedulerCommandError as e:
+            self.failures_since = self.failures_since or time.monotonic()
+            self.last_error = e
+            logger.warning("%s status query failed (jobs keep their last known state): %s", self.name, e)
+            return
+        self.polls += 1
+        self.failures_since = None
+        self.last_error = None
+        changed = any(self.states.get(job_id) != state for job_id, state in states.items()) or (
+            set(self.states) - set(states))
+        self.states = {job_id: state for job_id, state in states.items() if job_id in self.tracked}
+        maximum = float(get_setting("max_poll_interval"))
+        self._interval = minimum if changed else min(maximum, self._interval * 1.5)
+
+    def unreachable_for(self) -> float:
+        """Seconds since the status queries started failing (0 while they work)."""
+        return 0.0 if self.failures_since is None else time.monotonic() - self.failures_since

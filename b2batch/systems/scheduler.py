@@ -1,0 +1,182 @@
+"""The common part of batch systems driven by command-line tools (Slurm, SGE, HTCondor, LSF).
+
+A subclass only builds commands and parses their output; this class runs them:
+
+- :meth:`SchedulerProcess.submit_command` and a named-group regex :attr:`job_id_pattern` for the job id;
+- :meth:`SchedulerProcess.status_command` / :meth:`SchedulerProcess.parse_status` for all jobs at once;
+- :attr:`SchedulerProcess.state_map` from the scheduler's states to :class:`JobStatus` (an unknown state
+  is logged once and treated as running: the wrapper's exit-code file still ends the job);
+- :meth:`SchedulerProcess.cancel_command`.
+
+A job the scheduler no longer lists is judged by the exit-code file its wrapper wrote; without one, it is
+given ``output_wait_timeout`` seconds (shared file systems are slow), then it counts as lost.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import re
+import time
+import uuid
+from typing import Any, ClassVar
+
+from b2batch import commands
+from b2batch.errors import BatchSystemError, SchedulerCommandError
+from b2batch.monitor import JobMonitor, NativeState
+from b2batch.process import BatchProcess, JobStatus
+from b2batch.settings import get_setting
+
+logger = logging.getLogger(__name__)
+
+#: Tags the jobs of one steering process (part of each job's name).
+RUN_TAG = uuid.uuid4().hex[:8]
+
+#: How long a scheduler may stay unreachable before the run's jobs are given up (seconds).
+UNREACHABLE_LIMIT = 600.0
+
+
+class SchedulerProcess(BatchProcess):
+    """One task as one job of a scheduler with command-line tools."""
+
+    #: A regex with a group named ``id`` that finds the job id in the submit command's output.
+    job_id_pattern: ClassVar[re.Pattern[str]]
+    #: The scheduler's states (as :meth:`parse_status` reports them) and what they mean to b2batch.
+    state_map: ClassVar[dict[str, JobStatus]]
+    #: The monitor shared by all jobs of this batch system.
+    _monitors: ClassVar[dict[type, JobMonitor]] = {}
+    _warned_states: ClassVar[set[str]] = set()
+
+    # --- what a batch system implements ---------------------------------------------------------------
+
+    def submit_command(self) -> tuple[list[str], str | None]:
+        """The command that submits :attr:`job_files` ``.wrapper``, and what to send to its stdin."""
+        raise NotImplementedError
+
+    @classmethod
+    def status_command(cls, job_ids: list[str]) -> list[str]:
+        """One command that reports the states of all ``job_ids`` (it may report more)."""
+        raise NotImplementedError
+
+    @classmethod
+    def parse_status(cls, stdout: str) -> dict[str, NativeState]:
+        """The states in the status command's output, by job id."""
+        raise NotImplementedError
+
+    @classmethod
+    def cancel_command(cls, job_ids: list[str]) -> list[str]:
+        raise NotImplementedError
+
+    @classmethod
+    def query_states(cls, job_ids: list[str]) -> dict[str, NativeState]:
+        """Run the status command for ``job_ids``; subclasses may add history look-ups."""
+        return cls.parse_status(commands.run(cls.status_command(job_ids)).stdout)
+
+    # --- shared ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def monitor(cls) -> JobMonitor:
+        if cls not in cls._monitors:
+            cls._monitors[cls] = JobMonitor(cls.system_name, cls.query_states)
+        return cls._monitors[cls]
+
+    @staticmethod
+    def user() -> str:
+        return getpass.getuser()
+
+    def job_name(self) -> str:
+        """The job's name: the job_name setting (default: the task family), tagged with the run."""
+        name = get_setting("job_name", task=self.task) or self.task.task_family
+        return f"{name}.b2b{RUN_TAG}"
+
+    def parse_job_id(self, stdout: str, command: list[str]) -> str:
+        match = self.job_id_pattern.search(stdout)
+        if not match:
+            raise SchedulerCommandError(command, 0, stdout, "", f"{self.system_name} accepted the job but b2batch "
+                                        f"found no job id in its output.")
+        return match.group("id")
+
+    def start_job(self) -> None:
+        command, stdin = self.submit_command()
+        try:
+            done = commands.run_with_retries(command, stdin=stdin)
+        except SchedulerCommandError as e:
+            raise BatchSystemError(f"{self.system_name} rejected the job: {e}\nCheck the task's settings for "
+                                   f"{self.system_name} ({self.system_name}_settings) and the wrapper "
+                                   f"{self.job_files.wrapper}.") from e
+        self.job_id = self.parse_job_id(done.stdout, command)
+        monitor = self.monitor()
+        monitor.track(self.job_id)
+        monitor.invalidate()
+
+    def get_job_status(self) -> JobStatus:
+        assert self.job_id is not None
+        monitor = self.monitor()
+        native = monitor.state(self.job_id)
+        exit_code = self.job_files.read_exit_code()
+        if native is None:
+            return self._status_outside_queue(exit_code, monitor)
+        status = self.state_map.get(native.state)
+        if status is None:
+            if native.state not in self._warned_states:
+                self._warned_states.add(native.state)
+                logger.warning("Job %s: unknown %s state %r, treated as running", self.job_id, self.system_name,
+                               native.state)
+            status = JobStatus.running
+        if not status.final and exit_code is not None and native.state in self.final_once_exit_code_written():
+            status = JobStatus.successful if exit_code == 0 else JobStatus.aborted
+        if status.final:
+            monitor.forget(self.job_id)
+            self._reason = self._describe(native)
+        return status
+
+    def final_once_exit_code_written(self) -> set[str]:
+        """States in which a written exit-code file already means the job is over (e.g. COMPLETING)."""
+        return set()
+
+    def _status_outside_queue(self, exit_code: int | None, monitor: JobMonitor) -> JobStatus:
+        assert self.job_id is not None and self.submitted_at is not None
+        if monitor.unreachable_for() > UNREACHABLE_LIMIT:
+            monitor.forget(self.job_id)
+            self._reason = (f"{self.system_name} did not answer status queries for {UNREACHABLE_LIMIT:g} s; "
+                            f"last error: {monitor.last_error}. The job may still run: check it with the "
+                            f"scheduler's own tools before running the workflow again.")
+            return JobStatus.aborted
+        if exit_code is not None:
+            monitor.forget(self.job_id)
+            return JobStatus.successful if exit_code == 0 else JobStatus.aborted
+        if monitor.polls == 0 or monitor.last_error is not None:
+            return JobStatus.idle  # no answer from the scheduler yet
+        if self._left_queue_at is None:
+            self._left_queue_at = time.monotonic()
+        if time.monotonic() - self._left_queue_at < float(get_setting("output_wait_timeout", task=self.task)):
+            return JobStatus.running  # its exit-code file may still be on its way over a shared file system
+        monitor.forget(self.job_id)
+        self._reason = (f"the job left {self.system_name}'s queue without writing its exit-code file "
+                        f"{self.job_files.exit_code}: it was killed or lost by the batch system")
+        return JobStatus.aborted
+
+    def _describe(self, native: NativeState) -> str:
+        text = f"{self.system_name} state {native.state}"
+        if native.reason:
+            text += f" ({native.reason})"
+        if native.exit_code is not None:
+            text += f", exit code {native.exit_code}"
+        return text
+
+    def failure_reason(self) -> str:
+        return getattr(self, "_reason", "")
+
+    def kill_job(self) -> None:
+        if self.job_id is None:
+            return
+        try:
+            commands.run(self.cancel_command([self.job_id]), check=True)
+        except SchedulerCommandError as e:
+            logger.warning("Job %s: could not cancel it: %s", self.job_id, e)
+        self.monitor().forget(self.job_id)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._left_queue_at: float | None = None
+        self._reason = ""

@@ -1,0 +1,129 @@
+"""Slurm: ``sbatch --parsable`` to submit, one ``squeue`` per poll for all jobs, ``scancel`` to kill.
+
+States: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Any, ClassVar
+
+from b2batch.errors import SettingError
+from b2batch.monitor import NativeState
+from b2batch.process import JobStatus
+from b2batch.settings import get_setting
+from b2batch.systems.scheduler import SchedulerProcess
+
+#: sbatch's long options a task may set in ``slurm_settings``.
+SBATCH_OPTIONS = frozenset("""
+account acctg-freq batch bb bbf begin cluster-constraint clusters comment constraint container contiguous
+core-spec cores-per-socket cpu-freq cpus-per-gpu cpus-per-task deadline delay-boot dependency distribution
+exclude exclusive export export-file extra-node-info get-user-env gid gpu-bind gpu-freq gpus gpus-per-node
+gpus-per-socket gpus-per-task gres gres-flags hint hold ignore-pbs kill-on-invalid-dep licenses mail-type
+mail-user mcs-label mem mem-bind mem-per-cpu mem-per-gpu mincpus network nice no-kill no-requeue nodefile
+nodelist nodes ntasks ntasks-per-core ntasks-per-gpu ntasks-per-node ntasks-per-socket open-mode overcommit
+oversubscribe partition power prefer priority profile propagate qos reboot requeue reservation signal
+sockets-per-node spread-job switches thread-spec threads-per-core time time-min tmp uid use-min-nodes wckey
+""".split())
+
+#: Short options and their long names.
+SBATCH_SHORT = {"A": "account", "b": "begin", "c": "cpus-per-task", "C": "constraint", "d": "dependency",
+                "G": "gpus", "H": "hold", "L": "licenses", "M": "clusters", "N": "nodes", "n": "ntasks",
+                "p": "partition", "q": "qos", "s": "oversubscribe", "t": "time", "w": "nodelist",
+                "x": "exclude"}
+
+#: Options b2batch sets itself.
+SBATCH_RESERVED = frozenset({"array", "chdir", "error", "input", "job-name", "output", "parsable", "wait",
+                             "wrap", "test-only"})
+
+
+def sbatch_options(settings: Any, task: Any) -> list[str]:
+    """``slurm_settings`` as sbatch arguments, each option checked; an unknown one is a SettingError."""
+    if not isinstance(settings, dict):
+        raise SettingError(f"Task {task}: the setting 'slurm_settings' must be a dict of sbatch options, "
+                           f"e.g. {{\"cpus-per-task\": 2, \"mem\": \"2G\"}}, not {settings!r}.")
+    arguments = []
+    for key, value in settings.items():
+        name = SBATCH_SHORT.get(str(key).lstrip("-"), str(key).lstrip("-").replace("_", "-"))
+        if name in SBATCH_RESERVED:
+            raise SettingError(f"Task {task}: slurm_settings sets {key!r}, which b2batch sets itself; remove it "
+                               f"(use the setting job_name for the job's name, log_dir for logs).")
+        if name not in SBATCH_OPTIONS:
+            close = difflib.get_close_matches(name, SBATCH_OPTIONS, n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise SettingError(f"Task {task}: {key!r} in slurm_settings is not an sbatch option b2batch knows."
+                               f"{hint} Use sbatch's long option names without dashes, e.g. \"cpus-per-task\".")
+        if value is False or value is None:
+            continue
+        if value is True:
+            arguments.append(f"--{name}")
+        elif isinstance(value, (str, int, float)) and "\n" not in str(value):
+            arguments.append(f"--{name}={value}")
+        else:
+            raise SettingError(f"Task {task}: slurm_settings[{key!r}] must be a string, number or true, not "
+                               f"{value!r}.")
+    return arguments
+
+
+class SlurmProcess(SchedulerProcess):
+    """One task as one Slurm job."""
+
+    system_name = "slurm"
+    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<id>\d+(?:_\d+)?)(?:;\S*)?\s*$", re.M)
+    state_map: ClassVar[dict[str, JobStatus]] = {
+        "PENDING": JobStatus.idle,
+        "CONFIGURING": JobStatus.idle,
+        "REQUEUED": JobStatus.idle,
+        "REQUEUE_FED": JobStatus.idle,
+        "REQUEUE_HOLD": JobStatus.idle,
+        "RESV_DEL_HOLD": JobStatus.idle,
+        "SPECIAL_EXIT": JobStatus.idle,
+        "RUNNING": JobStatus.running,
+        "COMPLETING": JobStatus.running,
+        "RESIZING": JobStatus.running,
+        "SIGNALING": JobStatus.running,
+        "STAGE_OUT": JobStatus.running,
+        "STOPPED": JobStatus.running,
+        "SUSPENDED": JobStatus.running,
+        "COMPLETED": JobStatus.successful,
+        "BOOT_FAIL": JobStatus.aborted,
+        "CANCELLED": JobStatus.aborted,
+        "DEADLINE": JobStatus.aborted,
+        "FAILED": JobStatus.aborted,
+        "NODE_FAIL": JobStatus.aborted,
+        "OUT_OF_MEMORY": JobStatus.aborted,
+        "PREEMPTED": JobStatus.aborted,
+        "REVOKED": JobStatus.aborted,
+        "TIMEOUT": JobStatus.aborted,
+    }
+
+    def submit_command(self) -> tuple[list[str], str | None]:
+        options = sbatch_options(get_setting("slurm_settings", task=self.task) or {}, self.task)
+        scheduler_log = self.job_files.folder / "slurm-%j.out"
+        return ["sbatch", "--parsable", f"--job-name={self.job_name()}", f"--output={scheduler_log}",
+                f"--error={scheduler_log}", f"--chdir={self.job_files.folder}", *options,
+                str(self.job_files.wrapper)], None
+
+    def final_once_exit_code_written(self) -> set[str]:
+        return {"COMPLETING"}
+
+    @classmethod
+    def status_command(cls, job_ids: list[str]) -> list[str]:
+        # All of the user's jobs in one call: asking for ids that Slurm has already forgotten is an error.
+        return ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%r", f"--user={cls.user()}"]
+
+    @classmethod
+    def parse_status(cls, stdout: str) -> dict[str, NativeState]:
+        states = {}
+        for line in stdout.splitlines():
+            fields = line.strip().split("|")
+            if len(fields) >= 2 and fields[0]:
+                state = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"
+                reason = fields[2] if len(fields) > 2 and fields[2] not in ("None", "(null)") else ""
+                states[fields[0]] = NativeState(state=state, reason=reason)
+        return states
+
+    @classmethod
+    def cancel_command(cls, job_ids: list[str]) -> list[str]:
+        return ["scancel", *job_ids]
