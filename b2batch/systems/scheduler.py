@@ -128,7 +128,15 @@ class SchedulerProcess(BatchProcess):
         if status.final:
             monitor.forget(self.job_id)
             self._reason = self._describe(native)
+            self.on_final_state(native, status)
         return status
+
+    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+        """Called once when the scheduler reports the job over (e.g. to clean up a job in an error state)."""
+
+    def history(self) -> NativeState | None:
+        """What the scheduler's accounting says of a job that left the queue, or None if it has no record."""
+        return None
 
     def final_once_exit_code_written(self) -> set[str]:
         """States in which a written exit-code file already means the job is over (e.g. COMPLETING)."""
@@ -149,6 +157,13 @@ class SchedulerProcess(BatchProcess):
             return JobStatus.idle  # no answer from the scheduler yet
         if self._left_queue_at is None:
             self._left_queue_at = time.monotonic()
+        if self._history_checked_at_poll != monitor.polls:
+            self._history_checked_at_poll = monitor.polls
+            record = self.history()
+            if record is not None and record.exit_code not in (0, None):
+                monitor.forget(self.job_id)
+                self._reason = self._describe(record)
+                return JobStatus.aborted
         if time.monotonic() - self._left_queue_at < float(get_setting("output_wait_timeout", task=self.task)):
             return JobStatus.running  # its exit-code file may still be on its way over a shared file system
         monitor.forget(self.job_id)
@@ -179,4 +194,5 @@ class SchedulerProcess(BatchProcess):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._left_queue_at: float | None = None
+        self._history_checked_at_poll = -1
         self._reason = ""

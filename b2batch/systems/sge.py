@@ -1,0 +1,164 @@
+"""Sun Grid Engine (and Son of / Univa Grid Engine): ``qsub -terse`` to submit, one ``qstat -xml`` per poll
+for all jobs, ``qacct`` for jobs that left the queue without an exit-code file, ``qdel`` to kill.
+
+States are letter codes (qstat(1), "state"): q queued, w waiting, h hold, r running, t transferring,
+R restarted, s/S/T suspended, d deletion, E error.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ElementTree
+from typing import Any, ClassVar
+
+from b2batch import commands
+from b2batch.errors import SchedulerCommandError, SettingError
+from b2batch.monitor import NativeState
+from b2batch.process import JobStatus
+from b2batch.settings import get_setting
+from b2batch.systems.scheduler import SchedulerProcess
+
+#: sge_settings keys, their qsub options, and whether the value is a list of name=value resources.
+QSUB_OPTIONS = {
+    "queue": "-q", "q": "-q",
+    "pe": "-pe",
+    "resources": "-l", "l": "-l",
+    "project": "-P", "P": "-P",
+    "priority": "-p", "p": "-p",
+    "account": "-A", "A": "-A",
+    "mail_options": "-m", "m": "-m",
+    "mail_user": "-M", "M": "-M",
+    "reservation": "-R", "R": "-R",
+    "ckpt": "-ckpt",
+    "binding": "-binding",
+    "notify": "-notify",
+    "hold_jid": "-hold_jid",
+    "hard": "-hard", "soft": "-soft",
+}
+_FLAGS = {"-notify", "-hard", "-soft"}
+
+
+def qsub_options(settings: Any, task: Any) -> list[str]:
+    """``sge_settings`` as qsub arguments, each key checked; an unknown one is a SettingError."""
+    if not isinstance(settings, dict):
+        raise SettingError(f"Task {task}: the setting 'sge_settings' must be a dict, e.g. {{\"queue\": \"all.q\", "
+                           f"\"pe\": \"smp 2\", \"resources\": {{\"h_rt\": \"01:00:00\"}}}}, not {settings!r}.")
+    arguments = []
+    for key, value in settings.items():
+        option = QSUB_OPTIONS.get(str(key).lstrip("-"))
+        if option is None:
+            raise SettingError(f"Task {task}: {key!r} in sge_settings is not a qsub option b2batch knows. Known "
+                               f"keys: {', '.join(sorted(QSUB_OPTIONS))}.")
+        if value is None or value is False:
+            continue
+        if option in _FLAGS:
+            arguments.append(option)
+        elif option == "-l" and isinstance(value, dict):
+            arguments += [option, ",".join(f"{name}={v}" for name, v in value.items())]
+        elif option == "-pe":
+            parts = str(value).split() if isinstance(value, str) else [str(v) for v in value]
+            if len(parts) != 2:
+                raise SettingError(f"Task {task}: sge_settings['pe'] must be a parallel environment and a slot "
+                                   f"count, e.g. \"smp 4\", not {value!r}.")
+            arguments += [option, *parts]
+        elif isinstance(value, (str, int, float)) and "\n" not in str(value):
+            arguments += [option, str(value)]
+        else:
+            raise SettingError(f"Task {task}: sge_settings[{key!r}] must be a string or number, not {value!r}.")
+    return arguments
+
+
+def _expand_tasks(job_number: str, tasks: str | None) -> list[str]:
+    """Job ids for a qstat line: ``12``, or ``12.5`` per array task (``5-20:1`` ranges expanded)."""
+    if not tasks:
+        return [job_number]
+    ids = []
+    for part in tasks.split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part.strip())
+        if not match:
+            continue
+        first = int(match.group(1))
+        last = int(match.group(2) or first)
+        step = int(match.group(3) or 1)
+        ids += [f"{job_number}.{i}" for i in range(first, last + 1, step)]
+    return ids
+
+
+class SGEProcess(SchedulerProcess):
+    """One task as one Grid Engine job."""
+
+    system_name = "sge"
+    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<id>\d+)(?:\.\d+-\d+:\d+)?\s*$", re.M)
+    state_map: ClassVar[dict[str, JobStatus]] = {
+        **{s: JobStatus.idle for s in ("qw", "hqw", "hRwq", "Rq", "Rwq", "hRq", "qwh")},
+        **{s: JobStatus.running for s in ("r", "t", "Rr", "Rt", "s", "ts", "S", "tS", "T", "tT", "Rs", "Rts",
+                                          "RS", "RtS", "RT", "RtT", "dr", "dt", "dRr", "dRt", "ds", "dS", "dT")},
+        **{s: JobStatus.aborted for s in ("Eqw", "Ehqw", "EhRqw", "dqw", "dhqw", "dEqw")},
+    }
+
+    def submit_command(self) -> tuple[list[str], str | None]:
+        options = qsub_options(get_setting("sge_settings", task=self.task) or {}, self.task)
+        shell = get_setting("shell", task=self.task)
+        shell_path = shutil.which(shell) or shell
+        scheduler_log = self.job_files.folder / "sge.out"
+        # Grid Engine ignores #! lines: -S names the shell. -V passes the submitter's environment on.
+        return ["qsub", "-terse", "-V", "-S", shell_path, "-N", self.job_name(), "-j", "y",
+                "-o", str(scheduler_log), "-wd", str(self.job_files.folder), *options,
+                str(self.job_files.wrapper)], None
+
+    def job_name(self) -> str:
+        # Grid Engine refuses names starting with a digit or containing / : @ (and spaces confuse it).
+        name = re.sub(r"[/:@\s\\]", "_", super().job_name())
+        return name if not name[:1].isdigit() else f"j{name}"
+
+    @classmethod
+    def status_command(cls, job_ids: list[str]) -> list[str]:
+        return ["qstat", "-xml", "-u", cls.user()]
+
+    @classmethod
+    def parse_status(cls, stdout: str) -> dict[str, NativeState]:
+        states = {}
+        if not stdout.strip():
+            return states
+        for job in ElementTree.fromstring(stdout).iter("job_list"):
+            number = job.findtext("JB_job_number", "").strip()
+            state = job.findtext("state", "").strip()
+            for job_id in _expand_tasks(number, job.findtext("tasks")):
+                states[job_id] = NativeState(state=state, reason=_STATE_WORDS.get(state, ""))
+        return states
+
+    @classmethod
+    def cancel_command(cls, job_ids: list[str]) -> list[str]:
+        return ["qdel", *job_ids]
+
+    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+        if "E" in native.state:
+            self._reason += self._error_reason()
+            self.kill_job()  # a job in an error state would stay in the queue for ever
+
+    def _error_reason(self) -> str:
+        try:
+            out = commands.run(["qstat", "-j", str(self.job_id)], check=False).stdout
+        except SchedulerCommandError:
+            return ""
+        reasons = re.findall(r"^error reason\s+\d+:\s*(.*)$", out, re.M)
+        return f": {reasons[0].strip()}" if reasons else ""
+
+    def history(self) -> NativeState | None:
+        """What ``qacct`` recorded of the job, or None before the record is written."""
+        number, _, task = str(self.job_id).partition(".")
+        command = ["qacct", "-j", number, *(["-t", task] if task else [])]
+        try:
+            out = commands.run(command, check=False).stdout
+        except SchedulerCommandError:
+            return None
+        failed = re.search(r"^failed\s+(\d+)\s*:?\s*(.*)$", out, re.M)
+        exit_status = re.search(r"^exit_status\s+(\d+)", out, re.M)
+        if not exit_status:
+            return None
+        reason = f"qacct: failed {failed.group(1)} {failed.group(2).strip()}".strip() if failed else ""
+        return NativeState(state="FINISHED", reason=reason, exit_code=int(exit_status.group(1)))
+
+
+_STATE_WORDS = {"Eqw": "error state", "hqw": "on hold", "dr": "being deleted", "t": "transferring"}
