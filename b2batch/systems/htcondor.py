@@ -1,0 +1,150 @@
+"""HTCondor: a submit description rendered from a template and checked with the official bindings,
+``condor_submit -terse`` to submit, one ``condor_q -json`` per poll for all the run's jobs (they share one
+JobBatchName), ``condor_history`` for jobs that left the queue, ``condor_rm`` to kill.
+
+JobStatus codes: https://htcondor.readthedocs.io/en/latest/classad-attributes/job-classad-attributes.html
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from b2batch import commands, paths
+from b2batch.errors import SettingError
+from b2batch.monitor import NativeState
+from b2batch.process import JobStatus
+from b2batch.settings import get_setting
+from b2batch.systems.scheduler import RUN_TAG, SchedulerProcess
+from b2batch.wrapper import render
+
+ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
+_KEY = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_.]*\Z")
+#: Commands of the description that b2batch writes itself.
+RESERVED = frozenset({"executable", "initialdir", "output", "error", "log", "jobbatchname", "batch_name", "queue"})
+
+
+def merged_settings(task: Any) -> dict[str, Any]:
+    """The global htcondor_settings overlaid with the task's own, without changing either."""
+    merged = dict(get_setting("htcondor_settings") or {})
+    merged.update(get_setting("htcondor_settings", task=task) or {})
+    return merged
+
+
+def submit_description(task: Any, wrapper: str, folder: str, batch_name: str) -> str:
+    """The task's submit description, checked by ``htcondor2.Submit``; errors name the bad setting."""
+    settings = merged_settings(task)
+    for key, value in settings.items():
+        if not isinstance(key, str) or not _KEY.match(key):
+            raise SettingError(f"Task {task}: {key!r} in htcondor_settings is not a submit command name.")
+        if key.lower() in RESERVED:
+            raise SettingError(f"Task {task}: htcondor_settings sets {key!r}, which b2batch writes itself; "
+                               f"remove it (job_name, log_dir and task_file_dir change names and places).")
+        if "\n" in str(value) or "\r" in str(value):
+            raise SettingError(f"Task {task}: htcondor_settings[{key!r}] contains a line break, which a submit "
+                               f"description cannot hold.")
+    transfer = get_setting("transfer_files", task=task) or []
+    if isinstance(transfer, str) or any("," in str(f) or "\n" in str(f) for f in transfer):
+        raise SettingError(f"Task {task}: transfer_files must be a list of paths without commas, not {transfer!r}.")
+    text = render("htcondor.sub.j2", task_id=task.task_id, executable=wrapper, folder=folder,
+                  batch_name=batch_name, transfer_files=[str(paths.resolve(f)) for f in transfer],
+                  settings=[(k, _value(v)) for k, v in settings.items()])
+    _check(text, settings, task)
+    return text
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _check(text: str, settings: dict[str, Any], task: Any) -> None:
+    import htcondor2  # the official bindings; imported only where a description is made
+
+    try:
+        parsed = dict(htcondor2.Submit(text))
+    except Exception as e:  # the bindings raise ValueError/HTCondorException with little detail
+        raise SettingError(f"Task {task}: HTCondor cannot parse the submit description made from "
+                           f"htcondor_settings {settings!r}: {e}") from e
+    lowered = {k.lower() for k in parsed}
+    for key in settings:
+        name = f"my.{key[1:]}" if key.startswith("+") else key
+        if name.lower() not in lowered:
+            raise SettingError(f"Task {task}: htcondor_settings[{key!r}] did not survive HTCondor's parsing "
+                               f"of the submit description; check its name and value.")
+
+
+class HTCondorProcess(SchedulerProcess):
+    """One task as one HTCondor job."""
+
+    system_name = "htcondor"
+    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<id>\d+\.\d+)\s+-\s+\d+\.\d+\s*$", re.M)
+    state_map: ClassVar[dict[str, JobStatus]] = {
+        "1": JobStatus.idle,          # Idle
+        "2": JobStatus.running,       # Running
+        "3": JobStatus.aborted,       # Removed
+        "4": JobStatus.successful,    # Completed (the wrapper's exit code decides the task's fate)
+        "5": JobStatus.aborted,       # Held
+        "6": JobStatus.running,       # Transferring Output
+        "7": JobStatus.running,       # Suspended
+    }
+    batch_name: ClassVar[str] = f"b2b{RUN_TAG}"
+
+    def submit_command(self) -> tuple[list[str], str | None]:
+        description = submit_description(self.task, str(self.job_files.wrapper), str(self.job_files.folder),
+                                          self.batch_name)
+        submit_file = self.job_files.folder / "job.sub"
+        submit_file.write_text(description)
+        return ["condor_submit", "-terse", str(submit_file)], None
+
+    @classmethod
+    def status_command(cls, job_ids: list[str]) -> list[str]:
+        return ["condor_q", "-json", "-attributes", ATTRIBUTES, "-constraint", f'JobBatchName == "{cls.batch_name}"']
+
+    @classmethod
+    def history_command(cls, job_ids: list[str]) -> list[str]:
+        return ["condor_history", "-json", "-attributes", ATTRIBUTES, *job_ids]
+
+    @classmethod
+    def parse_status(cls, stdout: str) -> dict[str, NativeState]:
+        if not stdout.strip():  # condor_q prints nothing (not []) when no job matches
+            return {}
+        states = {}
+        for ad in json.loads(stdout):
+            job_id = f"{ad['ClusterId']}.{ad['ProcId']}"
+            status = str(ad.get("JobStatus"))
+            exit_code = ad.get("ExitCode")
+            reason = ad.get("HoldReason") or ad.get("RemoveReason") or ""
+            if status == "4" and (ad.get("ExitBySignal") or (exit_code not in (None, 0))):
+                reason = reason or ("killed by a signal" if ad.get("ExitBySignal") else "")
+            states[job_id] = NativeState(state=status, reason=reason,
+                                         exit_code=int(exit_code) if exit_code is not None else None)
+        return states
+
+    @classmethod
+    def query_states(cls, job_ids: list[str]) -> dict[str, NativeState]:
+        states = cls.parse_status(commands.run(cls.status_command(job_ids)).stdout)
+        left = [j for j in job_ids if j not in states]
+        if left:  # completed and removed jobs leave the queue: one history query for all of them
+            states.update(cls.parse_status(commands.run(cls.history_command(left)).stdout))
+        return states
+
+    @classmethod
+    def cancel_command(cls, job_ids: list[str]) -> list[str]:
+        return ["condor_rm", *job_ids]
+
+    def _describe(self, native: NativeState) -> str:
+        names = {"1": "Idle", "2": "Running", "3": "Removed", "4": "Completed", "5": "Held",
+                 "6": "Transferring Output", "7": "Suspended"}
+        text = f"htcondor JobStatus {native.state} ({names.get(native.state, 'unknown')})"
+        if native.reason:
+            text += f": {native.reason}"
+        if native.exit_code is not None:
+            text += f", ExitCode {native.exit_code}"
+        return text
+
+    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+        if native.state == "5":
+            self.kill_job()  # a held job would wait in the queue for ever

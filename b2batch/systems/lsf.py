@@ -1,0 +1,98 @@
+"""LSF: ``bsub`` to submit, one ``bjobs -json -a`` per poll for all the run's jobs, ``bkill`` to kill.
+
+STAT values: https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=bjobs-description
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, ClassVar
+
+from b2batch.errors import SettingError
+from b2batch.monitor import NativeState
+from b2batch.process import JobStatus
+from b2batch.settings import get_setting
+from b2batch.systems.scheduler import SchedulerProcess
+
+#: bsub options a task may set in ``lsf_settings`` (name without the dash).
+BSUB_OPTIONS = frozenset("""
+W M R n q P G app sla m L u B N x E Ep w We c F D S C hl rn r k gpu sp ti env outdir data Lp U ext alloc_flags
+""".split())
+#: Options b2batch sets itself.
+BSUB_RESERVED = frozenset({"J", "o", "e", "oo", "eo", "cwd", "K", "I", "Ip", "Is"})
+
+
+def bsub_options(task: Any) -> list[str]:
+    """``queue``, ``job_slots`` and ``lsf_settings`` of the task as bsub arguments, each checked."""
+    arguments = []
+    queue = get_setting("queue", task=task)
+    if queue:
+        arguments += ["-q", str(queue)]
+    slots = get_setting("job_slots", task=task)
+    if slots:
+        arguments += ["-n", str(slots)]
+    settings = get_setting("lsf_settings", task=task) or {}
+    if not isinstance(settings, dict):
+        raise SettingError(f"Task {task}: the setting 'lsf_settings' must be a dict of bsub options, e.g. "
+                           f"{{\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}}, not {settings!r}.")
+    for key, value in settings.items():
+        name = str(key).lstrip("-")
+        if name in BSUB_RESERVED:
+            raise SettingError(f"Task {task}: lsf_settings sets -{name}, which b2batch sets itself; remove it.")
+        if name not in BSUB_OPTIONS:
+            raise SettingError(f"Task {task}: {key!r} in lsf_settings is not a bsub option b2batch knows. Known: "
+                               f"{', '.join(sorted(BSUB_OPTIONS))}.")
+        if value is True:
+            arguments.append(f"-{name}")
+        elif value not in (None, False):
+            if "\n" in str(value):
+                raise SettingError(f"Task {task}: lsf_settings[{key!r}] contains a line break.")
+            arguments += [f"-{name}", str(value)]
+    return arguments
+
+
+class LSFProcess(SchedulerProcess):
+    """One task as one LSF job."""
+
+    system_name = "lsf"
+    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"Job <(?P<id>\d+)> is submitted")
+    state_map: ClassVar[dict[str, JobStatus]] = {
+        "PEND": JobStatus.idle,
+        "PROV": JobStatus.idle,
+        "WAIT": JobStatus.idle,
+        "PSUSP": JobStatus.idle,
+        "RUN": JobStatus.running,
+        "USUSP": JobStatus.running,
+        "SSUSP": JobStatus.running,
+        "UNKWN": JobStatus.running,  # the host lost contact; LSF may still finish the job
+        "DONE": JobStatus.successful,
+        "EXIT": JobStatus.aborted,
+        "ZOMBI": JobStatus.aborted,
+    }
+
+    def submit_command(self) -> tuple[list[str], str | None]:
+        folder = self.job_files.folder
+        return ["bsub", "-J", self.job_name(), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),
+                "-cwd", str(folder), *bsub_options(self.task), str(self.job_files.wrapper)], None
+
+    @classmethod
+    def status_command(cls, job_ids: list[str]) -> list[str]:
+        return ["bjobs", "-json", "-a", "-o", "jobid stat exit_code", *job_ids]
+
+    @classmethod
+    def parse_status(cls, stdout: str) -> dict[str, NativeState]:
+        if not stdout.strip():
+            return {}
+        states = {}
+        for record in json.loads(stdout).get("RECORDS", []):
+            if record.get("ERROR") or not record.get("JOBID"):
+                continue  # "Job <123> is not found": LSF forgot it; the exit-code file decides
+            exit_code = record.get("EXIT_CODE") or ""
+            states[record["JOBID"]] = NativeState(state=record.get("STAT", ""),
+                                                  exit_code=int(exit_code) if exit_code.isdigit() else None)
+        return states
+
+    @classmethod
+    def cancel_command(cls, job_ids: list[str]) -> list[str]:
+        return ["bkill", *job_ids]
