@@ -20,7 +20,8 @@ TRANSIENT = re.compile(
     r"Socket timed out|timed out|Submission rate too high|Resource temporarily unavailable|"
     r"Connection refused|Unable to contact slurm controller|Zero Bytes were transmitted|"
     r"Failed to connect|failed receiving gdi request|unable to contact qmaster|commlib error|"
-    r"LSF is down|Temporarily unable|Try again later|SCHEDD.*not respond|Failed to fetch ads",
+    r"LSF is down|Failed in an LSF library call|not ready yet|daemon not responding|not responding|"
+    r"Temporarily unable|Try again later|SCHEDD.*not respond|Failed to fetch ads",
     re.IGNORECASE,
 )
 

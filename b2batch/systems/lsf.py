@@ -65,7 +65,7 @@ class LSFProcess(SchedulerProcess):
         "RUN": JobStatus.running,
         "USUSP": JobStatus.running,
         "SSUSP": JobStatus.running,
-        "UNKWN": JobStatus.running,  # the host lost contact; LSF may still finish the job
+        "UNKWN": JobStatus.aborted,  # the host lost contact: the job is killed and counts as lost
         "DONE": JobStatus.successful,
         "EXIT": JobStatus.aborted,
         "ZOMBI": JobStatus.aborted,
@@ -96,3 +96,7 @@ class LSFProcess(SchedulerProcess):
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["bkill", *job_ids]
+
+    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+        if native.state in ("UNKWN", "ZOMBI"):
+            self.kill_job()  # make sure a lost job cannot come back and write its outputs later

@@ -1,0 +1,173 @@
+"""The HTCondor and LSF backends, end to end against b2batch's emulators, with every injected failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from b2batch.process import JobStatus
+from b2batch.systems.htcondor import HTCondorProcess
+from b2batch.systems.lsf import LSFProcess
+
+from conftest import clean_env
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_parse_recorded_condor_outputs() -> None:
+    queue = HTCondorProcess.parse_status((DATA / "htcondor" / "condor_q_running.json").read_text())
+    assert HTCondorProcess.state_map[queue["16.0"].state] == JobStatus.running
+    assert HTCondorProcess.state_map[queue["16.1"].state] == JobStatus.idle
+    assert queue["17.0"].state == "5" and "memory limit" in queue["17.0"].reason
+    history = HTCondorProcess.parse_status((DATA / "htcondor" / "condor_history_completed.json").read_text())
+    assert history["15.0"].exit_code == 0 and history["15.1"].exit_code == 1
+    assert history["14.0"].state == "3" and "condor_rm" in history["14.0"].reason
+    assert HTCondorProcess.parse_status("") == {}  # condor_q prints nothing when nothing matches
+    assert set(HTCondorProcess.state_map) == {str(i) for i in range(1, 8)}
+
+
+def test_parse_recorded_bjobs_output() -> None:
+    states = LSFProcess.parse_status((DATA / "lsf" / "bjobs_mixed.json").read_text())
+    assert LSFProcess.state_map[states["123"].state] == JobStatus.successful
+    assert states["124"].exit_code == 1 and LSFProcess.state_map["EXIT"] == JobStatus.aborted
+    assert states["127[2]"].exit_code == 143
+    assert LSFProcess.parse_status((DATA / "lsf" / "bjobs_empty.json").read_text()) == {}
+    for stat in ("PEND", "PROV", "PSUSP", "RUN", "USUSP", "SSUSP", "DONE", "EXIT", "UNKWN", "WAIT", "ZOMBI"):
+        assert stat in LSFProcess.state_map
+
+
+class Emulated:
+    """A workflow folder with an emulator state of its own."""
+
+    def __init__(self, system: str, wf, folder: Path) -> None:
+        self.system = system
+        self.wf = wf
+        self.env = clean_env(B2BATCH_EMULATOR_DIR=str(folder / "emulator"), B2BATCH_EMULATOR_SLOTS="4")
+        (wf.folder / "settings.json").write_text(json.dumps({"output_wait_timeout": 3}))
+
+    def tool(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "b2batch.emulators", *args], env=self.env,
+                              capture_output=True, text=True, timeout=60)
+
+    def inject(self, *args: str) -> None:
+        done = self.tool("inject", self.system, *args)
+        assert done.returncode == 0, done.stderr
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "b2batch", "emulate", self.system, "--",
+                *self.wf.command("--system", self.system, *args)]
+
+    def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.command(*args), cwd=self.wf.folder, env=self.env, capture_output=True,
+                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(self.command(*args), cwd=self.wf.folder, env=self.env, text=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def wait_for_running_job(self, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.system == "htcondor":
+                out = self.tool("condor_q", "-json", "-attributes", "ClusterId,ProcId,JobStatus").stdout
+                for ad in json.loads(out) if out.strip() else []:
+                    if ad["JobStatus"] == 2:
+                        return f"{ad['ClusterId']}.{ad['ProcId']}"
+            else:
+                out = json.loads(self.tool("bjobs", "-json", "-o", "jobid stat").stdout)
+                for record in out["RECORDS"]:
+                    if record.get("STAT") == "RUN":
+                        return record["JOBID"]
+            time.sleep(0.3)
+        raise AssertionError("no running job")
+
+    def outputs(self) -> list[Path]:
+        return sorted((self.wf.folder / "results").rglob("out.txt"))
+
+
+@pytest.fixture(params=["htcondor", "lsf"])
+def emulated(request, workflow, tmp_path: Path) -> Emulated:
+    return Emulated(request.param, workflow("scheduler_jobs.py"), tmp_path)
+
+
+def test_successful_workflow(emulated: Emulated) -> None:
+    done = emulated.run("--n", "3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(emulated.outputs()) == 3
+
+
+def test_failing_task(emulated: Emulated) -> None:
+    done = emulated.run("--n", "1", "--mode", "fail")
+    assert done.returncode == 1
+    assert "exited with code 1" in done.stderr and "deliberate failure of task 0" in done.stderr
+
+
+def test_submissions_failing_three_times_then_working(emulated: Emulated) -> None:
+    emulated.inject("fail-submits", "3")
+    done = emulated.run("--n", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("trying again") == 3 and len(emulated.outputs()) == 1
+
+
+def test_submissions_that_keep_failing_end_in_one_clear_error(emulated: Emulated) -> None:
+    emulated.inject("fail-submits", "20")
+    done = emulated.run("--n", "1")
+    assert done.returncode == 1
+    assert f"could not be submitted to {emulated.system}" in done.stderr and "rejected the job" in done.stderr
+
+
+def test_lost_job_is_aborted(emulated: Emulated) -> None:
+    steering = emulated.popen("--n", "1", "--mode", "sleep", "--seconds", "600")
+    try:
+        job_id = emulated.wait_for_running_job()
+        emulated.inject("lose", job_id)
+        _, stderr = steering.communicate(timeout=120)
+    finally:
+        steering.kill()
+    assert steering.returncode == 1
+    assert f"job {job_id} on {emulated.system}" in stderr, stderr[-3000:]
+    assert not emulated.outputs()
+
+
+def test_job_killed_from_outside_is_aborted(emulated: Emulated) -> None:
+    steering = emulated.popen("--n", "1", "--mode", "sleep", "--seconds", "600")
+    try:
+        job_id = emulated.wait_for_running_job()
+        kill = ["condor_rm", job_id] if emulated.system == "htcondor" else ["bkill", job_id]
+        assert emulated.tool(*kill).returncode == 0
+        _, stderr = steering.communicate(timeout=120)
+    finally:
+        steering.kill()
+    assert steering.returncode == 1
+    if emulated.system == "htcondor":
+        assert "JobStatus 3 (Removed)" in stderr, stderr[-3000:]
+    else:
+        assert "lsf state EXIT" in stderr, stderr[-3000:]
+
+
+def test_delayed_state_changes(emulated: Emulated) -> None:
+    emulated.inject("delay", "2")
+    done = emulated.run("--n", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_job_ending_without_running(emulated: Emulated) -> None:
+    emulated.inject("exit-next", "1", "--code", "2")
+    done = emulated.run("--n", "1")
+    assert done.returncode == 1
+    assert "ended without an exit code" in done.stderr
+
+
+def test_held_job_fails_with_its_hold_reason_and_leaves_the_queue(workflow, tmp_path: Path) -> None:
+    emulated = Emulated("htcondor", workflow("scheduler_jobs.py"), tmp_path)
+    emulated.inject("hold-next", "1", "--reason", "Job has gone over memory limit of 2048 megabytes")
+    done = emulated.run("--n", "1")
+    assert done.returncode == 1
+    assert "JobStatus 5 (Held): Job has gone over memory limit of 2048 megabytes" in done.stderr
+    assert not emulated.tool("condor_q", "-json").stdout.strip()
