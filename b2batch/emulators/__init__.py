@@ -46,7 +46,7 @@ def make_bin_dir(system: str, directory: Path) -> Path:
         shim.write_text(
             "#!/bin/sh\n"
             f"# b2batch emulator shim for {tool} ({system}); not the real tool.\n"
-            f"exec {python} {entry} {tool} \"$@\"\n"
+            f'exec {python} {entry} {tool} "$@"\n'
         )
         shim.chmod(0o755)
     logger.debug("Wrote %s emulator shims to %s", system, directory)

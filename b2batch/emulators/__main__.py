@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+
+import filelock
 
 USAGE = """usage: python -m b2batch.emulators TOOL [ARGS...]
   tools:   condor_submit condor_q condor_history condor_rm bsub bjobs bkill
@@ -57,13 +59,16 @@ def main(argv: list[str] | None = None) -> int:
     if name == "emulate" and len(rest) >= 2:
         from b2batch.emulators import run_with_emulator
 
-        command = rest[2:] if rest[1] == "--" else rest[1:]
-        return run_with_emulator(rest[0], command)
+        return run_with_emulator(rest[0], rest[2:] if rest[1] == "--" else rest[1:])
     command = _command(name)
     if command is None:
         sys.stderr.write(f"unknown tool {name!r}\n{USAGE}")
         return 2
-    return command(rest)
+    try:
+        return command(rest)
+    except filelock.Timeout as exc:  # another process holds the state lock for too long
+        sys.stderr.write(f"ERROR: {name}: the emulator state is locked ({exc.lock_file}); try again later\n")
+        return 255 if name.startswith("b") else 1
 
 
 if __name__ == "__main__":

@@ -10,10 +10,13 @@ real ClassAds; ``UNDEFINED`` propagates, and a constraint matches only when it e
 from __future__ import annotations
 
 import json
+import json.encoder
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 UNDEFINED = None  # ClassAd UNDEFINED is represented by None
+_encode_string = json.encoder.encode_basestring
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -182,13 +185,17 @@ class _Parser:
         self.expect(")")
         functions: dict[str, Callable[..., Any]] = {
             "isundefined": lambda v: v is None,
-            "regexp": lambda p, s, *o: None
-            if p is None or s is None
-            else bool(re.search(p, s, re.I if o and "i" in str(o[0]).lower() else 0)),
+            "regexp": lambda p, s, *o: (
+                None
+                if p is None or s is None
+                else bool(re.search(p, s, re.IGNORECASE if o and "i" in str(o[0]).lower() else 0))
+            ),
             "strcmp": lambda a, b: None if a is None or b is None else (str(a) > str(b)) - (str(a) < str(b)),
-            "stringlistmember": lambda item, items, *d: None
-            if item is None or items is None
-            else str(item) in [x.strip() for x in str(items).split(d[0] if d else ",")],
+            "stringlistmember": lambda item, items, *d: (
+                None
+                if item is None or items is None
+                else str(item) in [x.strip() for x in str(items).split(d[0] if d else ",")]
+            ),
         }
         if name not in functions:
             raise ClassAdError(f"unsupported function {name}()")
@@ -275,10 +282,29 @@ def evaluate(text: str, ad: dict[str, Any]) -> Any:
     return _Parser(text).parse()(ad)
 
 
+def _json_value(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _encode_string(value)
+    if isinstance(value, dict):
+        return _encode_string("/Expr(" + str(value.get("expr", "")) + ")/")
+    return json.dumps(value)
+
+
 def dumps_ads(ads: list[dict[str, Any]]) -> str:
-    """Ads in the layout of ``condor_q -json``: ``[`` / ads separated by ``,`` lines / ``]``."""
+    """Ads in the layout of ``condor_q -json``: ``[`` / ads separated by ``,`` lines / ``]``.
+
+    Attributes are sorted case-insensitively and indented by two spaces, one per line.
+    """
     parts = []
     for ad in ads:
-        ordered = {key: to_json(ad[key]) for key in sorted(ad, key=str.lower)}
-        parts.append(json.dumps(ordered, indent=2))
+        body = ",\n".join(f"  {_encode_string(key)}: {_json_value(ad[key])}" for key in sorted(ad, key=str.lower))
+        parts.append("{\n" + body + "\n}")
     return "[\n" + "\n,\n".join(parts) + "\n]\n"

@@ -44,15 +44,24 @@ def submitted(path: str | None, cluster: int, proc: int, when: float, address: s
     append(path, SUBMIT, cluster, proc, when, f"Job submitted from host: {address}", [])
 
 
-def executing(path: str | None, cluster: int, proc: int, when: float, address: str, slot: str,
-              cpus: int, memory: int) -> None:
+def executing(
+    path: str | None, cluster: int, proc: int, when: float, address: str, slot: str, cpus: int, memory: int
+) -> None:
     """EXECUTE (001)."""
     body = [f"SlotName: {slot}", f"Cpus = {cpus}", f"Memory = {memory}"]
     append(path, EXECUTE, cluster, proc, when, f"Job executing on host: {address}", body)
 
 
-def terminated(path: str | None, cluster: int, proc: int, when: float, exit_code: int | None,
-               signal: int | None, cpus: int, memory: int) -> None:
+def terminated(
+    path: str | None,
+    cluster: int,
+    proc: int,
+    when: float,
+    exit_code: int | None,
+    signal: int | None,
+    cpus: int,
+    memory: int,
+) -> None:
     """JOB_TERMINATED (005): normal termination with a return value, or abnormal by a signal."""
     if signal is not None:
         body = [f"(0) Abnormal termination (signal {signal})", "(0) No core file"]

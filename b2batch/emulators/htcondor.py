@@ -12,11 +12,12 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from b2batch.emulators import htcondor_jobs, scheduler, state, submit_file
+from b2batch.emulators import eventlog, htcondor_jobs, scheduler, state, submit_file
 from b2batch.emulators.classad import ClassAdError, autoformat, compile_constraint, dumps_ads, evaluate, unparse
 from b2batch.emulators.common import current_user, err, hostname, out, take_next_fate, take_submit_failure
 from b2batch.emulators.htcondor_jobs import HOOKS, job_ad
@@ -25,7 +26,7 @@ from b2batch.emulators.submit_file import SubmitError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HOOKS", "condor_submit", "condor_q", "condor_history", "condor_rm"]
+__all__ = ["HOOKS", "condor_history", "condor_q", "condor_rm", "condor_submit"]
 
 SYSTEM = "htcondor"
 SUBMIT_FAILURE = (
@@ -69,7 +70,9 @@ def condor_submit(argv: list[str]) -> int:
             return 1
     if appends:  # -append lines go before the first queue statement... and are also in force for later ones
         lines = text.splitlines()
-        first_queue = next((i for i, line in enumerate(lines) if re.match(r"\s*queue\b", line, re.I)), len(lines))
+        first_queue = next(
+            (i for i, line in enumerate(lines) if re.match(r"\s*queue\b", line, re.IGNORECASE)), len(lines)
+        )
         text = "\n".join(lines[:first_queue] + appends + lines[first_queue:])
     try:
         description = submit_file.parse(text)
@@ -79,8 +82,9 @@ def condor_submit(argv: list[str]) -> int:
     return _submit(description, assigns, batch_name, terse)
 
 
-def _submit(description: submit_file.SubmitDescription, assigns: dict[str, str], batch_name: str | None,
-            terse: bool) -> int:
+def _submit(
+    description: submit_file.SubmitDescription, assigns: dict[str, str], batch_name: str | None, terse: bool
+) -> int:
     cwd, now, env = os.getcwd(), time.time(), dict(os.environ)
     with Store(SYSTEM).transaction() as table:
         if take_submit_failure(table):
@@ -90,6 +94,8 @@ def _submit(description: submit_file.SubmitDescription, assigns: dict[str, str],
         try:
             procs = description.procs(cluster, assigns)
             built = [htcondor_jobs.build_proc(proc, cluster, cwd, now, env, batch_name) for proc in procs]
+            if not built:
+                raise SubmitError("ERROR: no jobs queued")
         except (SubmitError, ValueError) as exc:
             err(f"\n{exc}")
             return 1
@@ -101,7 +107,7 @@ def _submit(description: submit_file.SubmitDescription, assigns: dict[str, str],
                 ad["_fate"] = fate
             job = state.new_job(f"{cluster}.{ad['ProcId']}", str(cluster), cpus, now, ad)
             table.add(job)
-            htcondor_jobs.eventlog.submitted(ad.get("UserLog"), cluster, ad["ProcId"], now, htcondor_jobs.address())
+            eventlog.submitted(ad.get("UserLog"), cluster, ad["ProcId"], now, htcondor_jobs.address())
         scheduler.maintain(table, HOOKS)
     count = len(built)
     if terse:
@@ -156,7 +162,7 @@ def parse_query(argv: list[str], tool: str) -> Query:
             query.attributes += [a.strip() for a in (args.pop(0) if args else "").split(",") if a.strip()]
         elif low in ("-constraint", "-const"):
             query.constraints.append(args.pop(0) if args else "")
-        elif low.startswith("-af") or low.startswith("-autoformat"):
+        elif low.startswith(("-af", "-autoformat")):
             query.af_flags = arg.split(":", 1)[1] if ":" in arg else ""
             query.af = []
             while args and not args[0].startswith("-"):
@@ -226,7 +232,9 @@ def _print_table(ads: list[dict[str, Any]], tool: str) -> None:
     counts = {k: 0 for k in (1, 2, 3, 4, 5, 7)}
     for ad in ads:
         counts[ad["JobStatus"]] = counts.get(ad["JobStatus"], 0) + 1
-        run = int(ad.get("RemoteWallClockTime", 0) if ad["JobStatus"] != 2 else now - ad.get("JobCurrentStartDate", now))
+        run = int(
+            ad.get("RemoteWallClockTime", 0) if ad["JobStatus"] != 2 else now - ad.get("JobCurrentStartDate", now)
+        )
         runtime = f"{run // 86400}+{run % 86400 // 3600:02d}:{run % 3600 // 60:02d}:{run % 60:02d}"
         submitted = time.strftime("%m/%d %H:%M", time.localtime(ad["QDate"]))
         cmd = (os.path.basename(ad["Cmd"]) + " " + ad.get("Arguments", "")).strip()
@@ -306,19 +314,30 @@ def condor_rm(argv: list[str]) -> int:
         for cluster, proc in query.ids:
             jobs = [j for j in queued if j["attrs"]["ClusterId"] == cluster and proc in (None, j["attrs"]["ProcId"])]
             if proc is None:
-                status |= remove(jobs, f"All jobs in cluster {cluster} have been marked for removal",
-                                 f"Couldn't find/remove all jobs in cluster {cluster}")
+                status |= remove(
+                    jobs,
+                    f"All jobs in cluster {cluster} have been marked for removal",
+                    f"Couldn't find/remove all jobs in cluster {cluster}",
+                )
             else:
                 status |= remove(jobs, f"Job {cluster}.{proc} marked for removal", f"Job {cluster}.{proc} not found")
         for owner in query.owners:
             jobs = [j for j in queued if j["attrs"].get("Owner") == owner and j["status"] != state.REMOVED]
-            status |= remove(jobs, f'All jobs of user "{owner}" have been marked for removal',
-                             f"Couldn't find/remove all of user {owner}'s job(s)")
+            status |= remove(
+                jobs,
+                f'All jobs of user "{owner}" have been marked for removal',
+                f"Couldn't find/remove all of user {owner}'s job(s)",
+            )
         if query.constraints:
-            text = " && ".join(f"({c})" for c in query.constraints) if len(query.constraints) > 1 else query.constraints[0]
+            text = (
+                " && ".join(f"({c})" for c in query.constraints) if len(query.constraints) > 1 else query.constraints[0]
+            )
             jobs = [j for j in queued if j["status"] != state.REMOVED and all(c(job_ad(j, table.now)) for c in checks)]
-            status |= remove(jobs, f"All jobs matching constraint ({text}) have been marked for removal",
-                             f"Couldn't find/remove all jobs matching constraint ({text})")
+            status |= remove(
+                jobs,
+                f"All jobs matching constraint ({text}) have been marked for removal",
+                f"Couldn't find/remove all jobs matching constraint ({text})",
+            )
         if query.all:
             jobs = [j for j in queued if j["status"] != state.REMOVED]
             status |= remove(jobs, "All jobs have been marked for removal", "Couldn't find/remove all jobs")

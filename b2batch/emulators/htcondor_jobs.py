@@ -17,7 +17,14 @@ from b2batch.emulators.classad import parse_literal
 from b2batch.emulators.common import current_user, hostname
 from b2batch.emulators.scheduler import StartError
 from b2batch.emulators.state import JobTable
-from b2batch.emulators.submit_file import ProcDescription, SubmitError, memory_mb, split_arguments, split_environment
+from b2batch.emulators.submit_file import (
+    ProcDescription,
+    SubmitError,
+    disk_kb,
+    memory_mb,
+    split_arguments,
+    split_environment,
+)
 
 IDLE, RUNNING, REMOVED, COMPLETED, HELD = 1, 2, 3, 4, 5
 _STATUS = {
@@ -71,8 +78,9 @@ def _job_env(desc: ProcDescription, submit_env: dict[str, str], iwd: str, cpus: 
     return env
 
 
-def build_proc(desc: ProcDescription, cluster: int, cwd: str, now: float, submit_env: dict[str, str],
-               batch_name: str | None) -> tuple[dict[str, Any], dict[str, Any], int]:
+def build_proc(
+    desc: ProcDescription, cluster: int, cwd: str, now: float, submit_env: dict[str, str], batch_name: str | None
+) -> tuple[dict[str, Any], dict[str, Any], int]:
     """Static ad, run spec and CPU count of one proc; raises :class:`SubmitError` like condor_submit."""
     universe = desc.get("universe", default="vanilla").lower()
     if universe not in UNIVERSES:
@@ -120,7 +128,9 @@ def build_proc(desc: ProcDescription, cluster: int, cwd: str, now: float, submit
         "RequestCpus": cpus,
         "RequestMemory": memory,
         "JobPrio": int(desc.get("priority", default="0")),
-        "Environment": " ".join(quote_argument(f"{k}={v}") for k, v in split_environment(desc.get("environment", "env")).items()),
+        "Environment": " ".join(
+            quote_argument(f"{k}={v}") for k, v in split_environment(desc.get("environment", "env")).items()
+        ),
         "GetEnv": desc.get("getenv", default="false").lower() in ("true", "yes", "1"),
         "ShouldTransferFiles": desc.get("should_transfer_files", default="IF_NEEDED").upper(),
         "WhenToTransferOutput": desc.get("when_to_transfer_output", default="ON_EXIT").upper(),
@@ -128,7 +138,7 @@ def build_proc(desc: ProcDescription, cluster: int, cwd: str, now: float, submit
     if log:
         ad["UserLog"] = log
     if desc.get("request_disk"):
-        ad["RequestDisk"] = int(memory_mb(desc.get("request_disk")) * 1024)
+        ad["RequestDisk"] = disk_kb(desc.get("request_disk"))
     for key, attr in (("transfer_input_files", "TransferInput"), ("transfer_output_files", "TransferOutput")):
         if desc.get(key):
             ad[attr] = desc.get(key)
@@ -235,28 +245,63 @@ class Hooks:
         if not fate or job.get("num_starts"):
             return False
         if fate["kind"] == "hold":
-            hold(table, job, fate.get("reason") or memory_hold_reason(job), int(fate.get("code", 34)),
-                 int(fate.get("subcode", 0)))
+            hold(
+                table,
+                job,
+                fate.get("reason") or memory_hold_reason(job),
+                int(fate.get("code", 34)),
+                int(fate.get("subcode", 0)),
+            )
             return True
         cluster, proc = _ids(job)
-        eventlog.executing(_log(job), cluster, proc, table.now, address("startd"), f"slot1@{hostname()}",
-                           job["cpus"], int(job["attrs"].get("RequestMemory", 0)))
-        table.update(job, status=state.EXITED, start_time=table.now, end_time=table.now,
-                     exit_code=int(fate.get("code", 1)), num_starts=1)
+        eventlog.executing(
+            _log(job),
+            cluster,
+            proc,
+            table.now,
+            address("startd"),
+            f"slot1@{hostname()}",
+            job["cpus"],
+            int(job["attrs"].get("RequestMemory", 0)),
+        )
+        table.update(
+            job,
+            status=state.EXITED,
+            start_time=table.now,
+            end_time=table.now,
+            exit_code=int(fate.get("code", 1)),
+            num_starts=1,
+        )
         self.finished(table, job)
         return True
 
     def started(self, table: JobTable, job: dict[str, Any]) -> None:
         """EXECUTE event."""
         cluster, proc = _ids(job)
-        eventlog.executing(_log(job), cluster, proc, table.now, address("startd"), f"slot1@{hostname()}",
-                           job["cpus"], int(job["attrs"].get("RequestMemory", 0)))
+        eventlog.executing(
+            _log(job),
+            cluster,
+            proc,
+            table.now,
+            address("startd"),
+            f"slot1@{hostname()}",
+            job["cpus"],
+            int(job["attrs"].get("RequestMemory", 0)),
+        )
 
     def finished(self, table: JobTable, job: dict[str, Any]) -> None:
         """JOB_TERMINATED event; the job moves to history."""
         cluster, proc = _ids(job)
-        eventlog.terminated(_log(job), cluster, proc, table.now, job.get("exit_code"), job.get("signal"),
-                            job["cpus"], int(job["attrs"].get("RequestMemory", 0)))
+        eventlog.terminated(
+            _log(job),
+            cluster,
+            proc,
+            table.now,
+            job.get("exit_code"),
+            job.get("signal"),
+            job["cpus"],
+            int(job["attrs"].get("RequestMemory", 0)),
+        )
 
     def start_failed(self, table: JobTable, job: dict[str, Any], error: StartError) -> None:
         """Like the starter: the job goes on hold with the reason and code of the failure."""
@@ -264,10 +309,14 @@ class Hooks:
         if error.what == "exec":
             reason = f"Error from {slot}: Failed to execute '{error.path}': {error.strerror} (errno={error.errno})"
         elif error.what == "cwd":
-            reason = f"Error from {slot}: Failed to change to directory {error.path}: {error.strerror} (errno={error.errno})"
+            reason = (
+                f"Error from {slot}: Failed to change to directory {error.path}: {error.strerror} (errno={error.errno})"
+            )
         else:
             stream = {"stdin": "standard input", "stdout": "standard output", "stderr": "standard error"}[error.what]
-            reason = f"Error from {slot}: Failed to open '{error.path}' as {stream}: {error.strerror} (errno {error.errno})"
+            reason = (
+                f"Error from {slot}: Failed to open '{error.path}' as {stream}: {error.strerror} (errno {error.errno})"
+            )
         hold(table, job, reason, HOLD_CODES[error.what], error.errno)
 
     def lost(self, table: JobTable, job: dict[str, Any]) -> None:

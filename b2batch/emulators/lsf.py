@@ -15,7 +15,8 @@ import re
 import shlex
 import signal as signals
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from b2batch.emulators import lsf_jobs, scheduler, state
 from b2batch.emulators.common import err, hostname, out, take_next_fate, take_submit_failure
@@ -24,16 +25,57 @@ from b2batch.emulators.state import JobTable, Store
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HOOKS", "bsub", "bjobs", "bkill"]
+__all__ = ["HOOKS", "bjobs", "bkill", "bsub"]
 
 SYSTEM = "lsf"
 DEFAULT_QUEUE = "normal"
 SUBMIT_FAILURE = "Failed in an LSF library call: Slave LIM configuration is not ready yet. Job not submitted."
 ERROR_EXIT = 255
-_WITH_ARG = set("-J -o -oo -e -eo -q -n -R -W -M -cwd -env -i -P -G -app -u -m -sp -g -We -c -F -D -S -v -L -Lp "
-                "-outdir -E -Ep -sla -U -Jd -C -k -b -t -ext".split())
-_FLAGS = set("-B -N -r -rn -x -ul -hl".split())
-_NOT_EMULATED = set("-w -K -I -Ip -Is -IS -ISp -ISs -IX -H -tty".split())
+_WITH_ARG = frozenset(
+    [
+        "-J",
+        "-o",
+        "-oo",
+        "-e",
+        "-eo",
+        "-q",
+        "-n",
+        "-R",
+        "-W",
+        "-M",
+        "-cwd",
+        "-env",
+        "-i",
+        "-P",
+        "-G",
+        "-app",
+        "-u",
+        "-m",
+        "-sp",
+        "-g",
+        "-We",
+        "-c",
+        "-F",
+        "-D",
+        "-S",
+        "-v",
+        "-L",
+        "-Lp",
+        "-outdir",
+        "-E",
+        "-Ep",
+        "-sla",
+        "-U",
+        "-Jd",
+        "-C",
+        "-k",
+        "-b",
+        "-t",
+        "-ext",
+    ]
+)
+_FLAGS = frozenset(("-B", "-N", "-r", "-rn", "-x", "-ul", "-hl"))
+_NOT_EMULATED = frozenset(("-w", "-K", "-I", "-Ip", "-Is", "-IS", "-ISp", "-ISs", "-IX", "-H", "-tty"))
 
 
 class BsubError(ValueError):
@@ -151,27 +193,52 @@ def _submit(options: dict[str, str], command: list[str], script: str | None) -> 
         specs: dict[str, dict[str, Any]] = {}
         for index in indices or [0]:
             element = f"{job_id}[{index}]" if indices else group
-            cwd = os.path.normpath(os.path.join(submit_cwd, options.get("-cwd", ".").replace("%J", group).replace("%I", str(index))))
+            cwd = os.path.normpath(
+                os.path.join(submit_cwd, options.get("-cwd", ".").replace("%J", group).replace("%I", str(index)))
+            )
             stdout = _file(options.get("-oo") or options.get("-o"), job_id, index, cwd, "out")
             stderr = _file(options.get("-eo") or options.get("-e"), job_id, index, cwd, "err") or stdout
             job_name = f"{name}[{index}]" if indices else (name or text)
             env = _env(options.get("-env", ""), submit_env)
-            env.update({
-                "LSB_JOBID": group, "LSB_JOBINDEX": str(index), "LSB_JOBNAME": job_name, "LSB_QUEUE": queue,
-                "LSB_HOSTS": " ".join([hostname()] * cpus), "LSB_MCPU_HOSTS": f"{hostname()} {cpus}",
-                "LSB_DJOB_NUMPROC": str(cpus), "LSB_MAX_NUM_PROCESSORS": str(cpus), "LS_SUBCWD": cwd,
-                "LSB_SUB_HOST": hostname(), "LSB_BATCH_JID": element, "LSB_OUTPUTFILE": stdout or "",
-                "LSB_ERRORFILE": stderr or "",
-            })
+            env.update(
+                {
+                    "LSB_JOBID": group,
+                    "LSB_JOBINDEX": str(index),
+                    "LSB_JOBNAME": job_name,
+                    "LSB_QUEUE": queue,
+                    "LSB_HOSTS": " ".join([hostname()] * cpus),
+                    "LSB_MCPU_HOSTS": f"{hostname()} {cpus}",
+                    "LSB_DJOB_NUMPROC": str(cpus),
+                    "LSB_MAX_NUM_PROCESSORS": str(cpus),
+                    "LS_SUBCWD": cwd,
+                    "LSB_SUB_HOST": hostname(),
+                    "LSB_BATCH_JID": element,
+                    "LSB_OUTPUTFILE": stdout or "",
+                    "LSB_ERRORFILE": stderr or "",
+                }
+            )
             specs[element] = {
-                "argv": argv, "cwd": cwd, "env": env, "stdin": options.get("-i"), "stdout": stdout,
-                "stderr": stderr, "append_stdout": "-oo" not in options, "append_stderr": "-eo" not in options,
+                "argv": argv,
+                "cwd": cwd,
+                "env": env,
+                "stdin": options.get("-i"),
+                "stdout": stdout,
+                "stderr": stderr,
+                "append_stdout": "-oo" not in options,
+                "append_stderr": "-eo" not in options,
                 "walltime": walltime,
             }
             attrs = lsf_jobs.new_attrs(job_name, queue, cwd, text, index)
-            attrs.update({"output": stdout, "error": stderr, "resreq": options.get("-R"),
-                          "memlimit": options.get("-M"), "project": options.get("-P"),
-                          "runlimit": f"{walltime / 60:.1f}" if walltime else None})
+            attrs.update(
+                {
+                    "output": stdout,
+                    "error": stderr,
+                    "resreq": options.get("-R"),
+                    "memlimit": options.get("-M"),
+                    "project": options.get("-P"),
+                    "runlimit": f"{walltime / 60:.1f}" if walltime else None,
+                }
+            )
             if limit:
                 attrs["_array_limit"] = limit
             fate = take_next_fate(table)
@@ -223,7 +290,7 @@ def _fields(spec: str | None) -> tuple[list[str], str | None]:
     found = re.search(r"delimiter=['\"](.)['\"]", spec)
     if found:
         delimiter = found.group(1)
-        spec = spec[: found.start()] + spec[found.end():]
+        spec = spec[: found.start()] + spec[found.end() :]
     return [field_name(item.split(":")[0]) for item in spec.split()], delimiter
 
 
@@ -260,8 +327,12 @@ def bjobs(argv: list[str]) -> int:
         selected = [j for j in selected if lsf_jobs.stat(j) == "PEND"]
     if options.get("-J"):
         pattern = options["-J"]
-        selected = [j for j in selected if fnmatch.fnmatchcase(j["attrs"]["name"], pattern)
-                    or fnmatch.fnmatchcase(re.sub(r"\[\d+\]$", "", j["attrs"]["name"]), pattern)]
+        selected = [
+            j
+            for j in selected
+            if fnmatch.fnmatchcase(j["attrs"]["name"], pattern)
+            or fnmatch.fnmatchcase(re.sub(r"\[\d+\]$", "", j["attrs"]["name"]), pattern)
+        ]
         if not selected and not ids:
             missing.append(pattern)
     if options.get("-q"):
@@ -272,7 +343,7 @@ def bjobs(argv: list[str]) -> int:
         records += [{"JOBID": token, "ERROR": f"Job <{token}> is not found"} for token in missing]
         document = {"COMMAND": "bjobs", "JOBS": len(records), "RECORDS": records}
         sys.stdout.write(json.dumps(document, indent=2, separators=(",", ":")) + "\n")
-        return ERROR_EXIT if missing else 0
+        return 0  # unknown jobs are ERROR records; PSI/J, written against real LSF, relies on exit 0 here
     for token in missing:
         err(f"Job <{token}> is not found")
     if not rows:
@@ -318,8 +389,12 @@ def bkill(argv: list[str]) -> int:
         if "0" in ids:
             targets += [(job["id"], [job]) for job in jobs if lsf_jobs.stat(job) not in ("DONE", "EXIT")]
         if options.get("-J"):
-            named = [j for j in jobs if fnmatch.fnmatchcase(re.sub(r"\[\d+\]$", "", j["attrs"]["name"]), options["-J"])
-                     or fnmatch.fnmatchcase(j["attrs"]["name"], options["-J"])]
+            named = [
+                j
+                for j in jobs
+                if fnmatch.fnmatchcase(re.sub(r"\[\d+\]$", "", j["attrs"]["name"]), options["-J"])
+                or fnmatch.fnmatchcase(j["attrs"]["name"], options["-J"])
+            ]
             targets += [(job["id"], [job]) for job in named]
             if not named:
                 err(f"Job <{options['-J']}>: No matching job found")
@@ -337,7 +412,8 @@ def bkill(argv: list[str]) -> int:
                 continue
             for job in live:
                 if not terminating:
-                    table.after_commit.append(lambda ref=job.get("proc"), s=sig: scheduler.kill_group(ref, s))
+                    proc = job.get("proc")
+                    table.after_commit.append(lambda ref=proc, s=sig: scheduler.kill_group(ref, s))
                     continue
                 was_active = job["status"] in state.ACTIVE
                 table.update(job, status=state.REMOVED, end_time=table.now)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from b2batch.emulators import state
 from b2batch.emulators.common import current_user, hostname
@@ -157,18 +158,27 @@ def job_report(job: dict[str, Any]) -> str:
     else:
         reason = _exit_reason(job)
         verdict = (f"{reason}.\n" if reason else "") + f"Exited with exit code {code}."
+    outcome = "Done" if stat(job) == "DONE" else "Exited"
+    started, ended = _stamp(job.get("start_time")), _stamp(job.get("end_time"))
+    run_seconds = int((job.get("end_time") or 0) - (job.get("start_time") or 0))
     lines = [
         "",
         "------------------------------------------------------------",
         f"Sender: LSF System <lsfadmin@{host}>",
-        f"Subject: Job {job['id']}: <{attrs['name']}> in cluster <{CLUSTER}> {'Done' if stat(job) == 'DONE' else 'Exited'}",
+        f"Subject: Job {job['id']}: <{attrs['name']}> in cluster <{CLUSTER}> {outcome}",
         "",
-        f"Job <{attrs['name']}> was submitted from host <{attrs['from_host']}> by user <{user}> in cluster <{CLUSTER}> at {_stamp(job['submit_time'])}",
-        f"Job was executed on host(s) <{host}>, in queue <{attrs['queue']}>, as user <{user}> in cluster <{CLUSTER}> at {_stamp(job.get('start_time'))}",
+        (
+            f"Job <{attrs['name']}> was submitted from host <{attrs['from_host']}> by user <{user}> "
+            f"in cluster <{CLUSTER}> at {_stamp(job['submit_time'])}"
+        ),
+        (
+            f"Job was executed on host(s) <{host}>, in queue <{attrs['queue']}>, as user <{user}> "
+            f"in cluster <{CLUSTER}> at {started}"
+        ),
         f"<{attrs['cwd']}> was used as the working directory.",
-        f"Started at {_stamp(job.get('start_time'))}",
-        f"Terminated at {_stamp(job.get('end_time'))}",
-        f"Results reported at {_stamp(job.get('end_time'))}",
+        f"Started at {started}",
+        f"Terminated at {ended}",
+        f"Results reported at {ended}",
         "",
         "Your job looked like:",
         "",
@@ -181,7 +191,7 @@ def job_report(job: dict[str, Any]) -> str:
         "",
         "Resource usage summary:",
         "",
-        f"    Run time :                                   {int((job.get('end_time') or 0) - (job.get('start_time') or 0))} sec.",
+        f"    Run time :                                   {run_seconds} sec.",
         "",
         "The output (if any) is above this job summary.",
         "",
@@ -199,8 +209,14 @@ class Hooks:
         fate = job["attrs"].get("_fate")
         if not fate or job.get("num_starts"):
             return False
-        table.update(job, status=state.EXITED, start_time=table.now, end_time=table.now,
-                     exit_code=int(fate.get("code", 1)), num_starts=1)
+        table.update(
+            job,
+            status=state.EXITED,
+            start_time=table.now,
+            end_time=table.now,
+            exit_code=int(fate.get("code", 1)),
+            num_starts=1,
+        )
         self.finished(table, job)
         return True
 
@@ -222,19 +238,40 @@ class Hooks:
     def start_failed(self, table: JobTable, job: dict[str, Any], error: StartError) -> None:
         """The job could not start: it exits with the shell's code for the failure."""
         code = 127 if error.what == "exec" else 1
-        table.update(job, status=state.EXITED, start_time=table.now, end_time=table.now, exit_code=code,
-                     reason=f"{error.path}: {error.strerror}")
+        table.update(
+            job,
+            status=state.EXITED,
+            start_time=table.now,
+            end_time=table.now,
+            exit_code=code,
+            reason=f"{error.path}: {error.strerror}",
+        )
 
     def lost(self, table: JobTable, job: dict[str, Any]) -> None:
         """The execution host went away: the job exits (no exit code is known)."""
-        table.update(job, status=state.EXITED, end_time=table.now, exit_code=None, signal=9,
-                     reason="TERM_HOST_LOST: job killed after the execution host went down", runner=None, proc=None)
+        table.update(
+            job,
+            status=state.EXITED,
+            end_time=table.now,
+            exit_code=None,
+            signal=9,
+            reason="TERM_HOST_LOST: job killed after the execution host went down",
+            runner=None,
+            proc=None,
+        )
 
 
 def new_attrs(name: str, queue: str, cwd: str, command: str, index: int) -> dict[str, Any]:
     """The static attributes of one LSF job record."""
-    return {"name": name, "queue": queue, "cwd": cwd, "command": command, "index": index,
-            "user": current_user(), "from_host": hostname()}
+    return {
+        "name": name,
+        "queue": queue,
+        "cwd": cwd,
+        "command": command,
+        "index": index,
+        "user": current_user(),
+        "from_host": hostname(),
+    }
 
 
 HOOKS = Hooks()

@@ -131,8 +131,7 @@ def run(system: str, job_id: str) -> int:
     store = Store(system)
     hooks = scheduler.hooks_for(system)
     runner = _Runner()
-    signal.signal(signal.SIGTERM, runner.request_kill)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, runner.request_kill)  # handlers reset on exec: the job gets defaults
     with store.transaction() as table:
         job = table.jobs.get(job_id)
         if job is None or job["status"] != state.STARTING or int(job["runner"][0]) != os.getpid():

@@ -7,6 +7,7 @@ are free. A finishing runner calls it too, so the queue drains without any daemo
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -43,7 +44,7 @@ class SystemHooks(Protocol):
     def finished(self, table: JobTable, job: dict[str, Any]) -> None:
         """The job process ended and the record says how (status EXITED)."""
 
-    def start_failed(self, table: JobTable, job: dict[str, Any], error: "StartError") -> None:
+    def start_failed(self, table: JobTable, job: dict[str, Any], error: StartError) -> None:
         """The job could not be started (missing executable, unwritable output, ...)."""
 
     def lost(self, table: JobTable, job: dict[str, Any]) -> None:
@@ -157,6 +158,8 @@ def purge(table: JobTable) -> None:
     groups = {table.jobs[job_id]["group"] for job_id in old}
     for job_id in old:
         table.delete(job_id)
+        with contextlib.suppress(FileNotFoundError):
+            table.store.runner_log(job_id).unlink()
     remaining = {job["group"] for job in table.jobs.values()}
     for group in groups - remaining:
         table.store.remove_specs(group)
@@ -192,7 +195,12 @@ def schedule(table: JobTable, hooks: SystemHooks) -> None:
             continue
         if hooks.intercept_start(table, job):
             continue
-        table.update(job, status=state.STARTING, runner=spawn_runner(table.store, job["id"]))
+        try:
+            runner = spawn_runner(table.store, job["id"])
+        except OSError as exc:  # out of processes or memory: leave it pending, retry on the next command
+            logger.warning("Job %s: cannot spawn its runner: %s", job["id"], exc)
+            break
+        table.update(job, status=state.STARTING, runner=runner)
         used += job["cpus"]
         per_group[job["group"]] += 1
 

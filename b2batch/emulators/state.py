@@ -21,8 +21,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import filelock
 
@@ -104,7 +105,7 @@ def keep_seconds(system: str) -> float:
 class JobTable:
     """The loaded state document of one system: jobs by id, the id counter and the injections."""
 
-    def __init__(self, store: "Store", data: dict[str, Any]) -> None:
+    def __init__(self, store: Store, data: dict[str, Any]) -> None:
         self.store = store
         self.data = data
         self.dirty = False
@@ -240,11 +241,6 @@ class Store:
                 self._save(table.data)
         for action in table.after_commit:
             action()
-
-    def read_only(self) -> JobTable:
-        """A snapshot of the table, read under the lock, for callers that will not change it."""
-        with self.transaction() as table:
-            return table
 
     # Job specs: what to run. Written once at submission, read by the runner.
     def spec_path(self, group: str) -> Path:

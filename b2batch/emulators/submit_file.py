@@ -242,11 +242,22 @@ def split_environment(value: str) -> dict[str, str]:
     return env
 
 
-def memory_mb(value: str) -> int:
-    """``request_memory`` in MB: plain numbers are MB; K/M/G/T suffixes (with optional B) convert."""
+_UNITS = {"K": 1.0, "M": 1024.0, "G": 1024.0**2, "T": 1024.0**3}
+
+
+def size_kb(value: str, default_unit: str, command: str) -> float:
+    """A size with an optional K/M/G/T suffix (B optional) in KiB; bare numbers are in ``default_unit``."""
     match = re.fullmatch(r"\s*([\d.]+)\s*([KMGT]?)B?\s*", value, re.IGNORECASE)
     if not match:
-        raise SubmitError(f"ERROR: request_memory = {value} is not a valid memory size")
-    number = float(match.group(1))
-    factor = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024}[match.group(2).upper()]
-    return max(1, int(round(number * factor)))
+        raise SubmitError(f"ERROR: {command} = {value} is not a valid size")
+    return float(match.group(1)) * _UNITS[(match.group(2) or default_unit).upper()]
+
+
+def memory_mb(value: str) -> int:
+    """``request_memory`` in MB (bare numbers are MB)."""
+    return max(1, round(size_kb(value, "M", "request_memory") / 1024))
+
+
+def disk_kb(value: str) -> int:
+    """``request_disk`` in KB (bare numbers are KB)."""
+    return max(1, round(size_kb(value, "K", "request_disk")))
