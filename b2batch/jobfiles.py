@@ -91,6 +91,23 @@ class JobFiles:
         _atomic_write(self.spec, json.dumps(spec, indent=1, default=str))
         _atomic_write(self.wrapper, wrapper.render_wrapper(task, self), mode=0o755)
 
+    submission = property(lambda self: self.folder / "submission.json")
+
+    def record_submission(self, system: str, job_id: str) -> None:
+        """Note the job in the run's journal: which batch system has it under which id, since when."""
+        import socket
+        import time
+
+        record = {"system": system, "job_id": job_id, "submitted_at": time.time(), "host": socket.gethostname(),
+                  "steering_pid": os.getpid()}
+        _atomic_write(self.submission, json.dumps(record))
+
+    def read_submission(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.submission.read_text())
+        except (OSError, ValueError):
+            return None
+
     def read_exit_code(self) -> int | None:
         try:
             return int(self.exit_code.read_text().strip())

@@ -19,6 +19,7 @@ import luigi.task
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch import jobfiles
+from b2batch.events import RUN
 from b2batch.errors import B2BatchError
 from b2batch.settings import get_setting
 
@@ -94,11 +95,14 @@ class BatchProcess(abc.ABC):
         except B2BatchError as e:
             message = f"Task {self.task} could not be submitted to {self.system_name}: {e}"
             logger.error("%s", message)
+            RUN.update(self, "failed", message)
             self._report(FAILED, message)
             return
         self.submitted_at = time.time()
         self._alive = True
         BatchProcess._alive_jobs[id(self)] = self
+        self.job_files.record_submission(self.system_name, str(self.job_id))
+        RUN.update(self, "submitted")
         logger.info("Job %s: submitted task %s to %s", self.job_id, self.task, self.system_name)
 
     def run(self) -> None:
@@ -111,6 +115,7 @@ class BatchProcess(abc.ABC):
             return not self._check_outputs()
         status = self.get_job_status()
         if not status.final:
+            RUN.update(self, "running" if status == JobStatus.running else "queued")
             return True
         result = self.job_files.read_result()
         exit_code = self.job_files.read_exit_code()
@@ -155,6 +160,7 @@ class BatchProcess(abc.ABC):
         self.exitcode = 0  # the result goes through the queue; a non-zero exitcode would report it twice
         if status == FAILED:
             logger.error("Job %s: %s", self.job_id, explanation)
+        RUN.update(self, {DONE: "done", FAILED: "failed"}.get(status, "waiting"), explanation)
         self._report(status, explanation, new_deps)
 
     def _check_outputs(self) -> bool:
