@@ -62,6 +62,13 @@ class JobMonitor:
         """Poll at the next question (e.g. after submitting new jobs)."""
         self._last_poll = 0.0
 
+    def poll_if_older_than(self, seconds: float) -> None:
+        """Poll now unless the last poll is at most ``seconds`` old."""
+        if time.monotonic() - self._last_poll > seconds:
+            self._last_poll = 0.0
+            self._interval = None
+            self.poll_if_due()
+
     def poll_if_due(self) -> None:
         minimum = float(get_setting("poll_interval"))
         if self._interval is None:

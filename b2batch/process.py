@@ -2,7 +2,8 @@
 
 luigi's worker starts a task process, asks it ``is_alive()`` while it runs, reads its result from a queue,
 and terminates it when the worker stops. A :class:`BatchProcess` does the same with a job on a batch system:
-``start()`` writes the job files and calls :meth:`BatchProcess.start_job`; ``is_alive()`` maps
+``start()`` writes the job files and queues the job for submission (:mod:`b2batch.submission`, which calls
+:meth:`BatchProcess.start_job` or submits arrays); ``is_alive()`` maps
 :meth:`BatchProcess.get_job_status` to luigi's task states and, once the job is over, puts the task's
 result on luigi's queue; ``terminate()`` calls :meth:`BatchProcess.kill_job`.
 """
@@ -22,8 +23,11 @@ from b2batch import jobfiles
 from b2batch.events import RUN
 from b2batch.errors import B2BatchError
 from b2batch.settings import get_setting
+from b2batch.submission import Submitter
 
 logger = logging.getLogger(__name__)
+
+_submitters: dict[type, Submitter] = {}
 
 
 class JobStatus(enum.Enum):
@@ -65,6 +69,7 @@ class BatchProcess(abc.ABC):
         self.job_files = jobfiles.JobFiles.for_task(task)
         self.submitted_at: float | None = None
         self._outputs_deadline: float | None = None
+        self.resubmissions = 0
         self._alive = False
 
     # --- what a batch system implements ---------------------------------------------------------------
@@ -85,25 +90,70 @@ class BatchProcess(abc.ABC):
         """Why the scheduler ended the job, if it said (e.g. a hold reason or TIMEOUT); empty if not known."""
         return ""
 
+    def scheduler_side_failure(self) -> str:
+        """Why the batch system, not the task, ended the job (node failure, preemption, a lost job ...), or
+        empty. Such jobs are submitted again, up to ``max_resubmissions`` times."""
+        return ""
+
+    def attach(self, submission: dict[str, Any]) -> bool:
+        """Take over the job of an earlier steering process recorded in ``submission`` if the batch system
+        still has it queued or running; whether it did."""
+        return False
+
+    @classmethod
+    def groups_for_submission(cls, jobs: list[BatchProcess]) -> list[list[BatchProcess]]:
+        """How waiting jobs go to the batch system: one group per submission (default: one job each)."""
+        return [[job] for job in jobs]
+
+    @classmethod
+    def submit_group(cls, group: list[BatchProcess]) -> None:
+        """Submit a group of :meth:`groups_for_submission`, setting each job's :attr:`job_id`."""
+        for job in group:
+            job.start_job()
+
     # --- luigi's side ----------------------------------------------------------------------------------
 
+    @classmethod
+    def submitter(cls) -> Submitter:
+        if cls not in _submitters:
+            _submitters[cls] = Submitter(cls)
+        return _submitters[cls]
+
     def start(self) -> None:
-        """Write the job files and submit the job; a job that cannot be submitted fails the task."""
-        try:
-            self.job_files.prepare(self.task)
-            self.start_job()
-        except B2BatchError as e:
-            message = f"Task {self.task} could not be submitted to {self.system_name}: {e}"
-            logger.error("%s", message)
-            RUN.update(self, "failed", message)
-            self._report(FAILED, message)
-            return
-        self.submitted_at = time.time()
+        """Take over a job of an earlier run of this task that still runs, or queue a new one."""
         self._alive = True
         BatchProcess._alive_jobs[id(self)] = self
+        RUN.update(self, "waiting")
+        previous = self.job_files.read_submission()
+        if (previous and previous.get("system") == self.system_name and self.job_files.read_exit_code() is None
+                and self.attach(previous)):
+            logger.info("Job %s: task %s is still queued or running from an earlier run; following it",
+                        self.job_id, self.task)
+            self.submitted_at = time.time()
+            self.submitter().add_in_flight(self)
+            RUN.update(self, "submitted")
+            return
+        self._queue_submission()
+
+    def _queue_submission(self) -> None:
+        try:
+            self.job_files.prepare(self.task)
+        except B2BatchError as e:
+            self.submission_failed(str(e))
+            return
+        self.job_id = None
+        self.submitter().enqueue(self)
+
+    def submitted(self) -> None:
+        """Called by the submitter once the job is with the batch system."""
+        self.submitted_at = time.time()
         self.job_files.record_submission(self.system_name, str(self.job_id))
         RUN.update(self, "submitted")
         logger.info("Job %s: submitted task %s to %s", self.job_id, self.task, self.system_name)
+
+    def submission_failed(self, message: str) -> None:
+        """Called by the submitter when the batch system did not take the job."""
+        self._end(FAILED, f"Task {self.task} could not be submitted to {self.system_name}: {message}")
 
     def run(self) -> None:
         self.start()
@@ -111,6 +161,11 @@ class BatchProcess(abc.ABC):
     def is_alive(self) -> bool:
         if not self._alive:
             return False
+        self.submitter().flush()
+        if not self._alive:  # the submission failed
+            return False
+        if self.job_id is None:
+            return True  # waiting for its turn (throttle) or for the batch system to answer again
         if self._outputs_deadline is not None:  # the job succeeded; waiting for its outputs to show
             return not self._check_outputs()
         status = self.get_job_status()
@@ -126,14 +181,33 @@ class BatchProcess(abc.ABC):
         if result is not None and result["status"] == DONE and exit_code == 0:
             self._outputs_deadline = time.monotonic() + float(get_setting("output_wait_timeout", task=self.task))
             return not self._check_outputs()
+        reason = self._resubmission_reason(result)
+        if reason and self.resubmissions < int(get_setting("max_resubmissions", task=self.task)):
+            self.resubmissions += 1
+            logger.warning("Job %s: %s; submitting task %s again (%d of %s)", self.job_id, reason, self.task,
+                           self.resubmissions, get_setting("max_resubmissions", task=self.task))
+            RUN.update(self, "resubmitted", reason)
+            self.submitter().done(self)
+            self._queue_submission()
+            return self._alive
         self._end(FAILED, self.failure_message(status, result, exit_code))
         return False
 
+    def _resubmission_reason(self, result: dict[str, Any] | None) -> str:
+        side = self.scheduler_side_failure()
+        if side:
+            return side
+        if result is not None and get_setting("resubmit_failed_tasks", task=self.task):
+            return "the task failed and resubmit_failed_tasks is set"
+        return ""
+
     def terminate(self) -> None:
         if self._alive:
-            logger.warning("Job %s: killing task %s", self.job_id, self.task)
-            self.kill_job()
+            if self.job_id is not None:
+                logger.warning("Job %s: killing task %s", self.job_id, self.task)
+                self.kill_job()
             self._alive = False
+            self.submitter().done(self)
             BatchProcess._alive_jobs.pop(id(self), None)
 
     @classmethod
@@ -141,8 +215,9 @@ class BatchProcess(abc.ABC):
         """Kill every job of this steering process that is not over; their descriptions."""
         killed = []
         for job in list(cls._alive_jobs.values()):
+            if job.job_id is not None:
+                killed.append(f"{job.system_name} job {job.job_id} ({job.task.task_id})")
             job.terminate()
-            killed.append(f"{job.system_name} job {job.job_id} ({job.task.task_id})")
         return killed
 
     def join(self, timeout: float | None = None) -> None:
@@ -157,6 +232,7 @@ class BatchProcess(abc.ABC):
         """The job is over: tell luigi the task's result (once) and forget the job."""
         self._alive = False
         BatchProcess._alive_jobs.pop(id(self), None)
+        self.submitter().done(self)
         self.exitcode = 0  # the result goes through the queue; a non-zero exitcode would report it twice
         if status == FAILED:
             logger.error("Job %s: %s", self.job_id, explanation)

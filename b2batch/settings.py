@@ -76,8 +76,15 @@ SETTINGS: dict[str, Setting] = {
         Setting("poll_interval", 1.0, "Seconds between status queries of a batch system at the start of a "
                 "run."),
         Setting("max_poll_interval", 30.0, "Longest wait between status queries while nothing changes."),
-        Setting("max_resubmissions", 2, "How often a job that failed for a scheduler-side reason is "
-                "submitted again."),
+        Setting("max_resubmissions", 2, "How often a job that failed for a scheduler-side reason (node "
+                "failure, preemption, a held or lost job) is submitted again."),
+        Setting("resubmit_failed_tasks", False, "Also submit again jobs whose task itself failed (up to "
+                "max_resubmissions times)."),
+        Setting("max_jobs_in_flight", None, "Most jobs of one batch system submitted and not yet over, "
+                "whatever luigi's workers; more wait in b2batch. None: no limit."),
+        Setting("max_array_size", 1000, "Most jobs submitted together as one job array."),
+        Setting("scheduler_unreachable_timeout", 600.0, "Seconds a batch system may keep failing (submit "
+                "or status commands) before its jobs fail with its last error."),
         Setting("output_wait_timeout", 30.0, "Seconds to wait for outputs of a succeeded job to appear on "
                 "the submit host (shared file systems) before the task fails."),
         # Per batch system.

@@ -49,7 +49,10 @@ class Emulated:
         self.system = system
         self.wf = wf
         self.env = clean_env(B2BATCH_EMULATOR_DIR=str(folder / "emulator"), B2BATCH_EMULATOR_SLOTS="4")
-        (wf.folder / "settings.json").write_text(json.dumps({"output_wait_timeout": 3}))
+        self.settings(output_wait_timeout=3, scheduler_unreachable_timeout=8)
+
+    def settings(self, **values: object) -> None:
+        (self.wf.folder / "settings.json").write_text(json.dumps(values))
 
     def tool(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "b2batch.emulators", *args], env=self.env,
@@ -119,10 +122,11 @@ def test_submissions_that_keep_failing_end_in_one_clear_error(emulated: Emulated
     emulated.inject("fail-submits", "20")
     done = emulated.run("--n", "1")
     assert done.returncode == 1
-    assert f"could not be submitted to {emulated.system}" in done.stderr and "rejected the job" in done.stderr
+    assert f"could not be submitted to {emulated.system}" in done.stderr and "kept failing for 8 s" in done.stderr
 
 
-def test_lost_job_is_aborted(emulated: Emulated) -> None:
+def test_lost_job_is_aborted_when_no_resubmission_is_left(emulated: Emulated) -> None:
+    emulated.settings(output_wait_timeout=3, max_resubmissions=0)
     steering = emulated.popen("--n", "1", "--mode", "sleep", "--seconds", "600")
     try:
         job_id = emulated.wait_for_running_job()
@@ -133,6 +137,20 @@ def test_lost_job_is_aborted(emulated: Emulated) -> None:
     assert steering.returncode == 1
     assert f"job {job_id} on {emulated.system}" in stderr, stderr[-3000:]
     assert not emulated.outputs()
+
+
+def test_lost_job_is_submitted_again_and_succeeds(emulated: Emulated) -> None:
+    steering = emulated.popen("--n", "1", "--mode", "sleep", "--seconds", "4")
+    try:
+        job_id = emulated.wait_for_running_job()
+        emulated.inject("lose", job_id)
+        _, stderr = steering.communicate(timeout=120)
+    finally:
+        steering.kill()
+    assert steering.returncode == 0, stderr[-3000:]
+    assert f"Job {job_id}: " in stderr and "submitting task Work(i=0, mode=sleep, seconds=4) again (1 of 2)" in stderr
+    assert len(emulated.outputs()) == 1
+    assert stderr.count("submitted task Work") == 2  # the lost job and its replacement, nothing more
 
 
 def test_job_killed_from_outside_is_aborted(emulated: Emulated) -> None:
@@ -164,9 +182,18 @@ def test_job_ending_without_running(emulated: Emulated) -> None:
     assert "ended without an exit code" in done.stderr
 
 
+def test_held_job_is_submitted_again(workflow, tmp_path: Path) -> None:
+    emulated = Emulated("htcondor", workflow("scheduler_jobs.py"), tmp_path)
+    emulated.inject("hold-next", "1", "--reason", "Failed to transfer files")
+    done = emulated.run("--n", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "JobStatus 5 (Held): Failed to transfer files; submitting task" in done.stderr
+    assert len(emulated.outputs()) == 1
+
+
 def test_held_job_fails_with_its_hold_reason_and_leaves_the_queue(workflow, tmp_path: Path) -> None:
     emulated = Emulated("htcondor", workflow("scheduler_jobs.py"), tmp_path)
-    emulated.inject("hold-next", "1", "--reason", "Job has gone over memory limit of 2048 megabytes")
+    emulated.inject("hold-next", "3", "--reason", "Job has gone over memory limit of 2048 megabytes")
     done = emulated.run("--n", "1")
     assert done.returncode == 1
     assert "JobStatus 5 (Held): Job has gone over memory limit of 2048 megabytes" in done.stderr

@@ -145,6 +145,10 @@ class HTCondorProcess(SchedulerProcess):
             text += f", ExitCode {native.exit_code}"
         return text
 
+    def is_scheduler_side(self, native: NativeState) -> bool:
+        # Held (5) or removed (3) by the pool (policy, a lost slot, a failed transfer), not by a user.
+        return native.state in ("3", "5") and "by user" not in native.reason
+
     def on_final_state(self, native: NativeState, status: JobStatus) -> None:
         if native.state == "5":
             self.kill_job()  # a held job would wait in the queue for ever

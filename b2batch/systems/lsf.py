@@ -71,6 +71,8 @@ class LSFProcess(SchedulerProcess):
         "ZOMBI": JobStatus.aborted,
     }
 
+    scheduler_side_states: ClassVar[frozenset[str]] = frozenset({"UNKWN", "ZOMBI"})
+
     def submit_command(self) -> tuple[list[str], str | None]:
         folder = self.job_files.folder
         return ["bsub", "-J", self.job_name(), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),

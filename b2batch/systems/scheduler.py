@@ -32,9 +32,6 @@ logger = logging.getLogger(__name__)
 #: Tags the jobs of one steering process (part of each job's name).
 RUN_TAG = uuid.uuid4().hex[:8]
 
-#: How long a scheduler may stay unreachable before the run's jobs are given up (seconds).
-UNREACHABLE_LIMIT = 600.0
-
 
 class SchedulerProcess(BatchProcess):
     """One task as one job of a scheduler with command-line tools."""
@@ -98,16 +95,47 @@ class SchedulerProcess(BatchProcess):
 
     def start_job(self) -> None:
         command, stdin = self.submit_command()
-        try:
-            done = commands.run_with_retries(command, stdin=stdin)
-        except SchedulerCommandError as e:
-            raise BatchSystemError(f"{self.system_name} rejected the job: {e}\nCheck the task's settings for "
-                                   f"{self.system_name} ({self.system_name}_settings) and the wrapper "
-                                   f"{self.job_files.wrapper}.") from e
+        done = self._run_submit(command, stdin, f"the wrapper {self.job_files.wrapper}")
         self.job_id = self.parse_job_id(done.stdout, command)
         monitor = self.monitor()
         monitor.track(self.job_id)
         monitor.invalidate()
+
+    @classmethod
+    def _run_submit(cls, command: list[str], stdin: str | None, what: str) -> Any:
+        """Run a submit command; a rejection becomes a BatchSystemError, transient errors stay as they are
+        (the submitter tries again later)."""
+        try:
+            return commands.run(command, stdin=stdin)
+        except commands.TransientCommandError:
+            raise
+        except SchedulerCommandError as e:
+            raise BatchSystemError(f"{cls.system_name} rejected the job: {e}\nCheck the task's settings for "
+                                   f"{cls.system_name} ({cls.system_name}_settings) and {what}.") from e
+
+    #: Scheduler states in which the batch system, not the task, ended the job.
+    scheduler_side_states: ClassVar[frozenset[str]] = frozenset()
+
+    def scheduler_side_failure(self) -> str:
+        return self._scheduler_side
+
+    def is_scheduler_side(self, native: NativeState) -> bool:
+        """Whether the final state ``native`` is the batch system's fault (default: one of
+        :attr:`scheduler_side_states`)."""
+        return native.state in self.scheduler_side_states
+
+    def attach(self, submission: dict[str, Any]) -> bool:
+        job_id = str(submission.get("job_id"))
+        monitor = self.monitor()
+        monitor.track(job_id)
+        monitor.poll_if_older_than(5.0)
+        native = monitor.states.get(job_id)
+        status = self.state_map.get(native.state) if native else None
+        if status is None or status.final:
+            monitor.forget(job_id)
+            return False
+        self.job_id = job_id
+        return True
 
     def get_job_status(self) -> JobStatus:
         assert self.job_id is not None
@@ -128,6 +156,8 @@ class SchedulerProcess(BatchProcess):
         if status.final:
             monitor.forget(self.job_id)
             self._reason = self._describe(native)
+            if status == JobStatus.aborted and self.is_scheduler_side(native):
+                self._scheduler_side = self._reason
             self.on_final_state(native, status)
         return status
 
@@ -144,9 +174,11 @@ class SchedulerProcess(BatchProcess):
 
     def _status_outside_queue(self, exit_code: int | None, monitor: JobMonitor) -> JobStatus:
         assert self.job_id is not None and self.submitted_at is not None
-        if monitor.unreachable_for() > UNREACHABLE_LIMIT:
+        limit = float(get_setting("scheduler_unreachable_timeout"))
+        if monitor.unreachable_for() > limit:
             monitor.forget(self.job_id)
-            self._reason = (f"{self.system_name} did not answer status queries for {UNREACHABLE_LIMIT:g} s; "
+            self._reason = (f"{self.system_name} did not answer status queries for {limit:g} s "
+                            f"(setting scheduler_unreachable_timeout); "
                             f"last error: {monitor.last_error}. The job may still run: check it with the "
                             f"scheduler's own tools before running the workflow again.")
             return JobStatus.aborted
@@ -169,6 +201,7 @@ class SchedulerProcess(BatchProcess):
         monitor.forget(self.job_id)
         self._reason = (f"the job left {self.system_name}'s queue without writing its exit-code file "
                         f"{self.job_files.exit_code}: it was killed or lost by the batch system")
+        self._scheduler_side = self._reason
         return JobStatus.aborted
 
     def _describe(self, native: NativeState) -> str:
@@ -186,7 +219,7 @@ class SchedulerProcess(BatchProcess):
         if self.job_id is None:
             return
         try:
-            commands.run(self.cancel_command([self.job_id]), check=True)
+            commands.run_with_retries(self.cancel_command([self.job_id]), attempts=3)
         except SchedulerCommandError as e:
             logger.warning("Job %s: could not cancel it: %s", self.job_id, e)
         self.monitor().forget(self.job_id)
@@ -196,3 +229,4 @@ class SchedulerProcess(BatchProcess):
         self._left_queue_at: float | None = None
         self._history_checked_at_poll = -1
         self._reason = ""
+        self._scheduler_side = ""

@@ -98,6 +98,8 @@ class SlurmProcess(SchedulerProcess):
         "TIMEOUT": JobStatus.aborted,
     }
 
+    scheduler_side_states: ClassVar[frozenset[str]] = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
+
     def submit_command(self) -> tuple[list[str], str | None]:
         options = sbatch_options(get_setting("slurm_settings", task=self.task) or {}, self.task)
         scheduler_log = self.job_files.folder / "slurm-%j.out"
