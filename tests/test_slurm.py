@@ -80,7 +80,7 @@ def test_successful_workflow(slurm: None, workflow) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     outputs = sorted((wf.folder / "results").rglob("out.txt"))
     assert len(outputs) == 4
-    assert re.findall(r"Job (\d+): submitted task Work", done.stderr)
+    assert re.findall(r"Job (\d+(?:_\d+)?): submitted task Work", done.stderr)
 
 
 @pytest.mark.slurm

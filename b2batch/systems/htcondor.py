@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 from b2batch import commands, paths
@@ -32,8 +33,10 @@ def merged_settings(task: Any) -> dict[str, Any]:
     return merged
 
 
-def submit_description(task: Any, wrapper: str, folder: str, batch_name: str) -> str:
-    """The task's submit description, checked by ``htcondor2.Submit``; errors name the bad setting."""
+def submit_description(task: Any, executable: str, folder: str, batch_name: str, count: int = 1,
+                       arguments: str = "", suffix: str = "") -> str:
+    """The submit description of the task's job (or of an array of ``count`` jobs with the task's
+    settings), checked by ``htcondor2.Submit``; errors name the bad setting."""
     settings = merged_settings(task)
     for key, value in settings.items():
         if not isinstance(key, str) or not _KEY.match(key):
@@ -47,8 +50,10 @@ def submit_description(task: Any, wrapper: str, folder: str, batch_name: str) ->
     transfer = get_setting("transfer_files", task=task) or []
     if isinstance(transfer, str) or any("," in str(f) or "\n" in str(f) for f in transfer):
         raise SettingError(f"Task {task}: transfer_files must be a list of paths without commas, not {transfer!r}.")
-    text = render("htcondor.sub.j2", task_id=task.task_id, executable=wrapper, folder=folder,
-                  batch_name=batch_name, transfer_files=[str(paths.resolve(f)) for f in transfer],
+    what = f"task {task.task_id}" if count == 1 else f"an array of {count} {task.task_family} tasks"
+    text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
+                  suffix=suffix, count=count, batch_name=batch_name,
+                  transfer_files=[str(paths.resolve(f)) for f in transfer],
                   settings=[(k, _value(v)) for k, v in settings.items()])
     _check(text, settings, task)
     return text
@@ -92,12 +97,40 @@ class HTCondorProcess(SchedulerProcess):
     }
     batch_name: ClassVar[str] = f"b2b{RUN_TAG}"
 
+    array_index: ClassVar[str | None] = "$(( $1 + 1 ))"  # arguments = $(Process), which counts from 0
+
+    def common_options(self) -> list[str]:
+        return [json.dumps(merged_settings(self.task), sort_keys=True, default=str),
+                json.dumps(get_setting("transfer_files", task=self.task) or [], default=str)]
+
     def submit_command(self) -> tuple[list[str], str | None]:
         description = submit_description(self.task, str(self.job_files.wrapper), str(self.job_files.folder),
                                           self.batch_name)
         submit_file = self.job_files.folder / "job.sub"
         submit_file.write_text(description)
         return ["condor_submit", "-terse", str(submit_file)], None
+
+    @classmethod
+    def submit_group(cls, group: list[Any]) -> None:
+        cls._group_task = group[0].task  # the array's submit description uses the first task's settings
+        super().submit_group(group)
+
+    @classmethod
+    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+                      count: int) -> tuple[list[str], str | None]:
+        description = submit_description(cls._group_task, str(dispatch), str(folder), cls.batch_name, count=count,
+                                          arguments="$(Process)", suffix=".$(Process)")
+        submit_file = folder / "array.sub"
+        submit_file.write_text(description)
+        return ["condor_submit", "-terse", str(submit_file)], None
+
+    @classmethod
+    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
+        match = re.search(r"^(\d+)\.(\d+)\s+-\s+\d+\.\d+", stdout, re.M)
+        if not match:
+            return []
+        first = int(match.group(2))
+        return [f"{match.group(1)}.{first + i}" for i in range(count)]
 
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 from b2batch.errors import SettingError
@@ -14,6 +15,7 @@ from b2batch.monitor import NativeState
 from b2batch.process import JobStatus
 from b2batch.settings import get_setting
 from b2batch.systems.scheduler import SchedulerProcess
+from b2batch.wrapper import quote
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).
 BSUB_OPTIONS = frozenset("""
@@ -73,10 +75,27 @@ class LSFProcess(SchedulerProcess):
 
     scheduler_side_states: ClassVar[frozenset[str]] = frozenset({"UNKWN", "ZOMBI"})
 
+    array_index: ClassVar[str | None] = "${LSB_JOBINDEX}"
+
+    def common_options(self) -> list[str]:
+        return bsub_options(self.task)
+
     def submit_command(self) -> tuple[list[str], str | None]:
         folder = self.job_files.folder
+        # bsub hands the command line to a shell: the path is quoted for it.
         return ["bsub", "-J", self.job_name(), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),
-                "-cwd", str(folder), *bsub_options(self.task), str(self.job_files.wrapper)], None
+                "-cwd", str(folder), *self.common_options(), quote(self.job_files.wrapper)], None
+
+    @classmethod
+    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+                      count: int) -> tuple[list[str], str | None]:
+        return ["bsub", "-J", f"{name}[1-{count}]", "-o", f"{folder}/lsf.%I.out", "-e", f"{folder}/lsf.%I.err",
+                "-cwd", str(folder), *common, quote(dispatch)], None
+
+    @classmethod
+    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
+        match = cls.job_id_pattern.search(stdout)
+        return [f"{match.group('id')}[{i}]" for i in range(1, count + 1)] if match else []
 
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:

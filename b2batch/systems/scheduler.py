@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import getpass
 import logging
+import os
 import re
 import time
 import uuid
+from pathlib import Path
 from typing import Any, ClassVar
 
-from b2batch import commands
-from b2batch.errors import BatchSystemError, SchedulerCommandError
+from b2batch import commands, paths
+from b2batch.errors import B2BatchError, BatchSystemError, SchedulerCommandError
 from b2batch.monitor import JobMonitor, NativeState
 from b2batch.process import BatchProcess, JobStatus
 from b2batch.settings import get_setting
+from b2batch.wrapper import render
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +46,7 @@ class SchedulerProcess(BatchProcess):
     #: The monitor shared by all jobs of this batch system.
     _monitors: ClassVar[dict[type, JobMonitor]] = {}
     _warned_states: ClassVar[set[str]] = set()
+    _array_counter: ClassVar[int] = 0
 
     # --- what a batch system implements ---------------------------------------------------------------
 
@@ -68,6 +72,67 @@ class SchedulerProcess(BatchProcess):
     def query_states(cls, job_ids: list[str]) -> dict[str, NativeState]:
         """Run the status command for ``job_ids``; subclasses may add history look-ups."""
         return cls.parse_status(commands.run(cls.status_command(job_ids)).stdout)
+
+    #: A shell expression giving an array element's 1-based index in the dispatch script (None: no arrays).
+    array_index: ClassVar[str | None] = None
+
+    def common_options(self) -> list[str]:
+        """Submit options that jobs must share to go into one array (e.g. resources, queue)."""
+        return []
+
+    @classmethod
+    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+                      count: int) -> tuple[list[str], str | None]:
+        """The command that submits ``dispatch`` as an array of ``count`` elements."""
+        raise NotImplementedError
+
+    @classmethod
+    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
+        """The ids of the elements of the array the submit command reported, in index order."""
+        raise NotImplementedError
+
+    # --- bulk submission -------------------------------------------------------------------------------
+
+    @classmethod
+    def groups_for_submission(cls, jobs: list[Any]) -> list[list[Any]]:
+        """Jobs with the same name and options go together, as arrays of at most max_array_size."""
+        if cls.array_index is None:
+            return [[job] for job in jobs]
+        size = max(1, int(get_setting("max_array_size")))
+        groups: dict[tuple[Any, ...], list[Any]] = {}
+        for job in jobs:
+            try:
+                key = (job.job_name(), tuple(job.common_options()))
+            except B2BatchError:
+                key = ("", (id(job),))  # a job whose options are wrong goes alone and fails alone
+            groups.setdefault(key, []).append(job)
+        return [group[i:i + size] for group in groups.values() for i in range(0, len(group), size)]
+
+    @classmethod
+    def submit_group(cls, group: list[Any]) -> None:
+        if len(group) == 1:
+            group[0].start_job()
+            return
+        first = group[0]
+        cls._array_counter += 1
+        folder = paths.resolve(get_setting("task_file_dir", task=first.task)) / "arrays" / (
+            f"{RUN_TAG}-{os.getpid()}-{cls._array_counter}")
+        folder.mkdir(parents=True, exist_ok=True)
+        dispatch = folder / "dispatch.sh"
+        dispatch.write_text(render("array_dispatch.sh.j2", index_expression=cls.array_index,
+                                   wrappers=[job.job_files.wrapper for job in group]))
+        dispatch.chmod(0o755)
+        command, stdin = cls.array_command(first.job_name(), first.common_options(), dispatch, folder, len(group))
+        done = cls._run_submit(command, stdin, f"the array's dispatch script {dispatch}")
+        job_ids = cls.array_job_ids(done.stdout, len(group))
+        if len(job_ids) != len(group):
+            raise SchedulerCommandError(command, 0, done.stdout, done.stderr,
+                                        f"expected {len(group)} array elements, found {len(job_ids)} ids")
+        monitor = cls.monitor()
+        for job, job_id in zip(group, job_ids):
+            job.job_id = job_id
+            monitor.track(job_id)
+        monitor.invalidate()
 
     # --- shared ----------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 from typing import Any, ClassVar
 
@@ -97,15 +98,29 @@ class SGEProcess(SchedulerProcess):
         **{s: JobStatus.aborted for s in ("Eqw", "Ehqw", "EhRqw", "dqw", "dhqw", "dEqw")},
     }
 
-    def submit_command(self) -> tuple[list[str], str | None]:
-        options = qsub_options(get_setting("sge_settings", task=self.task) or {}, self.task)
-        shell = get_setting("shell", task=self.task)
-        shell_path = shutil.which(shell) or shell
-        scheduler_log = self.job_files.folder / "sge.out"
+    array_index: ClassVar[str | None] = "${SGE_TASK_ID}"
+
+    def common_options(self) -> list[str]:
         # Grid Engine ignores #! lines: -S names the shell. -V passes the submitter's environment on.
-        return ["qsub", "-terse", "-V", "-S", shell_path, "-N", self.job_name(), "-j", "y",
-                "-o", str(scheduler_log), "-wd", str(self.job_files.folder), *options,
-                str(self.job_files.wrapper)], None
+        shell = get_setting("shell", task=self.task)
+        return ["-V", "-S", shutil.which(shell) or shell,
+                *qsub_options(get_setting("sge_settings", task=self.task) or {}, self.task)]
+
+    def submit_command(self) -> tuple[list[str], str | None]:
+        scheduler_log = self.job_files.folder / "sge.out"
+        return ["qsub", "-terse", "-N", self.job_name(), "-j", "y", "-o", str(scheduler_log),
+                "-wd", str(self.job_files.folder), *self.common_options(), str(self.job_files.wrapper)], None
+
+    @classmethod
+    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+                      count: int) -> tuple[list[str], str | None]:
+        return ["qsub", "-terse", "-t", f"1-{count}", "-N", name, "-j", "y", "-o", f"{folder}/sge.$TASK_ID.out",
+                "-wd", str(folder), *common, str(dispatch)], None
+
+    @classmethod
+    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
+        match = re.match(r"\s*(\d+)", stdout)
+        return [f"{match.group(1)}.{i}" for i in range(1, count + 1)] if match else []
 
     def job_name(self) -> str:
         # Grid Engine refuses names starting with a digit or containing / : @ (and spaces confuse it).

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 from b2batch.errors import SettingError
@@ -100,12 +101,28 @@ class SlurmProcess(SchedulerProcess):
 
     scheduler_side_states: ClassVar[frozenset[str]] = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
 
+    array_index: ClassVar[str | None] = "${SLURM_ARRAY_TASK_ID}"
+
+    def common_options(self) -> list[str]:
+        return sbatch_options(get_setting("slurm_settings", task=self.task) or {}, self.task)
+
     def submit_command(self) -> tuple[list[str], str | None]:
-        options = sbatch_options(get_setting("slurm_settings", task=self.task) or {}, self.task)
         scheduler_log = self.job_files.folder / "slurm-%j.out"
         return ["sbatch", "--parsable", f"--job-name={self.job_name()}", f"--output={scheduler_log}",
-                f"--error={scheduler_log}", f"--chdir={self.job_files.folder}", *options,
+                f"--error={scheduler_log}", f"--chdir={self.job_files.folder}", *self.common_options(),
                 str(self.job_files.wrapper)], None
+
+    @classmethod
+    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+                      count: int) -> tuple[list[str], str | None]:
+        scheduler_log = folder / "slurm-%A_%a.out"
+        return ["sbatch", "--parsable", f"--array=1-{count}", f"--job-name={name}", f"--output={scheduler_log}",
+                f"--error={scheduler_log}", f"--chdir={folder}", *common, str(dispatch)], None
+
+    @classmethod
+    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
+        match = re.match(r"\s*(\d+)", stdout)
+        return [f"{match.group(1)}_{i}" for i in range(1, count + 1)] if match else []
 
     def final_once_exit_code_written(self) -> set[str]:
         return {"COMPLETING"}
