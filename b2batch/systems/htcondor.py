@@ -38,6 +38,9 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     """The submit description of the task's job (or of an array of ``count`` jobs with the task's
     settings), checked by ``htcondor2.Submit``; errors name the bad setting."""
     settings = merged_settings(task)
+    if any(c in text for text in (executable, folder) for c in "\r\n"):
+        raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
+                           f"submit description cannot hold; choose another task_file_dir.")
     for key, value in settings.items():
         if not isinstance(key, str) or not _KEY.match(key):
             raise SettingError(f"Task {task}: {key!r} in htcondor_settings is not a submit command name.")

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Job wrapper of b2batch for task Reconstruct_mu_mu_42_16271d1000.
+# Every value below is shell-quoted by the one `quote` filter of b2batch.wrapper.
+exec >>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stdout' 2>>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stderr'
+exit_code_file=<BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/exit_code
+child=
+write_exit_code() {
+    code=$?
+    printf '%s\n' "$code" > "$exit_code_file.tmp.$$" && mv -f "$exit_code_file.tmp.$$" "$exit_code_file"
+}
+forward_signal() {
+    [ -n "$child" ] && kill -TERM "$child" 2>/dev/null
+    [ -n "$child" ] && wait "$child"
+    exit "$1"
+}
+trap write_exit_code EXIT
+trap 'forward_signal 143' TERM
+trap 'forward_signal 130' INT
+trap 'forward_signal 129' HUP
+trap 'forward_signal 138' USR1
+trap 'forward_signal 140' USR2
+echo "b2batch: job of task "Reconstruct_mu_mu_42_16271d1000" started on $(hostname) at $(date -Is)"
+source <BASE>/setup.sh || { echo "b2batch: sourcing env_script "<BASE>/setup.sh" failed" >&2; exit 3; }
+export OMP_NUM_THREADS=1
+export LABEL='it'"'"'s $HOME; `x`'
+cd <BASE> || { echo "b2batch: cannot change into working_dir "<BASE> >&2; exit 3; }
+<PYTHON> <ENTRY_POINT> <BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/job.json &
+child=$!
+wait "$child"
