@@ -6,6 +6,7 @@ import logging
 import re
 import subprocess
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 
@@ -34,11 +35,35 @@ class TransientCommandError(SchedulerCommandError):
     """A scheduler command failed in a way that may go away when tried again."""
 
 
+class _RateLimit:
+    """At most ``max_scheduler_calls_per_second`` scheduler commands per second from this process."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        from b2batch.settings import get_setting
+
+        rate = get_setting("max_scheduler_calls_per_second")
+        if not rate:
+            return
+        with self.lock:
+            pause = self.last + 1.0 / float(rate) - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            self.last = time.monotonic()
+
+
+_rate_limit = _RateLimit()
+
+
 def run(command: Sequence[str], timeout: float = 60.0, stdin: str | None = None, hint: str = "",
         check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run ``command`` once; a non-zero exit raises :class:`SchedulerCommandError` (transient ones
     :class:`TransientCommandError`) unless ``check`` is false."""
     command = [str(c) for c in command]
+    _rate_limit.wait()
     with _counts_lock:
         call_counts[command[0].rsplit("/", 1)[-1]] += 1
     try:

@@ -82,6 +82,8 @@ SETTINGS: dict[str, Setting] = {
                 "max_resubmissions times)."),
         Setting("max_jobs_in_flight", None, "Most jobs of one batch system submitted and not yet over, "
                 "whatever luigi's workers; more wait in b2batch. None: no limit."),
+        Setting("max_scheduler_calls_per_second", 5.0, "Cap on scheduler commands (submit, status, cancel) "
+                "per second from one steering process."),
         Setting("max_array_size", 1000, "Most jobs submitted together as one job array."),
         Setting("scheduler_unreachable_timeout", 600.0, "Seconds a batch system may keep failing (submit "
                 "or status commands) before its jobs fail with its last error."),

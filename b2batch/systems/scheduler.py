@@ -207,6 +207,14 @@ class SchedulerProcess(BatchProcess):
         monitor = self.monitor()
         native = monitor.state(self.job_id)
         exit_code = self.job_files.read_exit_code()
+        limit = float(get_setting("scheduler_unreachable_timeout"))
+        if exit_code is None and monitor.unreachable_for() > limit:
+            monitor.forget(self.job_id)
+            self._reason = (f"{self.system_name} did not answer status queries for {limit:g} s "
+                            f"(setting scheduler_unreachable_timeout); last error: {monitor.last_error}. The job "
+                            f"may still run: check it with the scheduler's own tools before running the workflow "
+                            f"again.")
+            return JobStatus.aborted
         if native is None:
             return self._status_outside_queue(exit_code, monitor)
         status = self.state_map.get(native.state)
@@ -239,14 +247,6 @@ class SchedulerProcess(BatchProcess):
 
     def _status_outside_queue(self, exit_code: int | None, monitor: JobMonitor) -> JobStatus:
         assert self.job_id is not None and self.submitted_at is not None
-        limit = float(get_setting("scheduler_unreachable_timeout"))
-        if monitor.unreachable_for() > limit:
-            monitor.forget(self.job_id)
-            self._reason = (f"{self.system_name} did not answer status queries for {limit:g} s "
-                            f"(setting scheduler_unreachable_timeout); "
-                            f"last error: {monitor.last_error}. The job may still run: check it with the "
-                            f"scheduler's own tools before running the workflow again.")
-            return JobStatus.aborted
         if exit_code is not None:
             monitor.forget(self.job_id)
             return JobStatus.successful if exit_code == 0 else JobStatus.aborted
