@@ -55,6 +55,8 @@ class BatchProcess(abc.ABC):
     system_name: str = ""
     #: Jobs started by this steering process and not yet over, to kill them when the run is interrupted.
     _alive_jobs: ClassVar[dict[int, BatchProcess]] = {}
+    #: Set when the run is interrupted: nothing more is submitted.
+    shutting_down: ClassVar[bool] = False
 
     def __init__(self, task: Any, scheduler: Any, result_queue: Any, worker_timeout: float | None) -> None:
         self.task = task
@@ -161,7 +163,8 @@ class BatchProcess(abc.ABC):
     def is_alive(self) -> bool:
         if not self._alive:
             return False
-        self.submitter().flush()
+        if not BatchProcess.shutting_down:
+            self.submitter().flush()
         if not self._alive:  # the submission failed
             return False
         if self.job_id is None:
@@ -202,22 +205,40 @@ class BatchProcess(abc.ABC):
         return ""
 
     def terminate(self) -> None:
-        if self._alive:
+        """Kill the job; when the run is being interrupted, leave it to :meth:`kill_all`, which kills all
+        jobs of a batch system with one command."""
+        if not self._alive:
+            return
+        self._alive = False
+        self.submitter().done(self)
+        if not BatchProcess.shutting_down:
+            BatchProcess._alive_jobs.pop(id(self), None)
             if self.job_id is not None:
                 logger.warning("Job %s: killing task %s", self.job_id, self.task)
                 self.kill_job()
-            self._alive = False
-            self.submitter().done(self)
-            BatchProcess._alive_jobs.pop(id(self), None)
+
+    @classmethod
+    def kill_jobs(cls, jobs: list[BatchProcess]) -> None:
+        """Kill several jobs of this batch system (default: one by one)."""
+        for job in jobs:
+            job.kill_job()
 
     @classmethod
     def kill_all(cls) -> list[str]:
-        """Kill every job of this steering process that is not over; their descriptions."""
-        killed = []
-        for job in list(cls._alive_jobs.values()):
-            if job.job_id is not None:
-                killed.append(f"{job.system_name} job {job.job_id} ({job.task.task_id})")
+        """Kill every job of this steering process that is not over, in one go per batch system; their
+        descriptions."""
+        cls.shutting_down = True
+        by_system: dict[type, list[BatchProcess]] = {}
+        for job in BatchProcess._alive_jobs.values():
             job.terminate()
+            if job.job_id is not None:
+                by_system.setdefault(type(job), []).append(job)
+        BatchProcess._alive_jobs.clear()
+        killed = []
+        for system, jobs in by_system.items():
+            logger.warning("Killing %d %s job(s)", len(jobs), system.system_name)
+            system.kill_jobs(jobs)
+            killed += [f"{job.system_name} job {job.job_id} ({job.task.task_id})" for job in jobs]
         return killed
 
     def join(self, timeout: float | None = None) -> None:

@@ -280,6 +280,18 @@ class SchedulerProcess(BatchProcess):
     def failure_reason(self) -> str:
         return getattr(self, "_reason", "")
 
+    @classmethod
+    def kill_jobs(cls, jobs: list[Any]) -> None:
+        ids = [job.job_id for job in jobs if job.job_id is not None]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            try:
+                commands.run_with_retries(cls.cancel_command(chunk), attempts=3)
+            except SchedulerCommandError as e:
+                logger.warning("Could not cancel %d %s job(s): %s", len(chunk), cls.system_name, e)
+            for job_id in chunk:
+                cls.monitor().forget(job_id)
+
     def kill_job(self) -> None:
         if self.job_id is None:
             return
