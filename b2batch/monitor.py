@@ -86,9 +86,9 @@ class JobMonitor:
         self.polls += 1
         self.failures_since = None
         self.last_error = None
-        changed = any(self.states.get(job_id) != state for job_id, state in states.items()) or (
-            set(self.states) - set(states))
-        self.states = {job_id: state for job_id, state in states.items() if job_id in self.tracked}
+        mine = {job_id: state for job_id, state in states.items() if job_id in self.tracked}
+        changed = mine != self.states
+        self.states = mine
         maximum = float(get_setting("max_poll_interval"))
         self._interval = minimum if changed else min(maximum, self._interval * 1.5)
 
