@@ -16,7 +16,25 @@ def main(argv: list[str] | None = None) -> int:
     emulate.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     settings = commands.add_parser("settings", help="Print settings.json.example (or --markdown).")
     settings.add_argument("--markdown", action="store_true")
+    run = commands.add_parser("run", help="Run a workflow script with its arguments (like python SCRIPT ARGS).")
+    run.add_argument("script")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    status = commands.add_parser("status", help="List the jobs of a workflow and their states.")
+    cancel = commands.add_parser("cancel", help="Cancel the queued and running jobs of a workflow.")
+    cancel.add_argument("--yes", action="store_true", help="Do not ask first.")
+    status.add_argument("--json", action="store_true", help="Print the jobs as JSON.")
+    for sub in (status, cancel):
+        sub.add_argument("script", help="the workflow script")
+        sub.add_argument("--task-file-dir", help="the workflow's task_file_dir, if its code sets it")
     args = parser.parse_args(argv)
+    if args.command in ("run", "status", "cancel"):
+        from b2batch import console
+
+        if args.command == "run":
+            return console.run(args.script, args.args)
+        if args.command == "status":
+            return console.status(args.script, args.task_file_dir, as_json=args.json)
+        return console.cancel(args.script, yes=args.yes, override=args.task_file_dir)
     if args.command == "settings":
         from b2batch.settings import example_settings, settings_reference_markdown
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         add_help=False,
+        allow_abbrev=False,  # a flag of the script such as --show is the script's, not --show-output
         description="Flags of b2batch, understood by every workflow script that calls b2batch.process().",
     )
     p.add_argument("--batch", action="store_true", default=None,

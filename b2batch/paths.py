@@ -42,11 +42,13 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     return p if p.is_absolute() else base_dir() / p
 
 
-def parameter_parts(task: Any) -> list[str]:
+def parameter_parts(task: Any, strict: bool = True) -> list[str]:
     """The path components that stand for the task's parameters, e.g. ``["energy=10", "seed=3"]``.
 
     Parameters declared with ``hidden=True`` are left out, those with ``hashed=True`` become
-    ``hashed_<md5 of the value>``. A value containing a path separator is an error.
+    ``hashed_<md5 of the value>``. A value that cannot be a folder name (one with a path separator, or ``.`` or
+    ``..`` without the parameter's name) is an error; with ``strict=False`` (log and job folders, which the
+    task does not choose) it is hashed instead.
     """
     separator = str(get_setting("parameter_separator", task=task))
     with_names = bool(get_setting("use_parameter_name_in_output", task=task))
@@ -55,21 +57,29 @@ def parameter_parts(task: Any) -> list[str]:
         if not param.significant or getattr(param, "hidden", False):
             continue
         value = param.serialize(getattr(task, name))
-        if getattr(param, "hashed", False):
+        has_separator = os.sep in value or bool(os.altsep and os.altsep in value)
+        is_dot = not with_names and value in (".", "..")
+        if getattr(param, "hashed", False) or (not strict and (has_separator or is_dot)):
             value = "hashed_" + hashlib.md5(value.encode()).hexdigest()
-        elif os.sep in value or (os.altsep and os.altsep in value):
+        elif has_separator:
             raise OutputPathError(
                 f"Task {task.task_family}: the value {value!r} of parameter {name!r} contains a path "
                 f"separator and cannot be a folder name in the output path. Declare the parameter with "
                 f"hashed=True (the path gets a hash of the value) or hidden=True (left out of the path)."
+            )
+        elif is_dot:
+            raise OutputPathError(
+                f"Task {task.task_family}: the value {value!r} of parameter {name!r} cannot be a folder name in "
+                f"the output path (use_parameter_name_in_output is false). Declare the parameter with "
+                f"hashed=True or hidden=True, or put parameter names into paths."
             )
         parts.append(f"{name}{separator}{value}" if with_names else value)
     return parts
 
 
 def task_folder(task: Any, setting: str) -> Path:
-    """``<setting's folder>/<parameter parts>`` for the task."""
-    return resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task))
+    """``<setting's folder>/<parameter parts>`` for the task (values unusable as folder names hashed)."""
+    return resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task, strict=False))
 
 
 def output_path(task: Any, file_name: str, result_dir: str | None = None) -> Path:

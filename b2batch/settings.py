@@ -228,6 +228,12 @@ def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
     )
 
 
+def load_settings_files() -> dict[str, Any]:
+    """The merged settings of the settings files, read now: a file that is not valid JSON raises
+    :class:`SettingError` here (naming the file and the line) rather than later, from inside luigi."""
+    return dict(_files.get())
+
+
 def settings_snapshot() -> dict[str, Any]:
     """The code-set settings and the settings-file path, for handing the same settings to a job."""
     return {"code": dict(_code_settings), "files": [str(f) for f in _files.files()]}

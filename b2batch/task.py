@@ -68,19 +68,18 @@ def _to_path(target: Any) -> str:
     return str(target.path) if hasattr(target, "path") else str(target)
 
 
-def _collect(struct: Any, into: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Gather ``{key: [paths]}`` from outputs: dicts of targets, and lists or generators of such dicts."""
+def _collect(struct: Any, into: dict[str, list[str]], key: str | None = None) -> dict[str, list[str]]:
+    """Gather ``{key: [paths]}`` from outputs: dicts, lists and generators of targets. A target is keyed by the
+    nearest dict key above it, or else (a bare target, as plain luigi tasks have) by its file name."""
     if isinstance(struct, dict):
-        for key, value in struct.items():
-            if isinstance(value, (dict, list, tuple)) or _is_lazy_iterable(value):
-                nested = _collect(value, {})
-                for k, v in nested.items():
-                    into.setdefault(k, []).extend(v)
-            else:
-                into.setdefault(key, []).append(_to_path(value))
+        for name, value in struct.items():
+            _collect(value, into, name)
     elif isinstance(struct, (list, tuple)) or _is_lazy_iterable(struct):
         for item in struct:
-            _collect(item, into)
+            _collect(item, into, key)
+    elif struct is not None:
+        path = _to_path(struct)
+        into.setdefault(key if key is not None else os.path.basename(path), []).append(path)
     return into
 
 

@@ -15,9 +15,11 @@ import luigi
 import luigi.task
 
 from b2batch import cli, job
+from b2batch.errors import B2BatchError, SettingError
 from b2batch.jobfiles import RunContext
 from b2batch.process import BatchProcess
-from b2batch.settings import set_setting
+from b2batch.report import RunReport
+from b2batch.settings import load_settings_files, set_setting
 from b2batch.worker import BatchWorkerSchedulerFactory
 
 logger = logging.getLogger(__name__)
@@ -116,36 +118,46 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops the run like Ctrl-C does, so that the jobs it started are killed."""
+    """SIGTERM and Ctrl-C stop the run, and the jobs it started are killed."""
     def handler(signum: int, frame: Any) -> None:
+        BatchProcess.shutting_down = True  # no further submissions while luigi's worker winds down
         raise KeyboardInterrupt(f"signal {signum}")
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old_handler in previous.items():
+            signal.signal(sig, old_handler)
 
 
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
             ignore_additional_command_line_args: bool = True, workers: int | None = None,
             scheduler_host: str | None = None, scheduler_port: int | None = None,
-            batch_system: str | None = None, **env_params: Any) -> Any:
+            batch_system: str | None = None, exit_on_failure: bool = True, **env_params: Any) -> Any:
     """Run ``task_like`` (a task or a list of tasks) with everything it requires.
 
     The flags of the script's command line (``--batch``, ``--test``, ``--dry-run``, ``--show-output``,
     ``--remove``, ``--remove-only``, ``--yes``, ``--workers``, ``--scheduler-host``, ``--scheduler-port``,
     ``--batch-system``) add to the arguments. In a job, only the job's own task runs and the process exits.
-    Returns luigi's run result; ``--dry-run`` exits 1 when some task would run and 0 when all is complete.
+    A summary of the run goes to stderr at its end (with ``--batch`` also a timeline and a report in
+    ``log_dir``). When a task failed (or luigi could not schedule or run everything) the script exits with
+    status 1, unless ``exit_on_failure=False``: then, as in b2luigi, luigi's run result is returned either
+    way. ``--dry-run`` exits 1 when some task would run and 0 when all is complete.
     """
     spec = job.active_spec()
     if spec is not None:
         sys.exit(job.run_task(spec))
+
+    try:
+        load_settings_files()  # a broken settings.json stops the run here, with one message
+    except SettingError as e:
+        sys.exit(f"ERROR: {e}")
 
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
     args, rest = cli.parse(sys.argv[1:])
@@ -183,11 +195,24 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     build_params.setdefault("log_level", "DEBUG" if test else "INFO")
     _configure_logging(build_params["log_level"])
     factory = BatchWorkerSchedulerFactory() if batch else None
-    with _sigterm_as_interrupt():
-        try:
-            return luigi.build(tasks, worker_scheduler_factory=factory, **build_params)
-        except KeyboardInterrupt:
-            killed = BatchProcess.kill_all()
-            logger.error("Interrupted: killed %d running job(s)%s", len(killed),
-                         (": " + ", ".join(killed)) if killed else "")
-            raise
+    mode = "batch" if batch else "test" if test else "local"
+    try:
+        with _sigterm_as_interrupt(), RunReport(tasks, batch=batch, mode=mode) as run:
+            try:
+                run.result = luigi.build(tasks, worker_scheduler_factory=factory, **build_params)
+            except KeyboardInterrupt:
+                killed = BatchProcess.kill_all()
+                logger.error("Interrupted: killed %d running job(s)%s", len(killed),
+                             (": " + ", ".join(killed)) if killed else "")
+                raise
+            except B2BatchError:  # e.g. an unknown batch_system: luigi's worker stops at once
+                killed = BatchProcess.kill_all()
+                if killed:
+                    logger.error("Stopped by an error: killed %d running job(s): %s", len(killed),
+                                 ", ".join(killed))
+                raise
+    except B2BatchError as e:
+        sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
+    if run.failed and exit_on_failure:
+        sys.exit(1)
+    return run.result

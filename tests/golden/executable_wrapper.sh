@@ -4,11 +4,18 @@
 exec >>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stdout' 2>>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stderr'
 exit_code_file=<BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/exit_code
 child=
+b2batch_sourcing=
 write_exit_code() {
     code=$?
+    if [ -n "$b2batch_sourcing" ]; then
+        echo "b2batch: env_script $b2batch_sourcing exited (status $code) while being sourced" >&2
+        code=3
+    fi
     printf '%s\n' "$code" > "$exit_code_file.tmp.$$" && mv -f "$exit_code_file.tmp.$$" "$exit_code_file"
+    exit "$code"
 }
 forward_signal() {
+    b2batch_sourcing=
     [ -n "$child" ] && kill -TERM "$child" 2>/dev/null
     [ -n "$child" ] && wait "$child"
     exit "$1"
@@ -20,7 +27,10 @@ trap 'forward_signal 129' HUP
 trap 'forward_signal 138' USR1
 trap 'forward_signal 140' USR2
 echo "b2batch: job of task "Reconstruct_mu_mu_42_16271d1000" started on $(hostname) at $(date -Is)"
-source <BASE>/setup.sh || { echo "b2batch: sourcing env_script "<BASE>/setup.sh" failed" >&2; exit 3; }
+# An `exit` in env_script ends the job here: write_exit_code turns it into exit code 3.
+b2batch_sourcing=<BASE>/setup.sh
+source <BASE>/setup.sh || { b2batch_sourcing=; echo "b2batch: sourcing env_script "<BASE>/setup.sh" failed" >&2; exit 3; }
+b2batch_sourcing=
 export OMP_NUM_THREADS=1
 export LABEL='it'"'"'s $HOME; `x`'
 cd <BASE> || { echo "b2batch: cannot change into working_dir "<BASE> >&2; exit 3; }

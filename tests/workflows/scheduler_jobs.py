@@ -6,10 +6,12 @@
 
 import argparse
 import json
+import os
 import sys
 import time
 
 import b2batch
+from b2batch import commands
 
 
 class Work(b2batch.Task):
@@ -26,6 +28,11 @@ class Work(b2batch.Task):
             raise RuntimeError(f"deliberate failure of task {self.i}")
         if self.mode == "sleep":
             time.sleep(self.seconds)
+        if self.mode == "span":  # record when it ran, to measure how many ran at once
+            start = time.time()
+            time.sleep(self.seconds)
+            with open(f"spans/{self.i}.txt", "w") as f:
+                f.write(f"{start} {time.time()}\n")
         with open(self.get_output_file_name("out.txt"), "w") as f:
             f.write(f"{self.i}\n")
 
@@ -55,6 +62,9 @@ if __name__ == "__main__":
     b2batch.set_setting("max_poll_interval", 2)
     if args.job_name:
         b2batch.set_setting("job_name", args.job_name)
+    if args.mode == "span":
+        os.makedirs("spans", exist_ok=True)
     result = b2batch.process(All(n=args.n, mode=args.mode, seconds=args.seconds), workers=max(args.n, 1),
-                             batch=True)
+                             batch=True, exit_on_failure=False)
+    print("CALLS " + json.dumps(dict(commands.call_counts)))
     sys.exit(0 if result.scheduling_succeeded else 1)

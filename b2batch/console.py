@@ -1,0 +1,314 @@
+"""The ``run``, ``status`` and ``cancel`` commands of the ``b2batch`` console script.
+
+``status`` and ``cancel`` read the job folders of a workflow, ``<task_file_dir>/<TaskFamily>/<task_id>/``:
+``job.json`` (which task), ``submission.json`` (which batch system has the job under which id, submitted from
+which host and steering process), ``exit_code`` and ``result.json`` (written when the job ended). Jobs that
+have not ended are looked up with one status query per batch system; ``cancel`` cancels those still queued
+or running with one cancel command per batch system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from b2batch import paths
+from b2batch.jobfiles import JobFiles
+from b2batch.settings import get_setting
+
+#: States of a job that is not over: ``cancel`` cancels these.
+ACTIVE = ("queued", "running")
+
+
+@dataclass
+class Job:
+    """One job folder and what is known of its job."""
+
+    folder: Path
+    task: str
+    family: str
+    system: str = ""
+    job_id: str = ""
+    host: str = ""
+    steering_pid: int | None = None
+    submitted_at: float | None = None
+    exit_code: int | None = None
+    state: str = "unknown"  # not submitted, queued, running, done, pending, failed, lost, unknown
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "folder": str(self.folder)}
+
+
+def run(script: str, args: list[str]) -> int:
+    """Run the workflow script with its arguments, as ``python SCRIPT ARGS`` would (this process becomes it)."""
+    if not Path(script).is_file():
+        print(f"b2batch run: no workflow script {script}", file=sys.stderr)
+        return 2
+    os.execv(sys.executable, [sys.executable, script, *args])
+    return 0  # not reached
+
+
+@contextlib.contextmanager
+def in_workflow_folder(script: Path) -> Iterator[None]:
+    """Settings are looked up as the workflow would when started from its own folder: settings.json files
+    from there upward, relative paths relative to it."""
+    previous_cwd, previous_base = os.getcwd(), paths._pinned_base_dir
+    os.chdir(script.parent)
+    paths.pin_base_dir(str(script.parent))
+    try:
+        yield
+    finally:
+        os.chdir(previous_cwd)
+        paths.pin_base_dir(previous_base)
+
+
+def task_file_dir(script: Path, override: str | None = None) -> Path:
+    """The workflow's task_file_dir: ``override``, else the settings chain seen from the script's folder
+    (settings made in the script's code or on its tasks are not seen: pass ``--task-file-dir`` then)."""
+    with in_workflow_folder(script):
+        return paths.resolve(override or get_setting("task_file_dir"))
+
+
+def collect(folder: Path) -> list[Job]:
+    """The jobs in a task_file_dir, with the state their files tell (those not ended: ``unknown``)."""
+    jobs = []
+    for spec_file in sorted(folder.glob("*/*/job.json")):
+        files = JobFiles(folder=spec_file.parent, log_folder=spec_file.parent)
+        try:
+            spec = json.loads(spec_file.read_text())
+        except (OSError, ValueError):
+            spec = {}
+        family = spec.get("task_family", spec_file.parent.parent.name)
+        params = ", ".join(f"{k}={v}" for k, v in (spec.get("task_params") or {}).items())
+        job = Job(folder=spec_file.parent, task=f"{family}({params})", family=family)
+        submission = files.read_submission()
+        if submission is None:
+            job.state, job.detail = "not submitted", "waiting in b2batch, or its submission failed"
+            jobs.append(job)
+            continue
+        job.system, job.job_id = str(submission.get("system", "")), str(submission.get("job_id", ""))
+        job.host, job.steering_pid = str(submission.get("host", "")), submission.get("steering_pid")
+        job.submitted_at = submission.get("submitted_at")
+        job.exit_code = files.read_exit_code()
+        if job.exit_code is not None:
+            result = files.read_result() or {}
+            if job.exit_code == 0 and result.get("status") == "PENDING":
+                job.state, job.detail = "pending", "ended with new requirements"
+            elif job.exit_code == 0:
+                job.state = "done"
+            else:
+                job.state, job.detail = "failed", f"exit code {job.exit_code}"
+        jobs.append(job)
+    return jobs
+
+
+def ask_batch_systems(jobs: list[Job]) -> None:
+    """Set the state of each submitted job without an exit code: one status query per batch system."""
+    open_jobs: dict[str, list[Job]] = {}
+    for job in jobs:
+        if job.state == "unknown" and job.system:
+            open_jobs.setdefault(job.system, []).append(job)
+    for system, group in open_jobs.items():
+        if system == "local":
+            _local_states(group)
+        else:
+            _scheduler_states(system, group)
+
+
+def _scheduler_states(system: str, group: list[Job]) -> None:
+    from b2batch.errors import B2BatchError
+    from b2batch.process import JobStatus
+    from b2batch.systems import process_class
+
+    try:
+        cls: Any = process_class(system)
+        states = cls.query_states([job.job_id for job in group])
+    except (B2BatchError, NotImplementedError, AttributeError, ValueError) as e:  # ValueError: unreadable output
+        for job in group:
+            job.detail = f"could not ask {system}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        return
+    meaning = {JobStatus.idle: "queued", JobStatus.running: "running", JobStatus.successful: "ending",
+               JobStatus.aborted: "failed"}
+    for job in group:
+        native = states.get(job.job_id)
+        if native is None:
+            job.detail = f"{system} does not list it and it wrote no exit code (lost, or the file is not visible yet)"
+            continue
+        status = cls.state_map.get(native.state)
+        job.state = meaning[status] if status is not None else "running"
+        job.detail = f"{system} state {native.state}" + (f" ({native.reason})" if native.reason else "")
+
+
+def _local_states(group: list[Job]) -> None:
+    """Local jobs run as processes of this host: running if a process runs the job's wrapper, queued if
+    not but the steering process still runs, lost if neither."""
+    running = _wrapper_processes(group)
+    for job in group:
+        if job.host != socket.gethostname():
+            job.detail = f"a local job of host {job.host}: ask there"
+        elif str(job.folder) in running:
+            job.state, job.detail = "running", f"process {running[str(job.folder)].pid}"
+        elif _steering_process(job) is not None:
+            job.state, job.detail = "queued", f"waits for a slot in steering process {job.steering_pid}"
+        else:
+            job.state, job.detail = "lost", "its steering process is gone and it wrote no exit code"
+
+
+def _wrapper_processes(group: list[Job]) -> dict[str, Any]:
+    """The processes (by job folder) that run the executable wrappers of ``group``."""
+    import psutil
+
+    wrappers = {str(job.folder / "executable_wrapper.sh"): str(job.folder) for job in group}
+    found = {}
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            for arg in process.info["cmdline"] or ():
+                if arg in wrappers:
+                    found[wrappers[arg]] = process
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def _steering_process(job: Job) -> Any:
+    """The job's steering process if it still runs on this host (not another process with its pid)."""
+    import psutil
+
+    if job.host != socket.gethostname() or not job.steering_pid:
+        return None
+    try:
+        process = psutil.Process(int(job.steering_pid))
+        started_before = job.submitted_at is None or process.create_time() <= float(job.submitted_at) + 1
+        return process if started_before and process.status() != psutil.STATUS_ZOMBIE else None
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return None
+
+
+# --- the commands --------------------------------------------------------------------------------------------
+
+def status(script: str, override: str | None = None, as_json: bool = False) -> int:
+    """Print the jobs of the workflow with their states and the counts per state."""
+    folder = task_file_dir(Path(script).resolve(), override)
+    jobs = collect(folder)
+    ask_batch_systems(jobs)
+    if as_json:
+        print(json.dumps([job.as_dict() for job in jobs], indent=1))
+        return 0
+    if not jobs:
+        print(f"No jobs in {folder}.")
+        return 0
+    print(f"Jobs of {script} in {folder}:")
+    table = [["task", "system", "job id", "state", "detail"]]
+    table += [[job.task, job.system or "-", job.job_id or "-", job.state, job.detail] for job in jobs]
+    for line in _align(table):
+        print("  " + line)
+    counts = Counter(job.state for job in jobs)
+    print(f"{len(jobs)} job(s): " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
+    return 0
+
+
+def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
+    """Cancel the workflow's queued and running jobs: one cancel command per batch system; local jobs by
+    stopping their steering process (which kills its jobs), or the job's processes if it is gone."""
+    from b2batch import commands
+    from b2batch.errors import B2BatchError
+    from b2batch.systems import process_class
+
+    folder = task_file_dir(Path(script).resolve(), override)
+    jobs = collect(folder)
+    ask_batch_systems(jobs)
+    active = [job for job in jobs if job.state in ACTIVE]
+    if not active:
+        print(f"No queued or running jobs in {folder}.")
+        return 0
+    for job in active:
+        print(f"  {job.task}: {job.system} job {job.job_id}, {job.state}")
+    if not yes:
+        try:
+            answer = input(f"Cancel these {len(active)} job(s)? [y/N] ")
+        except EOFError:
+            answer = ""
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing cancelled (pass --yes to cancel without asking).")
+            return 1
+    by_system: dict[str, list[Job]] = {}
+    for job in active:
+        by_system.setdefault(job.system, []).append(job)
+    failures = 0
+    for system, group in by_system.items():
+        if system == "local":
+            failures += _cancel_local(group)
+            continue
+        try:
+            system_class: Any = process_class(system)
+            command = system_class.cancel_command([job.job_id for job in group])
+            done = commands.run(command, check=False)
+        except (B2BatchError, NotImplementedError) as e:
+            print(f"{system}: could not cancel: {e}", file=sys.stderr)
+            failures += 1
+            continue
+        output = (done.stdout + done.stderr).strip()
+        print(f"{system}: {' '.join(command)}" + (f"\n{output}" if output else ""))
+        if done.returncode != 0:
+            print(f"{system}: the cancel command exited with {done.returncode}", file=sys.stderr)
+            failures += 1
+    print(f"Cancelled {len(active)} job(s)." if not failures else "Some jobs could not be cancelled.")
+    return 1 if failures else 0
+
+
+def _cancel_local(group: list[Job]) -> int:
+    """Local jobs live in their steering process's pool: stop it (SIGTERM, as Ctrl-C: it kills its jobs and
+    says so); kill the processes of jobs whose steering process is gone. How many could not be stopped."""
+    import psutil
+
+    steering = {p.pid: p for p in (_steering_process(job) for job in group) if p is not None}
+    for pid, process in steering.items():
+        print(f"local: stopping steering process {pid} (SIGTERM); it kills its jobs")
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    alive = _wait_for_end(list(steering.values()), timeout=30)
+    for process in alive:
+        print(f"local: steering process {process.pid} did not stop within 30 s", file=sys.stderr)
+    orphans = [job for job in group if job.steering_pid not in steering and job.host == socket.gethostname()]
+    for folder, process in _wrapper_processes(orphans).items():
+        print(f"local: killing the job in {folder} (process {process.pid} and its children)")
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if os.getpgid(process.pid) == process.pid:
+                os.killpg(process.pid, signal.SIGTERM)
+            else:
+                process.terminate()
+    return len(alive)
+
+
+def _wait_for_end(processes: list[Any], timeout: float) -> list[Any]:
+    """Wait until the processes are over (ended, or zombies their parent has not reaped); those that are not."""
+    import psutil
+
+    def over(process: Any) -> bool:
+        try:
+            return process.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    deadline = time.monotonic() + timeout
+    alive = list(processes)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in alive if not over(p)]
+    return alive
+
+
+def _align(table: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]

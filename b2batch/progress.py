@@ -1,0 +1,297 @@
+"""Live progress of a batch run: how many tasks are in each state, per task family and batch system.
+
+In a terminal, a table refreshed in place (``rich``); otherwise one log line per change of the counts, at
+most one every :data:`PLAIN_INTERVAL` seconds. The jobs' states come from :data:`b2batch.events.RUN`
+(this module listens to it); the tasks that will run as jobs but have no job yet ("waiting") come from the
+events luigi's worker fires while it walks the graph, so no completeness check is made twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections import Counter
+from typing import Any, Self, TextIO
+
+import luigi
+
+from b2batch.events import RUN, JobRecord, RunRecord
+from b2batch.systems import system_name_of
+from b2batch.worker import _runs_as_job
+
+logger = logging.getLogger(__name__)
+
+#: The states of a task, in the order of the table's columns; "resubmitted" is a count of resubmissions.
+STATES = ("waiting", "submitted", "queued", "running", "done", "failed")
+COLUMNS = (*STATES, "resubmitted")
+#: Shortest time between two progress lines when stderr is not a terminal (seconds).
+PLAIN_INTERVAL = 5.0
+
+Key = tuple[str, str]  # (task family, batch system)
+
+
+class Progress:
+    """Counts of the run's tasks by family, batch system and state; shown live while the run lasts."""
+
+    def __init__(self, run: RunRecord = RUN, stream: TextIO | None = None, interval: float = PLAIN_INTERVAL,
+                 live: bool | None = None) -> None:
+        self.run = run
+        self.stream = stream
+        self.interval = interval
+        self.live = live
+        self.started_at = time.time()
+        self._graph: dict[str, Key] = {}  # tasks luigi found incomplete that will run as jobs
+        self._settled: set[str] = set()  # tasks found complete, or that cannot run
+        self._lock = threading.Lock()
+        self._changed = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._live: Any = None
+        self._original_stderr: Any = None  # while the table is shown: the real stderr, and rich's proxy of it
+        self._proxy: Any = None
+        self._last_line = ""
+
+    # --- what is counted -----------------------------------------------------------------------------
+
+    def task_found(self, task: Any) -> None:
+        """luigi's worker found ``task`` in the graph (not yet known whether it is complete)."""
+        if task.task_id in self._settled or task.task_id in self._graph or not _runs_as_job(task):
+            return
+        try:
+            system = system_name_of(task)
+        except Exception:  # a bad setting fails the task later, with a clear message
+            system = "?"
+        with self._lock:
+            self._graph[task.task_id] = (task.task_family, system)
+        self._changed.set()
+
+    def task_settled(self, task: Any) -> None:
+        """``task`` is complete already, or cannot run (missing external data, broken requires())."""
+        with self._lock:
+            self._settled.add(task.task_id)
+            self._graph.pop(task.task_id, None)
+        self._changed.set()
+
+    def job_changed(self, record: JobRecord) -> None:
+        """The listener on :data:`RUN`: a job changed its state."""
+        self._changed.set()
+
+    def counts(self) -> dict[Key, Counter[str]]:
+        """Tasks per state (and resubmissions) by (family, system)."""
+        rows: dict[Key, Counter[str]] = {}
+        records = list(self.run.jobs.values())
+        with self._lock:
+            waiting = [key for task_id, key in self._graph.items() if task_id not in self.run.jobs]
+        for key in waiting:
+            rows.setdefault(key, Counter())["waiting"] += 1
+        for record in records:
+            row = rows.setdefault((record.family, record.system), Counter())
+            row[record.state if record.state in STATES else "waiting"] += 1
+            row["resubmitted"] += len(record.resubmissions)
+        return rows
+
+    @staticmethod
+    def totals(rows: dict[Key, Counter[str]]) -> Counter[str]:
+        total: Counter[str] = Counter()
+        for row in rows.values():
+            total.update(row)
+        return total
+
+    # --- how it is shown ------------------------------------------------------------------------------
+
+    def line(self) -> str:
+        """One line: the totals, then each family's non-zero states."""
+        rows = self.counts()
+        total = self.totals(rows)
+        tasks = sum(total[s] for s in STATES)
+        parts = [f"{total[s]} {s}" for s in STATES if total[s]]
+        text = f"{tasks} task(s): {', '.join(parts) or 'none yet'}"
+        if total["resubmitted"]:
+            text += f" ({total['resubmitted']} resubmission(s))"
+        systems = {system for _, system in rows}
+        details = []
+        for (family, system), row in sorted(rows.items()):
+            name = f"{family}@{system}" if len(systems) > 1 else family
+            details.append(f"{name} " + " ".join(f"{row[s]} {s}" for s in STATES if row[s]))
+        return text + (" | " + "; ".join(details) if details else "")
+
+    def table(self) -> Any:
+        """A rich Table: one row per (family, batch system), a row per system if there are several, the
+        total."""
+        from rich.table import Table
+
+        rows = self.counts()
+        total = self.totals(rows)
+        elapsed = _duration(time.time() - self.started_at)
+        table = Table(title=f"b2batch: {sum(total[s] for s in STATES)} task(s), {elapsed}", title_justify="left",
+                      show_footer=True)
+        table.add_column("task family", footer="total")
+        table.add_column("batch system")
+        styles = {"failed": "red", "done": "green", "running": "cyan", "resubmitted": "yellow"}
+        for column in COLUMNS:
+            table.add_column(column, justify="right", style=styles.get(column), footer=str(total[column]))
+        for (family, system), row in sorted(rows.items()):
+            table.add_row(family, system, *(_cell(row[c]) for c in COLUMNS))
+        systems = sorted({system for _, system in rows})
+        if len(systems) > 1:
+            for system in systems:
+                subtotal = self.totals({k: v for k, v in rows.items() if k[1] == system})
+                table.add_row("all", system, *(_cell(subtotal[c]) for c in COLUMNS), style="italic")
+        return table
+
+    # --- start and stop -------------------------------------------------------------------------------
+
+    def start(self, tasks: list[Any]) -> None:
+        """Count ``tasks`` (the roots of the graph) and everything luigi finds below them; show the progress
+        until :meth:`stop`."""
+        global _active
+        _install_luigi_hooks()
+        self.started_at = time.time()
+        for task in tasks:
+            self.task_found(task)
+        _active = self
+        self.run.listeners.append(self.job_changed)
+        stream = self.stream or sys.stderr
+        live = self.live if self.live is not None else _is_terminal(stream)
+        if live:
+            self._start_live(stream)
+        else:
+            self._thread = threading.Thread(target=self._plain_loop, name="b2batch-progress", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        global _active
+        if _active is self:
+            _active = None
+        if self.job_changed in self.run.listeners:
+            self.run.listeners.remove(self.job_changed)
+        self._stopping.set()
+        self._changed.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        if self._live is not None:
+            self._live.refresh()
+            self._live.stop()
+            self._restore_log_streams()
+            self._live = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _plain_loop(self) -> None:
+        """A line when the counts changed, then a pause: at most one line per interval."""
+        while not self._stopping.is_set():
+            self._changed.wait()
+            self._changed.clear()
+            self._emit()
+            self._stopping.wait(self.interval)
+        self._emit()
+
+    def _emit(self) -> None:
+        line = self.line()
+        if line != self._last_line and not line.startswith("0 task(s)"):
+            self._last_line = line
+            logger.info("Progress [%s]: %s", _duration(time.time() - self.started_at), line)
+
+    def _start_live(self, stream: TextIO) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console(file=stream)
+        self._live = Live(console=console, get_renderable=self.table, refresh_per_second=2,
+                          redirect_stdout=_isatty(sys.stdout), redirect_stderr=stream is sys.stderr)
+        self._original_stderr = sys.stderr
+        self._live.start()
+        self._proxy = sys.stderr if sys.stderr is not self._original_stderr else None
+        # Log handlers made before the table was shown write to the real stderr: send their lines through
+        # rich's proxy, so that they print above the table, as print() does.
+        if self._proxy is not None:
+            for handler in _stream_handlers():
+                if handler.stream is self._original_stderr:
+                    handler.setStream(self._proxy)
+
+    def _restore_log_streams(self) -> None:
+        """Handlers that write to rich's proxy of stderr (those redirected, and those made while the table
+        was shown, e.g. luigi's) write to the real stderr again."""
+        if self._proxy is None:
+            return
+        for handler in _stream_handlers():
+            if handler.stream is self._proxy:
+                handler.setStream(self._original_stderr)
+        self._proxy = None
+
+
+def _cell(count: int) -> str:
+    return str(count) if count else "·"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether a live display fits: a terminal that understands cursor movements."""
+    from rich.console import Console
+
+    console = Console(file=stream)
+    return _isatty(stream) and console.is_terminal and not console.is_dumb_terminal
+
+
+def _stream_handlers() -> list[logging.StreamHandler[Any]]:
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict))]
+    found = []
+    for each in loggers:
+        for handler in getattr(each, "handlers", []):
+            if type(handler) is logging.StreamHandler and handler not in found:
+                found.append(handler)
+    return found
+
+
+# --- luigi's graph events: registered once, passed on to the progress display of the run --------------------
+
+_active: Progress | None = None
+_hooks_installed = False
+
+
+def _install_luigi_hooks() -> None:
+    """luigi's worker fires these in this process while it adds tasks: DEPENDENCY_DISCOVERED for each
+    requirement of an incomplete task, DEPENDENCY_PRESENT for a complete task, DEPENDENCY_MISSING for
+    missing external data (or a complete() that raised), BROKEN_TASK for a requires() that raised."""
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+
+    @luigi.Task.event_handler(luigi.Event.DEPENDENCY_DISCOVERED)
+    def _discovered(task: Any, requirement: Any) -> None:
+        if _active is not None:
+            _active.task_found(requirement)
+
+    @luigi.Task.event_handler(luigi.Event.DEPENDENCY_PRESENT)
+    def _present(task: Any) -> None:
+        if _active is not None:
+            _active.task_settled(task)
+
+    @luigi.Task.event_handler(luigi.Event.DEPENDENCY_MISSING)
+    def _missing(task: Any) -> None:
+        if _active is not None:
+            _active.task_settled(task)
+
+    @luigi.Task.event_handler(luigi.Event.BROKEN_TASK)
+    def _broken(task: Any, exception: BaseException) -> None:
+        if _active is not None:
+            _active.task_settled(task)

@@ -1,0 +1,100 @@
+"""Fixtures shared by b2batch's tests: every test runs in its own folder with clean settings.
+
+* ``isolated`` (autouse): the test's working directory is ``tmp_path``, relative settings paths resolve
+  against it, settings set in code and the settings-file cache are reset, and no settings file is named
+  by an environment variable.
+* ``workflow``: copies a script of ``tests/workflows/`` (with any modules it imports) into ``tmp_path`` and
+  runs it as a real subprocess: ``workflow("flags.py").run("--dry-run")``.
+* ``weird_tmp_path``: a folder whose name is hostile to shells, ``a'; echo foo`` (submitit's idea).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import b2batch
+from b2batch import paths, settings
+
+WORKFLOWS = Path(__file__).resolve().parent / "workflows"
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.chdir(tmp_path)
+    for var in settings.SETTINGS_ENV_VARS:
+        monkeypatch.delenv(var, raising=False)
+    # Under pytest, __main__ is pytest itself: lay outputs out in the test's folder instead.
+    monkeypatch.setattr(paths, "_pinned_base_dir", str(tmp_path))
+    monkeypatch.setattr(settings, "_files", settings._SettingsFiles())
+    for key in list(settings._code_settings):
+        b2batch.clear_setting(key)
+    yield tmp_path
+    for key in list(settings._code_settings):
+        b2batch.clear_setting(key)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment for a workflow subprocess: no settings file named, unbuffered output, ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in settings.SETTINGS_ENV_VARS}
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Workflow:
+    """A workflow script copied into a test folder."""
+
+    folder: Path
+    script: Path
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, str(self.script), *args]
+
+    def run(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None,
+            input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the script with ``args`` in its folder, stdin ``input`` (default: none, as in a batch job);
+        stdout and stderr captured as text."""
+        stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
+        return subprocess.run(self.command(*args), check=False, cwd=self.folder, env=env or clean_env(),
+                              capture_output=True, text=True, timeout=timeout, **stdin)
+
+    def popen(self, *args: str, **kwargs: object) -> subprocess.Popen[str]:
+        return subprocess.Popen(self.command(*args), cwd=self.folder, env=clean_env(), text=True,
+                                stdin=subprocess.DEVNULL, **kwargs)  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def workflow(tmp_path: Path):
+    """``workflow(script, *modules, folder=None)``: the script of tests/workflows copied into ``folder``
+    (default ``tmp_path``) together with the modules it imports from tests/workflows."""
+
+    def copy(script: str, *modules: str, folder: Path | None = None) -> Workflow:
+        target = folder or tmp_path
+        target.mkdir(parents=True, exist_ok=True)
+        for name in (script, *modules):
+            shutil.copy(WORKFLOWS / name, target / name)
+        return Workflow(folder=target, script=target / script)
+
+    return copy
+
+
+@pytest.fixture
+def weird_tmp_path(tmp_path: Path) -> Path:
+    """A folder whose path breaks any unquoted use in a shell."""
+    path = tmp_path / "a'; echo foo"
+    path.mkdir()
+    return path
+
+
+def tree(folder: Path) -> list[str]:
+    """The files below ``folder``, relative and sorted (for readable assertion messages)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())

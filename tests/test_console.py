@@ -1,0 +1,148 @@
+"""The ``b2batch`` console script's ``run``, ``status`` and ``cancel`` with real workflows: local jobs, and
+LSF jobs of the emulator (whose ``bjobs``/``bkill`` the commands call)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import clean_env
+
+from b2batch import console
+
+BATCH = ("--batch", "--batch-system", "local")
+
+
+def b2batch(*args: str, cwd: Path, env: dict[str, str] | None = None, input: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "b2batch", *args], cwd=cwd, env=env or clean_env(), text=True,
+                          capture_output=True, timeout=timeout, input=input if input is not None else "")
+
+
+def jobs(script: Path, cwd: Path, env: dict[str, str] | None = None) -> dict[str, dict]:
+    done = b2batch("status", str(script), "--json", cwd=cwd, env=env)
+    assert done.returncode == 0, done.stderr
+    return {job["task"]: job for job in json.loads(done.stdout)}
+
+
+def wait_for_states(look: Callable[[], dict[str, dict]], wanted: list[str], timeout: float = 60) -> dict[str, dict]:
+    """Ask ``look`` for the jobs until their sorted states are ``wanted``; the jobs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = look()
+        if sorted(job["state"] for job in found.values()) == wanted:
+            return found
+        assert time.monotonic() < deadline, f"waited for {wanted}, found {found}"
+        time.sleep(0.3)
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+def test_run_passes_the_arguments_and_the_exit_status(workflow, tmp_path: Path) -> None:
+    flow = workflow("experience.py")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    failed = b2batch("run", str(flow.script), "--count", "1", "--fail", "0", cwd=elsewhere)
+    assert failed.returncode == 1 and "Part(n=0): failed in this process" in failed.stderr
+    done = b2batch("run", str(flow.script), "--count", "1", "--no-exit", cwd=elsewhere)
+    assert done.returncode == 0 and "after process: SUCCESS" in done.stdout
+    assert (flow.folder / "results" / "total.txt").is_file()  # paths relative to the script, as with python
+    assert b2batch("run", str(tmp_path / "missing.py"), cwd=tmp_path).returncode == 2
+
+
+def test_status_of_a_finished_run(workflow, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flow = workflow("experience.py", folder=tmp_path / "project")
+    (flow.folder / "settings.json").write_text(json.dumps({"task_file_dir": "jobs"}))
+    run = flow.run(*BATCH, "--count", "2", "--fail", "1")
+    assert run.returncode == 1
+    status = b2batch("status", "project/experience.py", cwd=tmp_path)  # found from the script's folder
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[0] == f"Jobs of project/experience.py in {flow.folder / 'jobs'}:"
+    assert lines[1].split() == ["task", "system", "job", "id", "state", "detail"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[2:-1]}
+    assert rows["Part(n=0)"][0] == "local" and rows["Part(n=0)"][2:] == ["done"]
+    assert rows["Part(n=1)"][2:] == ["failed", "exit", "code", "1"]
+    assert lines[-1] == "2 job(s): 1 done, 1 failed"  # Total never became a job
+
+    # The same in this process: the JSON, cancel with nothing to cancel, another task_file_dir.
+    assert console.status(str(flow.script), as_json=True) == 0
+    found = {job["task"]: job for job in json.loads(capsys.readouterr().out)}
+    assert found["Part(n=1)"]["exit_code"] == 1 and found["Part(n=1)"]["system"] == "local"
+    assert found["Part(n=1)"]["folder"].startswith(str(flow.folder / "jobs" / "Part"))
+    assert found["Part(n=1)"]["steering_pid"] == int(found["Part(n=1)"]["job_id"].split(".")[0])
+    assert console.cancel(str(flow.script)) == 0
+    assert capsys.readouterr().out.startswith("No queued or running jobs")
+    assert console.status(str(flow.script), str(tmp_path / "nowhere")) == 0
+    assert capsys.readouterr().out == f"No jobs in {tmp_path / 'nowhere'}.\n"
+    assert Path.cwd() == tmp_path  # left as it was
+
+
+def test_status_and_cancel_of_running_local_jobs(workflow, tmp_path: Path) -> None:
+    flow = workflow("experience.py")
+    (flow.folder / "settings.json").write_text(json.dumps({"local_slots": 1}))
+    with open(tmp_path / "steering.err", "w") as err:
+        steering = flow.popen(*BATCH, "--count", "2", "--sleep", "60", stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        # One slot: one part runs, the other waits in the steering process (which one is luigi's choice).
+        found = wait_for_states(lambda: jobs(flow.script, flow.folder), ["queued", "running"])
+        running = next(job for job in found.values() if job["state"] == "running")
+        assert running["detail"].startswith("process ")
+        wrapper = psutil.Process(int(running["detail"].split()[1]))
+
+        asked = b2batch("cancel", str(flow.script), cwd=flow.folder)  # stdin empty: not confirmed
+        assert asked.returncode == 1 and "Cancel these 2 job(s)? [y/N]" in asked.stdout
+        assert "Nothing cancelled" in asked.stdout and steering.poll() is None and wrapper.is_running()
+
+        cancelled = b2batch("cancel", str(flow.script), "--yes", cwd=flow.folder)
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+        assert f"local: stopping steering process {steering.pid} (SIGTERM)" in cancelled.stdout
+        assert steering.wait(timeout=30) != 0
+        wrapper.wait(timeout=15)
+    finally:
+        stop(steering)
+    assert "Interrupted" in (tmp_path / "steering.err").read_text()
+    states = sorted(job["state"] for job in jobs(flow.script, flow.folder).values())
+    assert states == ["failed", "lost"]  # the running job was killed (exit 143), the queued one never ran
+    assert b2batch("cancel", str(flow.script), cwd=flow.folder).stdout.startswith("No queued or running jobs")
+
+
+def test_status_and_cancel_ask_the_batch_system(workflow, tmp_path: Path) -> None:
+    flow = workflow("experience.py")
+    env = clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator"), B2BATCH_EMULATOR_SLOTS="1")
+    (flow.folder / "settings.json").write_text(json.dumps({"poll_interval": 0.3, "max_poll_interval": 1}))
+    steering = subprocess.Popen([sys.executable, "-m", "b2batch", "emulate", "lsf", "--", *flow.command(
+        "--batch", "--batch-system", "lsf", "--count", "2", "--sleep", "60")], cwd=flow.folder, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def emulated(*args: str) -> subprocess.CompletedProcess[str]:
+        return b2batch("emulate", "lsf", "--", sys.executable, "-m", "b2batch", *args, cwd=flow.folder, env=env)
+
+    try:
+        found = wait_for_states(lambda: {j["task"]: j for j in json.loads(emulated("status", str(flow.script),
+                                                                                "--json").stdout or "[]")},
+                                ["queued", "running"])
+        details = sorted(job["detail"] for job in found.values())
+        assert details == ["lsf state PEND", "lsf state RUN"]  # one slot: the other pends
+        ids = sorted(job["job_id"] for job in found.values())
+
+        cancelled = emulated("cancel", str(flow.script), "--yes")
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+        bkill_line = next(line for line in cancelled.stdout.splitlines() if line.startswith("lsf: bkill "))
+        assert sorted(bkill_line.split()[2:]) == ids  # one call for both jobs
+        _, stderr = steering.communicate(timeout=120)
+    finally:
+        stop(steering)
+    assert steering.returncode == 1, stderr[-3000:]
+    assert "2 task(s) failed" in stderr and "lsf state EXIT" in stderr
+

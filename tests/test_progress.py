@@ -1,0 +1,228 @@
+"""Live progress of a batch run: counting from luigi's graph events and the run record, the table, the
+rate-limited plain lines, and both in real runs (stderr a pipe, and stderr a pseudo-terminal)."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import itertools
+import logging
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+import luigi.scheduler
+import luigi.worker
+from conftest import clean_env
+from rich.console import Console
+
+import b2batch
+from b2batch.events import RunRecord
+from b2batch.progress import Progress
+
+BATCH = ("--batch", "--batch-system", "local")
+
+
+# --- counting ------------------------------------------------------------------------------------------------
+
+class Checked(b2batch.Task):
+    """A task that counts how often its completeness is checked."""
+
+    checks: ClassVar[Counter[str]] = Counter()
+    n = b2batch.IntParameter()
+    exists = b2batch.BoolParameter(default=False)
+
+    def complete(self) -> bool:
+        Checked.checks[self.task_id] += 1
+        return self.exists
+
+    def run(self) -> None:
+        """Never run in these tests."""
+
+
+class Data(b2batch.ExternalTask):
+    def output(self):
+        return b2batch.LocalTarget("/nonexistent/b2batch/data")
+
+
+class Other(b2batch.Task):
+    batch_system = "htcondor"
+
+    def complete(self) -> bool:
+        return False
+
+    def run(self) -> None:
+        """Never run in these tests."""
+
+
+class Root(b2batch.WrapperTask):
+    def requires(self):
+        yield from (Checked(n=n) for n in range(3))
+        yield Checked(n=9, exists=True)
+        yield Data()
+        yield Other()
+
+
+def test_waiting_tasks_come_from_luigis_graph_walk_without_more_completeness_checks() -> None:
+    b2batch.set_setting("batch_system", "slurm")
+
+    def walk_graph() -> Counter[str]:
+        Checked.checks.clear()
+        with luigi.worker.Worker(scheduler=luigi.scheduler.Scheduler(), worker_processes=1) as worker:
+            worker.add(Root())
+        return Counter(Checked.checks)
+
+    without_display = walk_graph()
+    progress = Progress(RunRecord(), live=False, interval=60)
+    progress.start([Root()])
+    try:
+        with_display = walk_graph()
+    finally:
+        progress.stop()
+    assert progress.counts() == {("Checked", "slurm"): Counter(waiting=3), ("Other", "htcondor"): Counter(waiting=1)}
+    assert with_display == without_display  # the display adds no completeness check
+    assert progress.line() == "4 task(s): 4 waiting | Checked@slurm 3 waiting; Other@htcondor 1 waiting"
+
+
+class Step:
+    """What RunRecord.update reads of a batch process: its task, batch system, job id and job files."""
+
+    stdout = stderr = Path("/logs")
+
+    def __init__(self, family: str, n: int, system: str = "local") -> None:
+        self.task = self
+        self.task_family, self.task_id = family, f"{family}_{n}"
+        self.system_name = system
+        self.job_id: str | None = None
+        self.job_files = self
+
+    def to_str_params(self, only_significant: bool = False) -> dict[str, str]:
+        return {"n": self.task_id.rsplit("_", 1)[1]}
+
+    def stderr_tail(self, lines: int) -> str:
+        return "the end"
+
+
+def test_counts_follow_the_run_record_and_render_as_a_table() -> None:
+    run = RunRecord()
+    progress = Progress(run, live=False, interval=60)
+    steps = [Step("Sim", n) for n in range(4)] + [Step("Fit", 0, system="slurm")]
+    for step in steps:
+        step.job_id = f"{step.task.task_id}.1"
+        run.update(step, "submitted")
+    run.update(steps[0], "running")
+    run.update(steps[1], "queued")
+    run.update(steps[2], "running")
+    run.update(steps[2], "done")
+    run.update(steps[3], "running")
+    run.update(steps[3], "resubmitted", "node failure")  # waits to be submitted again
+    run.update(steps[4], "failed", "broken")
+    counts = progress.counts()
+    assert counts[("Sim", "local")] == Counter(running=1, queued=1, done=1, waiting=1, resubmitted=1)
+    assert counts[("Fit", "slurm")] == Counter(failed=1)
+    assert progress.line() == ("5 task(s): 1 waiting, 1 queued, 1 running, 1 done, 1 failed (1 resubmission(s)) | "
+                               "Fit@slurm 1 failed; Sim@local 1 waiting 1 queued 1 running 1 done")
+
+    console = Console(file=io.StringIO(), width=160, record=True, color_system=None)
+    console.print(progress.table())
+    text = console.export_text()
+    assert re.search(r"b2batch: 5 task\(s\), 0:00:0\d", text)
+    header = next(line for line in text.splitlines() if "task family" in line)
+    assert re.findall(r"[a-z][a-z ]*[a-z]", header) == ["task family", "batch system", "waiting", "submitted",
+                                                        "queued", "running", "done", "failed", "resubmitted"]
+    cells = {line.split()[1]: re.findall(r"[\d·]+", line) for line in text.splitlines()
+             if re.match(r"^\W+(Sim|Fit|all|total)\b", line)}
+    assert cells["Sim"] == ["1", "·", "1", "1", "1", "·", "1"]
+    assert cells["Fit"] == ["·", "·", "·", "·", "·", "1", "·"]
+    assert cells["total"] == ["1", "0", "1", "1", "1", "1", "1"]  # the footer
+    assert sum(1 for line in text.splitlines() if re.match(r"^\W+all\b", line)) == 2  # a row per system
+
+
+def test_plain_lines_come_on_changes_and_at_most_one_per_interval(caplog: Any) -> None:
+    caplog.set_level(logging.INFO, logger="b2batch.progress")
+    run = RunRecord()
+    progress = Progress(run, live=False, interval=0.3)
+    progress.start([])
+    steps = [Step("Sim", n) for n in range(60)]
+    started = time.monotonic()
+    for step in steps:  # a change every 20 ms for 1.2 s
+        step.job_id = "1"
+        run.update(step, "submitted")
+        time.sleep(0.02)
+    elapsed = time.monotonic() - started
+    time.sleep(0.5)  # no change: no line
+    progress.stop()
+    lines = [r for r in caplog.records if r.name == "b2batch.progress"]
+    assert 2 <= len(lines) <= elapsed / 0.3 + 2, [r.getMessage() for r in lines]
+    gaps = [b.created - a.created for a, b in itertools.pairwise(lines)]
+    assert all(gap >= 0.29 for gap in gaps), gaps
+    assert lines[-1].getMessage().endswith("60 task(s): 60 submitted | Sim 60 submitted")
+    assert len({r.getMessage().split("]: ")[1] for r in lines}) == len(lines)  # only changes
+
+
+# --- in real runs ---------------------------------------------------------------------------------------------
+
+def test_progress_lines_when_stderr_is_not_a_terminal(workflow) -> None:
+    flow = workflow("experience.py")
+    run = flow.run(*BATCH, "--count", "2", "--sleep", "1")
+    assert run.returncode == 0, run.stderr
+    lines = re.findall(r"^INFO: Progress \[(\d+):(\d\d):(\d\d)\]: (.*)$", run.stderr, re.M)
+    assert lines, run.stderr
+    assert lines[-1][3] == "3 task(s): 3 done | Part 2 done; Total 1 done"
+    seconds = [int(h) * 3600 + int(m) * 60 + int(s) for h, m, s, _ in lines]
+    assert all(b - a >= 4 for a, b in itertools.pairwise(seconds[:-1]))  # the last one comes at the end
+    assert "\x1b[" not in run.stderr  # no terminal control sequences in a log
+
+
+def run_in_terminal(command: list[str], cwd: Path, columns: int = 150) -> tuple[int, str]:
+    """Run ``command`` with stdin, stdout and stderr on a pseudo-terminal; its exit status and output."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = clean_env(TERM="xterm-256color")
+    env.pop("COLUMNS", None)
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave,
+                               start_new_session=True)
+    os.close(slave)
+    output = b""
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not data:
+                break
+            output += data
+        code = process.wait(timeout=120)
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+    return code, output.decode(errors="replace")
+
+
+def test_progress_table_in_a_terminal(workflow) -> None:
+    flow = workflow("experience.py")
+    code, output = run_in_terminal([sys.executable, str(flow.script), *BATCH, "--count", "2", "--sleep", "1"],
+                                   flow.folder)
+    assert code == 0, output
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
+    assert "\x1b[1A" in output and "\x1b[2K" in output  # the table is redrawn in place
+    assert re.search(r"┃ +task family +┃ +batch system +┃ +waiting +┃ +submitted +┃ +queued +┃ +running +┃ +done +┃ "
+                     r"+failed +┃ +resubmitted +┃", plain), plain
+    assert plain.count("┃ task family") >= 2, plain  # drawn more than once
+    final = plain[plain.rindex("┃ task family"):plain.index("===== b2batch summary")]
+    assert re.search(r"│ Part +│ local +│ +· │ +· │ +· │ +· │ +2 │ +· │ +· │", final), final
+    assert re.search(r"│ total +│ +│ +0 │ +0 │ +0 │ +0 │ +3 │ +0 │ +0 │", final), final
+    assert "INFO: Job " in plain and "submitted task Part(n=0) to local" in plain  # log lines above the table
+    assert "Progress [" not in plain  # no plain lines in a terminal
+    assert plain.index("===== b2batch summary") > plain.rindex("┃")  # the summary after the last table

@@ -1,0 +1,76 @@
+"""Scheduler calls grow with the number of submissions and polls, not with the number of tasks; the
+throttle bounds the jobs in flight. Run under the HTCondor and LSF emulators."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from b2batch.monitor import JobMonitor, NativeState
+from b2batch.settings import set_setting
+
+from test_htcondor_lsf import Emulated
+
+
+def _calls(stdout: str) -> dict[str, int]:
+    (line,) = [l for l in stdout.splitlines() if l.startswith("CALLS ")]
+    return json.loads(line[len("CALLS "):])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["htcondor", "lsf"])
+def test_independent_tasks_go_as_one_array_and_one_status_query_per_poll(system: str, workflow,
+                                                                        tmp_path: Path) -> None:
+    emulated = Emulated(system, workflow("scheduler_jobs.py"), tmp_path)
+    emulated.env["B2BATCH_EMULATOR_SLOTS"] = "8"
+    done = emulated.run("--n", "40")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(emulated.outputs()) == 40
+    calls = _calls(done.stdout)
+    submit, status = ("condor_submit", "condor_q") if system == "htcondor" else ("bsub", "bjobs")
+    assert calls[submit] == 1, calls  # 40 tasks, one array
+    # Polls are paced by poll_interval (0.5 s in the script), whatever the number of tasks.
+    assert calls[status] < 60, calls
+
+
+@pytest.mark.slow
+def test_throttle_bounds_the_jobs_in_flight(workflow, tmp_path: Path) -> None:
+    emulated = Emulated("htcondor", workflow("scheduler_jobs.py"), tmp_path)
+    emulated.env["B2BATCH_EMULATOR_SLOTS"] = "16"
+    emulated.settings(max_jobs_in_flight=3, output_wait_timeout=3)
+    done = emulated.run("--n", "9", "--mode", "span", "--seconds", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    spans = [tuple(map(float, p.read_text().split())) for p in (emulated.wf.folder / "spans").iterdir()]
+    assert len(spans) == 9
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert most <= 3, spans
+    assert _calls(done.stdout)["condor_submit"] >= 3
+
+
+def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> None:
+    set_setting("poll_interval", 0.05)
+    set_setting("max_poll_interval", 0.4)
+    queries: list[list[str]] = []
+    state = {"value": "R"}
+
+    def query(ids: list[str]) -> dict[str, NativeState]:
+        queries.append(ids)
+        return {i: NativeState(state["value"]) for i in ids}
+
+    monitor = JobMonitor("test", query)
+    for i in range(500):
+        monitor.track(str(i))
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        for i in range(500):
+            assert monitor.state(str(i)) == NativeState("R")
+    assert all(len(ids) == 500 for ids in queries)  # one query answers for all jobs
+    # Back-off: 0.05, 0.075, 0.11, ... up to 0.4 s: far fewer than 1.5 / 0.05 = 30 queries.
+    assert 4 <= len(queries) <= 12, len(queries)
+    state["value"] = "C"
+    monitor.invalidate()
+    assert monitor.state("1") == NativeState("C")
+    assert monitor._interval == 0.05  # a change resets the interval
