@@ -14,6 +14,7 @@ import logging
 import os
 import queue
 import runpy
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def run_task(spec: dict[str, Any]) -> int:
 def main(argv: list[str]) -> int:
     """Run the job described by the spec file ``argv[0]``."""
     global _active_spec
+    # A cancelled job gets SIGTERM: unwind, so that on_temporary_files removes its temporary outputs.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = json.loads(Path(argv[0]).read_text())
     paths.pin_base_dir(spec["base_dir"])

@@ -256,7 +256,7 @@ class BatchProcess(abc.ABC):
         self.submitter().done(self)
         self.exitcode = 0  # the result goes through the queue; a non-zero exitcode would report it twice
         if status == FAILED:
-            logger.error("Job %s: %s", self.job_id, explanation)
+            logger.error("%s%s", f"Job {self.job_id}: " if self.job_id else "", explanation)
         RUN.update(self, {DONE: "done", FAILED: "failed"}.get(status, "waiting"), explanation)
         self._report(status, explanation, new_deps)
 

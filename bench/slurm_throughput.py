@@ -14,18 +14,20 @@ and measures, one after the other, with the queue free of this benchmark's jobs 
               scheduler calls it made (``b2batch.commands.call_counts``), the monitor's polls and its own
               CPU time (``getrusage``).
 
-By default the raw array runs first, then b2batch (``--order b2batch-first`` swaps them); one wrapper runs
-once outside Slurm before both, to warm the file-system caches. Outputs and exit-code files are removed
-between the measurements. With ``--tuned-poll-interval``/``--tuned-max-poll-interval`` a second b2batch
-measurement with those settings follows.
+By default the raw array runs first, then b2batch (``--order b2batch-first`` swaps them); ``--repeat K``
+runs K rounds, the order alternating, and prints the median ratio. One wrapper runs once outside Slurm
+before everything, to warm the file-system caches. Outputs and exit-code files are removed between the
+measurements. With ``--tuned-poll-interval``/``--tuned-max-poll-interval`` one more b2batch measurement
+with those settings follows.
 
 Output, one line each: the raw array (wall time, its scheduler calls); b2batch (wall time of the whole
 workflow script, of its ``process()`` call, and the ratio to the raw array; lower is better, the target of
 issue 6 is at most 1.2 at N=1000); b2batch's scheduler calls (sbatch, squeue, scancel) and polls (they
 should grow with N / max_array_size plus the number of polls, not with N); the steering process's CPU time
 (its own, and that of the scheduler commands it ran); and when b2batch saw the last trivial job and the
-aggregate done. The machine is shared: other users' jobs and load make single numbers noisy; the lines
-"others' jobs" and "load" say how busy it was.
+aggregate done. The machine is shared: other users' jobs and load make single numbers noisy; each line
+says how many other jobs were queued or running and the 1-minute load average at its start (the load
+average lags: at the start of a round's second measurement it still counts the first one's jobs).
 
 Exit status 0 when every measurement ran and every job succeeded, 1 otherwise. Jobs are named
 ``b2bench<tag>...``; whatever of them is left (interrupt, error) is cancelled at exit.
@@ -36,9 +38,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pstats
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -298,20 +302,89 @@ def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+class Bench:
+    """The measurements of one run: they share the folder, the job files and the job-name prefix."""
+
+    def __init__(self, args: argparse.Namespace, folder: Path, cluster: Cluster, env: dict[str, str]) -> None:
+        self.args = args
+        self.folder = folder
+        self.cluster = cluster
+        self.env = env
+        self.jobs: list[list[str]] = []
+        self.ok = True
+        self.lines: list[str] = []
+
+    def prepare(self) -> None:
+        log(f"folder {self.folder}, job names {self.cluster.prefix}*; writing the job files of {self.args.n} tasks")
+        prepared, _wall, _code = run_workflow(self.folder, self.env, "prepare", self.args.timeout, "prepare")
+        self.jobs = prepared["jobs"]
+        # Warm the caches: one wrapper outside Slurm (the measurements then start equally warm).
+        subprocess.run([self.jobs[0][0]], cwd=self.folder, timeout=120, check=True)
+        clean_outputs(self.folder, self.jobs)
+
+    def _start(self, what: str) -> str:
+        others = self.cluster.wait_until_free(600)
+        context = f"at start: others' live jobs {others}, load {os.getloadavg()[0]:.2f}"
+        log(f"{what} ({context})")
+        return context
+
+    def _add(self, *lines: str) -> None:
+        self.lines.extend(lines)
+        for line in lines:
+            log(line.strip())
+
+    def raw(self) -> dict:
+        context = self._start(f"raw array of {self.args.n}")
+        r = measure_raw(self.folder, self.jobs, self.cluster, f"{self.cluster.prefix}.raw", self.args.timeout)
+        self.ok &= r["failed"] == 0
+        self._add(f"  raw array        wall {r['wall']:7.1f} s   sbatch 1, squeue {r['squeue']}   "
+                  f"failed {r['failed']}/{self.args.n}   ({context})")
+        clean_outputs(self.folder, self.jobs)
+        return r
+
+    def b2batch(self, label: str, extra: dict[str, str], profile: Path | None = None) -> dict:
+        context = self._start(f"b2batch {label}")
+        stats, wall, code = run_workflow(self.folder, {**self.env, **extra}, "run", self.args.timeout, label,
+                                         profile)
+        stats["wall"] = wall
+        self.ok &= code == 0 and stats["complete"]
+        calls = stats["calls"]
+        self._add(
+            f"  b2batch {label:8s} wall {wall:7.1f} s (script; process() {stats['process_wall']:.1f} s)   exit "
+            f"{code}, complete {stats['complete']}, job states {stats['states']}   ({context})",
+            f"    scheduler calls: sbatch {calls.get('sbatch', 0)}, squeue {calls.get('squeue', 0)}, scancel "
+            f"{calls.get('scancel', 0)}; polls {stats['polls']}; submissions {stats['submissions']}; all {calls}",
+            f"    steering CPU: process() {stats['process_cpu']:.1f} s, whole script {stats['script_cpu']:.1f} s; "
+            f"scheduler commands it ran {stats['commands_cpu']:.1f} s; steering peak RSS "
+            f"{stats['peak_rss_mb']:.0f} MB",
+            f"    timeline (s after process() began): first trivial job submitted {fmt(stats['first_submitted'])}, "
+            f"last trivial job done {fmt(stats['last_trivial_done'])}, aggregate submitted "
+            f"{fmt(stats['aggregate_submitted'])}, done {fmt(stats['aggregate_done'])}",
+        )
+        clean_outputs(self.folder, self.jobs)
+        if profile is not None:
+            for key in ("cumulative", "tottime"):
+                print(f"cProfile of the b2batch steering process ({label}), top 30 by {key}:")
+                pstats.Stats(str(profile), stream=sys.stdout).sort_stats(key).print_stats(30)
+        return stats
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1000, help="trivial tasks (default 1000), plus one aggregate")
     parser.add_argument("--order", choices=["raw-first", "b2batch-first"], default="raw-first",
-                        help="which measurement runs first (default raw-first)")
+                        help="which measurement of a round runs first (default raw-first)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of raw + b2batch, the order alternating from round to round (default 1)")
     parser.add_argument("--only", choices=["raw", "b2batch"], default=None,
                         help="measure only one side (no ratio; e.g. to profile b2batch)")
     parser.add_argument("--tuned-poll-interval", type=float, default=None,
-                        help="also measure b2batch with this poll_interval (a second b2batch line)")
+                        help="also measure b2batch once with this poll_interval (a 'tuned' line)")
     parser.add_argument("--tuned-max-poll-interval", type=float, default=None,
-                        help="also measure b2batch with this max_poll_interval (a second b2batch line)")
+                        help="also measure b2batch once with this max_poll_interval (a 'tuned' line)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per measurement (default 3600)")
     parser.add_argument("--profile", action="store_true",
-                        help="run the default b2batch measurement under cProfile (slower!) and print its top")
+                        help="run the first default b2batch measurement under cProfile (slower) and print its top")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, job files)")
     args = parser.parse_args()
 
@@ -320,8 +393,7 @@ def main() -> int:
             print(f"slurm_throughput: {tool} is not on PATH; start the cluster with tests/clusters/slurm.sh start",
                   file=sys.stderr)
             return 1
-    tag = uuid.uuid4().hex[:8]
-    prefix = f"b2bench{tag}"
+    prefix = f"b2bench{uuid.uuid4().hex[:8]}"
     cluster = Cluster(prefix)
     folder = Path(tempfile.mkdtemp(prefix="b2bench-throughput-"))
     (folder / f"{TASK_MODULE}.py").write_text(TASKS)
@@ -329,100 +401,58 @@ def main() -> int:
     env = {**os.environ, "B2BENCH_N": str(args.n), "B2BENCH_JOB_NAME": prefix}
     env.pop("B2BATCH_SETTINGS", None)
     env.pop("B2LUIGI_SETTINGS_JSON", None)
+    bench = Bench(args, folder, cluster, env)
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
-    ok = True
-    lines: list[str] = []
     try:
-        log(f"folder {folder}, job names {prefix}*; writing the job files of {args.n} tasks")
-        prepared, _wall, _code = run_workflow(folder, env, "prepare", args.timeout, "prepare")
-        jobs = prepared["jobs"]
-        # Warm the caches: one wrapper outside Slurm (both measurements then start equally warm).
-        subprocess.run([jobs[0][0]], cwd=folder, timeout=120, check=True)
-        clean_outputs(folder, jobs)
-
-        def raw() -> None:
-            nonlocal ok
-            others = cluster.wait_until_free(600)
-            load = os.getloadavg()[0]
-            log(f"raw array of {args.n} (others' live jobs: {others}, load {load:.2f})")
-            r = measure_raw(folder, jobs, cluster, f"{prefix}.raw", args.timeout)
-            ok &= r["failed"] == 0
-            raw_result.update(r)
-            lines.append(f"  raw array     wall {r['wall']:7.1f} s   sbatch 1, squeue {r['squeue']}   "
-                         f"failed {r['failed']}/{args.n}   (at start: others' live jobs {others}, load {load:.2f})")
-            log(lines[-1].strip())
-            clean_outputs(folder, jobs)
-
-        def b2b(label: str, extra: dict[str, str], profile: Path | None = None) -> None:
-            nonlocal ok
-            others = cluster.wait_until_free(600)
-            load = os.getloadavg()[0]
-            log(f"b2batch {label} (others' live jobs: {others}, load {load:.2f})")
-            stats, wall, code = run_workflow(folder, {**env, **extra}, "run", args.timeout, label, profile)
-            stats["wall"] = wall
-            ok &= code == 0 and stats["complete"]
-            results[label] = stats
-            calls = stats["calls"]
-            lines.append(f"  b2batch {label:8s} wall {wall:7.1f} s (script; process() {stats['process_wall']:.1f} s)"
-                         f"   exit {code}, complete {stats['complete']}, job states {stats['states']}   "
-                         f"(at start: others' live jobs {others}, load {load:.2f})")
-            lines.append(f"    scheduler calls: sbatch {calls.get('sbatch', 0)}, squeue {calls.get('squeue', 0)}, "
-                         f"scancel {calls.get('scancel', 0)}; polls {stats['polls']}; "
-                         f"submissions {stats['submissions']}; all calls {calls}")
-            lines.append(f"    steering CPU: process() {stats['process_cpu']:.1f} s, whole script "
-                         f"{stats['script_cpu']:.1f} s; scheduler commands it ran {stats['commands_cpu']:.1f} s; "
-                         f"steering peak RSS {stats['peak_rss_mb']:.0f} MB")
-            lines.append(f"    timeline (s after process() began): first trivial job submitted "
-                         f"{fmt(stats['first_submitted'])}, last trivial job done "
-                         f"{fmt(stats['last_trivial_done'])}, aggregate submitted "
-                         f"{fmt(stats['aggregate_submitted'])}, done {fmt(stats['aggregate_done'])}")
-            for line in lines[-4:]:
-                log(line.strip())
-            clean_outputs(folder, jobs)
-            if profile is not None:
-                import pstats
-
-                print(f"cProfile of the b2batch steering process ({label}), top 30 by cumulative time:")
-                pstats.Stats(str(profile), stream=sys.stdout).sort_stats("cumulative").print_stats(30)
-                print("top 30 by own time:")
-                pstats.Stats(str(profile), stream=sys.stdout).sort_stats("tottime").print_stats(30)
-
-        raw_result: dict = {}
-        results: dict[str, dict] = {}
+        bench.prepare()
         profile = folder / "b2batch.prof" if args.profile else None
-        sides = {"raw": [raw], "b2batch": [lambda: b2b("default", {}, profile)]}.get(args.only) or (
-            [raw, lambda: b2b("default", {}, profile)] if args.order == "raw-first"
-            else [lambda: b2b("default", {}, profile), raw])
-        for side in sides:
-            side()
-        if args.only != "raw" and (args.tuned_poll_interval is not None or args.tuned_max_poll_interval is not None):
-            extra = {}
-            if args.tuned_poll_interval is not None:
-                extra["B2BENCH_POLL_INTERVAL"] = str(args.tuned_poll_interval)
-            if args.tuned_max_poll_interval is not None:
-                extra["B2BENCH_MAX_POLL_INTERVAL"] = str(args.tuned_max_poll_interval)
-            b2b("tuned", extra)
+        ratios: list[tuple[float, float]] = []  # (whole script, process()) per round
+        for round_ in range(max(1, args.repeat)):
+            raw_first = (args.order == "raw-first") == (round_ % 2 == 0)
+            raw: dict = {}
+            b2b: dict = {}
+            for side in (["raw", "b2batch"] if raw_first else ["b2batch", "raw"]):
+                if side == "raw" and args.only != "b2batch":
+                    raw = bench.raw()
+                elif side == "b2batch" and args.only != "raw":
+                    b2b = bench.b2batch("default", {}, profile if round_ == 0 else None)
+            if raw and b2b:
+                ratios.append((b2b["wall"] / raw["wall"], b2b["process_wall"] / raw["wall"]))
+                bench.lines.append(f"  ratio b2batch / raw array, round {round_ + 1} "
+                                   f"({'raw' if raw_first else 'b2batch'} first): {ratios[-1][0]:.2f} (whole "
+                                   f"script), {ratios[-1][1]:.2f} (process() only)   [defaults]")
+        tuned = {}
+        if args.tuned_poll_interval is not None:
+            tuned["B2BENCH_POLL_INTERVAL"] = str(args.tuned_poll_interval)
+        if args.tuned_max_poll_interval is not None:
+            tuned["B2BENCH_MAX_POLL_INTERVAL"] = str(args.tuned_max_poll_interval)
+        if tuned and args.only != "raw":
+            stats = bench.b2batch("tuned", tuned)
+            if raw:
+                bench.lines.append(
+                    f"  ratio b2batch tuned / raw array of the last round: {stats['wall'] / raw['wall']:.2f} "
+                    f"(whole script)   [poll_interval {args.tuned_poll_interval}, max_poll_interval "
+                    f"{args.tuned_max_poll_interval}]")
 
-        print(f"slurm_throughput: N={args.n} trivial tasks + 1 aggregate on the local Slurm; "
-              f"{'only ' + args.only if args.only else 'order: ' + args.order}"
-              f"{', then b2batch tuned' if 'tuned' in results else ''}; {os.cpu_count()} CPUs on this machine; "
-              f"numbers are noisy when others use the machine")
-        for line in lines:
+        what = f"only {args.only}" if args.only else f"{max(1, args.repeat)} round(s), first {args.order}"
+        print(f"slurm_throughput: N={args.n} trivial tasks + 1 aggregate on the local Slurm; {what}"
+              f"{', then b2batch tuned' if tuned and args.only != 'raw' else ''}; {os.cpu_count()} CPUs on this "
+              f"machine; numbers are noisy when others use the machine")
+        for line in bench.lines:
             print(line)
-        for label, stats in results.items() if raw_result else ():
-            settings = "defaults" if label == "default" else (
-                f"poll_interval {args.tuned_poll_interval}, max_poll_interval {args.tuned_max_poll_interval}")
-            print(f"  ratio b2batch {label} / raw array: {stats['wall'] / raw_result['wall']:.2f} (whole script), "
-                  f"{stats['process_wall'] / raw_result['wall']:.2f} (process() only)   [{settings}]")
-        if args.n >= 1000 and "default" in results and raw_result:
-            ratio = results["default"]["wall"] / raw_result["wall"]
-            print(f"  target (issue 6): N=1000 wall time at most 1.2x the raw array: {'yes' if ratio <= 1.2 else 'NO'}")
+        if ratios:
+            median = statistics.median(r[0] for r in ratios)
+            if len(ratios) > 1:
+                print(f"  median ratio b2batch / raw array over {len(ratios)} rounds: {median:.2f} (whole script)")
+            if args.n >= 1000:
+                print(f"  target (issue 6): N=1000 wall time at most 1.2x the raw array: "
+                      f"{'yes' if median <= 1.2 else 'NO'}")
     except KeyboardInterrupt:
         log("interrupted")
-        ok = False
+        bench.ok = False
     except (RuntimeError, subprocess.SubprocessError, OSError) as e:
         log(f"error: {e}")
-        ok = False
+        bench.ok = False
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         cancelled = cluster.cancel_ours()
@@ -432,7 +462,7 @@ def main() -> int:
             log(f"kept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
-    return 0 if ok else 1
+    return 0 if bench.ok else 1
 
 
 if __name__ == "__main__":

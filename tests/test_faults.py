@@ -404,10 +404,9 @@ HTCONDOR_ATTACH_BUG = ("b2batch/systems/htcondor.py: a restarted steering proces
 @pytest.mark.parametrize("system, n", [
     pytest.param("slurm", 1, marks=[pytest.mark.slurm, pytest.mark.slow]),
     pytest.param("lsf", 1, marks=pytest.mark.slow),
-    pytest.param("slurm", 2, marks=[pytest.mark.slurm, pytest.mark.slow,
-                                    pytest.mark.xfail(strict=True, reason=ATTACH_BUG)]),
-    pytest.param("lsf", 2, marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=ATTACH_BUG)]),
-    pytest.param("htcondor", 2, marks=[pytest.mark.slow, pytest.mark.xfail(strict=True, reason=HTCONDOR_ATTACH_BUG)]),
+    pytest.param("slurm", 2, marks=[pytest.mark.slurm, pytest.mark.slow]),
+    pytest.param("lsf", 2, marks=pytest.mark.slow),
+    pytest.param("htcondor", 2, marks=pytest.mark.slow),
 ])
 def test_restarted_steering_process_follows_the_jobs_of_the_killed_one(system, n, flows, request) -> None:
     if system == "slurm":
@@ -470,12 +469,6 @@ def test_interrupted_steering_process_cancels_its_jobs_and_leaves_no_partial_out
         assert not flow.output(i).exists() and flow.dones(i) == 0 and flow.starts(i) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "b2batch/job.py main() (the node side): a cancelled job's task process dies of the SIGTERM the wrapper "
-    "forwards without unwinding, so on_temporary_files never discards its temporary output: "
-    "results/.../.out.txt.<random>.tmp stays in result_dir for good. Fix: in job.main(), "
-    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)) so that the SystemExit runs the "
-    "`except BaseException: temporary.discard()` of on_temporary_files"))
 def test_cancelled_job_leaves_no_temporary_output_behind(flows) -> None:
     flow = flows("lsf")
     flow.gate(0)
@@ -531,12 +524,7 @@ BATCH_SYSTEM_SETTINGS = {  # a wrong key in each system's settings, and what the
 
 @pytest.mark.parametrize("system", [
     "slurm", "sge", "lsf",
-    pytest.param("htcondor", marks=pytest.mark.xfail(strict=True, reason=(
-        "b2batch/systems/htcondor.py submit_description/_check: a misspelt submit command in htcondor_settings "
-        "(request_cpu for request_cpus) is accepted: htcondor2.Submit takes any name as a macro, so the job is "
-        "submitted without the resource request and nothing is said. Fix: check the keys against HTCondor's "
-        "submit commands (plus +Attr / MY.Attr custom attributes) and suggest close names with difflib, as "
-        "slurm.sbatch_options does"))),
+    "htcondor",
 ])
 def test_unknown_batch_system_setting_names_the_task_the_setting_and_valid_ones(system, flows) -> None:
     bad, hint = BATCH_SYSTEM_SETTINGS[system]

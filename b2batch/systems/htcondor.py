@@ -7,6 +7,7 @@ JobStatus codes: https://htcondor.readthedocs.io/en/latest/classad-attributes/jo
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from pathlib import Path
@@ -22,6 +23,16 @@ from b2batch.wrapper import render
 
 ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
 _KEY = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_.]*\Z")
+#: Submit commands users set often: a key close to one of these but not one of them is a misspelling.
+KNOWN_COMMANDS = frozenset("""
+request_cpus request_memory request_disk request_gpus requirements rank universe arguments environment getenv
+should_transfer_files when_to_transfer_output transfer_input_files transfer_output_files transfer_output_remaps
+transfer_executable notification notify_user priority accounting_group accounting_group_user max_retries
+retry_until success_exit_code periodic_remove periodic_hold periodic_release on_exit_hold on_exit_remove
+concurrency_limits job_max_vacate_time docker_image container_image nice_user x509userproxy
+use_x509userproxy stream_output stream_error input image_size max_materialize max_idle
+want_graceful_removal allowed_execute_duration allowed_job_duration gpus_minimum_capability
+""".split())
 #: Commands of the description that b2batch writes itself.
 RESERVED = frozenset({"executable", "initialdir", "output", "error", "log", "jobbatchname", "batch_name", "queue"})
 
@@ -44,6 +55,11 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     for key, value in settings.items():
         if not isinstance(key, str) or not _KEY.match(key):
             raise SettingError(f"Task {task}: {key!r} in htcondor_settings is not a submit command name.")
+        if not key.startswith("+") and key.lower() not in KNOWN_COMMANDS:
+            close = difflib.get_close_matches(key.lower(), KNOWN_COMMANDS, n=2, cutoff=0.85)
+            if close:
+                raise SettingError(f"Task {task}: {key!r} in htcondor_settings is not an HTCondor submit command. "
+                                   f"Did you mean {' or '.join(repr(c) for c in close)}?")
         if key.lower() in RESERVED:
             raise SettingError(f"Task {task}: htcondor_settings sets {key!r}, which b2batch writes itself; "
                                f"remove it (job_name, log_dir and task_file_dir change names and places).")
@@ -137,7 +153,8 @@ class HTCondorProcess(SchedulerProcess):
 
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:
-        return ["condor_q", "-json", "-attributes", ATTRIBUTES, "-constraint", f'JobBatchName == "{cls.batch_name}"']
+        # By id, so that jobs of an earlier run (another JobBatchName) are found too.
+        return ["condor_q", "-json", "-attributes", ATTRIBUTES, *job_ids]
 
     @classmethod
     def history_command(cls, job_ids: list[str]) -> list[str]:

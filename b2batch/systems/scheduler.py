@@ -193,7 +193,8 @@ class SchedulerProcess(BatchProcess):
         job_id = str(submission.get("job_id"))
         monitor = self.monitor()
         monitor.track(job_id)
-        monitor.poll_if_older_than(5.0)
+        # One poll answers for every job when the query lists all of the user's jobs; otherwise ask again.
+        monitor.poll_if_older_than(5.0 if job_id in monitor.seen else 0.0)
         native = monitor.states.get(job_id)
         status = self.state_map.get(native.state) if native else None
         if status is None or status.final:
