@@ -8,7 +8,7 @@ and measures, one after the other, with the queue free of this benchmark's jobs 
   raw array   the limit: the same N job wrappers that b2batch writes for the trivial tasks (written by
               b2batch's own JobFiles.prepare, so every job runs the same node-side command, the same work),
               submitted as ONE ``sbatch --array=1-N`` whose element k execs wrapper k; the wait watches the
-              jobs' exit-code files locally and asks ``squeue`` only every 2 s (and once more at the end);
+              jobs' exit-code files locally and asks ``squeue`` every 2 s (and at once when all are written);
   b2batch     ``python workflow.py``: ``b2batch.process(Aggregate(n=N), batch=True, workers=N+1,
               batch_system="slurm")`` with default settings; the workflow script reports at its exit the
               scheduler calls it made (``b2batch.commands.call_counts``), the monitor's polls and its own
@@ -183,7 +183,8 @@ class Cluster:
                               capture_output=True, text=True, timeout=60)
         if done.returncode != 0:
             raise RuntimeError(f"squeue failed ({done.returncode}): {done.stderr.strip()}")
-        return [tuple(line.split("|", 2)) for line in done.stdout.splitlines() if line.count("|") == 2]
+        rows = [line.split("|", 2) for line in done.stdout.splitlines() if line.count("|") == 2]
+        return [(job_id, name, state) for job_id, name, state in rows]
 
     def ours(self, jobs: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
         return [job for job in jobs if job[1].startswith(self.prefix)]
@@ -269,7 +270,7 @@ def measure_raw(folder: Path, jobs: list[list[str]], cluster: Cluster, name: str
     next_squeue = start + 2.0
     left_queue_at = None
     while True:
-        time.sleep(0.1)
+        time.sleep(0.1 if len(missing) < 50 else 0.5)  # stat the files often only near the end
         now = time.perf_counter()
         if missing:
             missing = {path for path in missing if not path.exists()}
@@ -434,7 +435,7 @@ def main() -> int:
                     f"(whole script)   [poll_interval {args.tuned_poll_interval}, max_poll_interval "
                     f"{args.tuned_max_poll_interval}]")
 
-        what = f"only {args.only}" if args.only else f"{max(1, args.repeat)} round(s), first {args.order}"
+        what = f"only {args.only}" if args.only else f"{max(1, args.repeat)} round(s), the first {args.order}"
         print(f"slurm_throughput: N={args.n} trivial tasks + 1 aggregate on the local Slurm; {what}"
               f"{', then b2batch tuned' if tuned and args.only != 'raw' else ''}; {os.cpu_count()} CPUs on this "
               f"machine; numbers are noisy when others use the machine")
