@@ -44,7 +44,7 @@ class JobMonitor:
         self.last_error: SchedulerCommandError | None = None
         self._last_poll = 0.0
         self._interval: float | None = None
-        self.seen: set[str] = set()
+        self.seen: dict[str, NativeState] = {}
 
     def track(self, job_id: str) -> None:
         self.tracked.add(job_id)
@@ -87,7 +87,7 @@ class JobMonitor:
         self.polls += 1
         self.failures_since = None
         self.last_error = None
-        self.seen = set(states)  # everything the scheduler listed, tracked or not (for re-attaching)
+        self.seen = dict(states)  # everything the scheduler listed, tracked or not (for re-attaching)
         mine = {job_id: state for job_id, state in states.items() if job_id in self.tracked}
         changed = mine != self.states
         self.states = mine

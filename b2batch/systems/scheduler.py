@@ -195,7 +195,7 @@ class SchedulerProcess(BatchProcess):
         monitor.track(job_id)
         # One poll answers for every job when the query lists all of the user's jobs; otherwise ask again.
         monitor.poll_if_older_than(5.0 if job_id in monitor.seen else 0.0)
-        native = monitor.states.get(job_id)
+        native = monitor.states.get(job_id) or monitor.seen.get(job_id)
         status = self.state_map.get(native.state) if native else None
         if status is None or status.final:
             monitor.forget(job_id)
