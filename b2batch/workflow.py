@@ -195,6 +195,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     build_params.setdefault("log_level", "DEBUG" if test else "INFO")
     _configure_logging(build_params["log_level"])
     factory = BatchWorkerSchedulerFactory() if batch else None
+    BatchProcess.shutting_down = False  # an earlier interrupted process() call must not stop this one
     mode = "batch" if batch else "test" if test else "local"
     try:
         with _sigterm_as_interrupt(), RunReport(tasks, batch=batch, mode=mode) as run:
