@@ -39,3 +39,12 @@ def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     """b2batch's flags from ``argv``, and the arguments left for the script."""
     args, rest = parser().parse_known_args(list(argv))
     return args, rest
+
+
+def confirm(question: str) -> bool:
+    """Ask a yes/no question on the terminal; no answer (or no stdin) is no."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
+from b2batch import cli, paths
 from b2batch.jobfiles import JobFiles
 from b2batch.settings import get_setting
 
@@ -234,14 +234,9 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
         return 0
     for job in active:
         print(f"  {job.task}: {job.system} job {job.job_id}, {job.state}")
-    if not yes:
-        try:
-            answer = input(f"Cancel these {len(active)} job(s)? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing cancelled (pass --yes to cancel without asking).")
-            return 1
+    if not yes and not cli.confirm(f"Cancel these {len(active)} job(s)?"):
+        print("Nothing cancelled (pass --yes to cancel without asking).")
+        return 1
     by_system: dict[str, list[Job]] = {}
     for job in active:
         by_system.setdefault(job.system, []).append(job)

@@ -97,14 +97,9 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
         return 0
     for _task, path in existing:
         print(f"  will remove {path}")
-    if ask:
-        try:
-            answer = input(f"Remove these {len(existing)} output(s)? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing removed (pass --yes to remove without asking).")
-            return 0
+    if ask and not cli.confirm(f"Remove these {len(existing)} output(s)?"):
+        print("Nothing removed (pass --yes to remove without asking).")
+        return 0
     for task in {t.task_id: t for t, _ in existing}.values():
         if hasattr(task, "remove_output"):
             task.remove_output()
