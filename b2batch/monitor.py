@@ -71,6 +71,9 @@ class JobMonitor:
             self.poll_if_due()
 
     def poll_if_due(self) -> None:
+        # Asked for every running job about once a second: the settings are read only when a poll is due.
+        if self._interval is not None and time.monotonic() - self._last_poll < self._interval:
+            return
         minimum = float(get_setting("poll_interval"))
         if self._interval is None:
             self._interval = minimum

@@ -19,7 +19,7 @@ import luigi
 
 from b2batch.events import RUN, JobRecord, RunRecord
 from b2batch.systems import system_name_of
-from b2batch.worker import _runs_as_job
+from b2batch.worker import runs_as_job
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class Progress:
 
     def task_found(self, task: Any) -> None:
         """luigi's worker found ``task`` in the graph (not yet known whether it is complete)."""
-        if task.task_id in self._settled or task.task_id in self._graph or not _runs_as_job(task):
+        if task.task_id in self._settled or task.task_id in self._graph or not runs_as_job(task):
             return
         try:
             system = system_name_of(task)

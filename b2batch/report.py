@@ -178,9 +178,9 @@ class RunReport:
     def _where(self, task: Any) -> str:
         """The batch system of a task that would run as a job in a batch run, else :data:`HERE`."""
         from b2batch.systems import system_name_of
-        from b2batch.worker import _runs_as_job
+        from b2batch.worker import runs_as_job
 
-        if not self.batch or not _runs_as_job(task):
+        if not self.batch or not runs_as_job(task):
             return HERE
         try:
             return system_name_of(task)

@@ -31,6 +31,7 @@ class Submitter:
     def __init__(self, system: type) -> None:
         self.system = system
         self.waiting: deque[BatchProcess] = deque()
+        self._waiting_ids: set[int] = set()  # so that done() costs O(1), not a scan of thousands of jobs
         self.in_flight: set[int] = set()
         self.attempts = 0
         self.failing_since: float | None = None
@@ -39,13 +40,15 @@ class Submitter:
 
     def enqueue(self, job: BatchProcess) -> None:
         self.waiting.append(job)
+        self._waiting_ids.add(id(job))
 
     def add_in_flight(self, job: BatchProcess) -> None:
         self.in_flight.add(id(job))
 
     def done(self, job: BatchProcess) -> None:
         self.in_flight.discard(id(job))
-        if job in self.waiting:
+        if id(job) in self._waiting_ids:
+            self._waiting_ids.discard(id(job))
             self.waiting.remove(job)
 
     def flush(self) -> None:
@@ -57,11 +60,13 @@ class Submitter:
         if room <= 0:
             return
         batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
+        self._waiting_ids.difference_update(id(job) for job in batch)
         for group in self.system.groups_for_submission(batch):
             if not self._submit(group):
                 # Keep the order: what was not tried yet goes back in front as well.
                 rest = batch[batch.index(group[0]):]
                 self.waiting.extendleft(reversed(rest))
+                self._waiting_ids.update(id(job) for job in rest)
                 return
 
     def _submit(self, group: list[BatchProcess]) -> bool:

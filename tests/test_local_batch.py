@@ -272,3 +272,76 @@ def test_task_with_a_path_parameter_and_a_plain_target_runs_as_a_job(workflow) -
     digest = hashlib.md5(str(source).encode()).hexdigest()
     logs = [name for name in tree(flow.folder / "logs") if name.endswith(("/stdout", "/stderr"))]
     assert logs == [f"source=hashed_{digest}/Copy/stderr", f"source=hashed_{digest}/Copy/stdout"]
+
+
+# --- the local pool's own behaviour --------------------------------------------------------------------------
+
+class _StubJob:
+    """What the local pool uses of a LocalProcess: its id and wrapper."""
+
+    def __init__(self, wrapper: Path, job_id: str | None = None) -> None:
+        self.job_id = job_id
+        self.job_files = type("Files", (), {"wrapper": wrapper})()
+
+
+def _script(folder: Path, name: str, body: str) -> Path:
+    path = folder / name
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path: Path) -> None:
+    from b2batch.process import JobStatus
+    from b2batch.systems.local import _Pool
+
+    pid_file = tmp_path / "pid"
+    stubborn = _script(tmp_path, "stubborn.sh", f"trap '' TERM\necho $$ > {pid_file}\n"
+                       "while true; do sleep 0.1 || true; done\n")
+    pool = _Pool()
+    job = _StubJob(stubborn)
+    job.job_id = pool.submit(job)
+    pool.update(force=True)
+    wait_for(pid_file.exists, 10, "the job to start")
+    pid = int(pid_file.read_text())
+    started = time.monotonic()
+    pool.kill([job], grace=1.0)
+    assert 0.9 < time.monotonic() - started < 8, "kill() neither waited for the grace nor escalated"
+    assert not alive(pid)
+    assert pool.status(job) == JobStatus.aborted
+    assert pool.ended[job.job_id] == -signal.SIGKILL
+
+
+def test_local_job_that_ends_on_sigterm_is_not_killed_harder(tmp_path: Path) -> None:
+    from b2batch.systems.local import _Pool
+
+    pid_file = tmp_path / "pid"
+    polite = _script(tmp_path, "polite.sh", f"echo $$ > {pid_file}\nexec sleep 60\n")
+    pool = _Pool()
+    job = _StubJob(polite)
+    job.job_id = pool.submit(job)
+    pool.update(force=True)
+    wait_for(pid_file.exists, 10, "the job to start")
+    started = time.monotonic()
+    pool.kill([job], grace=30.0)
+    assert time.monotonic() - started < 5
+    assert pool.ended[job.job_id] == -signal.SIGTERM
+
+
+def test_local_pool_starts_no_more_than_its_slots_and_answers_waiting_jobs(tmp_path: Path) -> None:
+    from b2batch.process import JobStatus
+    from b2batch.settings import set_setting
+    from b2batch.systems.local import _Pool
+
+    set_setting("local_slots", 2)
+    gate = tmp_path / "gate"
+    waiter = _script(tmp_path, "wait.sh", f"while [ ! -e {gate} ]; do sleep 0.05; done\n")
+    pool = _Pool()
+    jobs = [_StubJob(waiter) for _ in range(5)]
+    for job in jobs:
+        job.job_id = pool.submit(job)
+    pool.update(force=True)
+    assert [pool.status(job) for job in jobs] == [JobStatus.running] * 2 + [JobStatus.idle] * 3
+    gate.touch()
+    wait_for(lambda: (pool.update(force=True), all(pool.status(j) == JobStatus.successful for j in jobs))[1],
+             20, "all jobs to run, two at a time")

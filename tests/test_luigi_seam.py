@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import luigi
+import luigi.execution_summary
 import luigi.interface
 import luigi.worker
 import pytest
@@ -39,7 +40,7 @@ def test_worker_creates_task_processes_in_an_overridable_method() -> None:
         assert used in run_task, SEAM + f"_run_task no longer uses {used}"
 
 
-CHECKED_SEAMS = {"_create_task_process"}  # private methods of luigi's Worker overridden, checked in this file
+CHECKED_SEAMS = {"_create_task_process", "_handle_next_task", "_purge_children", "_get_work"}  # private methods of luigi's Worker overridden, checked in this file
 
 
 def test_batch_worker_overrides_no_unchecked_worker_method() -> None:
@@ -48,7 +49,7 @@ def test_batch_worker_overrides_no_unchecked_worker_method() -> None:
     assert overridden <= CHECKED_SEAMS, \
         f"BatchWorker overrides {sorted(overridden - CHECKED_SEAMS)} of luigi's Worker: add checks of what it " \
         f"relies on to tests/test_luigi_seam.py and the name to CHECKED_SEAMS"
-    assert "_create_task_process" in overridden
+    assert {"_create_task_process", "_handle_next_task", "_purge_children", "_get_work"} <= overridden
     create = source(BatchWorker._create_task_process)
     for attribute in ("self._scheduler", "self._task_result_queue", "self._config.timeout"):
         assert attribute in create
@@ -72,6 +73,32 @@ def test_handle_next_task_reads_results_from_the_queue(needed: str) -> None:
 def test_handle_next_task_unpacks_five_values() -> None:
     assert "task_id, status, expl, missing, new_requirements = self._task_result_queue.get" in \
         source(luigi.worker.Worker._handle_next_task), SEAM + "the result tuple put by BatchProcess._report changed"
+
+
+def test_handle_next_task_purges_first_and_handles_one_result_per_call() -> None:
+    """BatchWorker handles the other queued results by calling it again with the purge skipped."""
+    handle = source(luigi.worker.Worker._handle_next_task)
+    assert handle.index("self._purge_children()") < handle.index("self._task_result_queue.get("), \
+        SEAM + "_handle_next_task no longer purges before reading a result"
+    assert "self._running_tasks.pop(task_id)" in handle and handle.rstrip().endswith("return"), \
+        SEAM + "_handle_next_task no longer handles exactly one result per call"
+    assert list(inspect.signature(luigi.worker.Worker._purge_children).parameters) == ["self"]
+
+
+def test_get_work_history_is_only_read_by_the_execution_summary() -> None:
+    """BatchWorker keeps only the entries of _get_work_response_history the execution summary reads."""
+    get_work = source(luigi.worker.Worker._get_work)
+    assert "self._get_work_response_history.append(" in get_work, SEAM + "_get_work no longer keeps its history"
+    for key in ('"task_id": task_id', '"running_tasks": running_tasks'):
+        assert key in get_work, SEAM + f"the history entries changed ({key})"
+    external = source(luigi.execution_summary._get_external_workers)
+    for read in ('get_work_response["task_id"] is None', 'get_work_response["running_tasks"]',
+                 'running_task["worker"]', 'running_task["task_id"]', "other_worker_id == worker._id"):
+        assert read in external, SEAM + f"the execution summary reads the history differently ({read})"
+    luigi_files = Path(luigi.__file__).parent
+    readers = [path.name for path in luigi_files.glob("*.py") if "_get_work_response_history" in path.read_text()]
+    assert sorted(readers) == ["execution_summary.py", "worker.py"], \
+        SEAM + f"more of luigi uses _get_work_response_history: {readers}"
 
 
 def test_worker_exit_terminates_live_processes() -> None:
@@ -221,3 +248,73 @@ def test_batch_process_offers_what_luigi_uses(tmp_path: Path) -> None:
     assert process.use_multiprocessing is True  # luigi's _run_task calls start(), not run()
     assert process.exitcode is None
     assert hasattr(process, "pid")
+
+
+# --- BatchWorker's changes for runs of thousands of jobs -----------------------------------------------------
+
+class CountingBatchWorker(BatchWorker):
+    def _create_task_process(self, task: Any) -> FakeJob:
+        job = FakeJob(task, self._task_result_queue)
+        self.jobs.append(job)
+        return job
+
+
+class CountingFactory(BatchWorkerSchedulerFactory):
+    def create_worker(self, scheduler: Any, worker_processes: int, assistant: bool = False) -> BatchWorker:
+        worker = CountingBatchWorker(scheduler=scheduler, worker_processes=worker_processes, assistant=assistant,
+                                     wait_interval=0.05)
+        worker.jobs = []
+        CountingFactory.worker = worker
+        return worker
+
+
+class Many(b2batch.Task):
+    n = b2batch.IntParameter()
+
+    def requires(self):
+        return [Written(name=f"w{i}") for i in range(self.n)]
+
+    def output(self):
+        yield self.add_to_output("many.txt")
+
+    def run(self):
+        Path(self.get_output_file_name("many.txt")).write_text("done")
+
+
+def test_results_of_one_pass_are_handled_without_a_pass_each(tmp_path: Path) -> None:
+    """N jobs that end together cost about N is_alive() calls more, not N * N / 2 (a pass per result)."""
+    n = 40
+    result = luigi.build([Many(n=n)], worker_scheduler_factory=CountingFactory(), local_scheduler=True,
+                         workers=n + 1, detailed_summary=True, log_level="WARNING")
+    assert result.status == luigi.LuigiStatusCode.SUCCESS, result.summary_text
+    polls = sum(job.polls for job in CountingFactory.worker.jobs if not isinstance(job.task, Many))
+    assert polls <= 5 * n, f"{polls} is_alive() calls for {n} jobs: a pass over all jobs for each result?"
+    assert Many(n=n).complete()
+
+
+class ScriptedScheduler:
+    """Answers get_work like luigi's scheduler while other workers run tasks."""
+
+    def __init__(self, answers: list[dict[str, Any]]) -> None:
+        self.answers = answers
+
+    def get_work(self, **kwargs: Any) -> dict[str, Any]:
+        return self.answers.pop(0)
+
+
+def test_get_work_history_keeps_other_workers_tasks_once(tmp_path: Path) -> None:
+    def answer(*running: tuple[str, str]) -> dict[str, Any]:
+        return {"task_id": None, "n_pending_tasks": 1, "n_unique_pending": 0,
+                "running_tasks": [{"task_id": task_id, "worker": who} for who, task_id in running]}
+
+    worker = BatchWorker(scheduler=ScriptedScheduler([]), worker_id="me")
+    mine = [("me", f"Mine_{i}") for i in range(500)]
+    other_task = Written(name="elsewhere")
+    worker._scheduled_tasks[other_task.task_id] = other_task
+    worker._scheduler.answers = [answer(*mine, ("other", other_task.task_id)) for _ in range(50)]
+    worker._scheduler.answers.append(answer(*mine))
+    for _ in range(51):
+        worker._get_work()
+    history = worker._get_work_response_history
+    assert sum(len(entry["running_tasks"]) for entry in history) == 1, "the worker's own tasks were kept"
+    assert luigi.execution_summary._get_run_by_other_worker(worker) == {other_task}

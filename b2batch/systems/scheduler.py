@@ -207,17 +207,19 @@ class SchedulerProcess(BatchProcess):
         assert self.job_id is not None
         monitor = self.monitor()
         native = monitor.state(self.job_id)
-        exit_code = self.job_files.read_exit_code()
-        limit = float(get_setting("scheduler_unreachable_timeout"))
-        if exit_code is None and monitor.unreachable_for() > limit:
-            monitor.forget(self.job_id)
-            self._reason = (f"{self.system_name} did not answer status queries for {limit:g} s "
-                            f"(setting scheduler_unreachable_timeout); last error: {monitor.last_error}. The job "
-                            f"may still run: check it with the scheduler's own tools before running the workflow "
-                            f"again.")
-            return JobStatus.aborted
+        # luigi asks every running job about once a second: the exit-code file is read only when it can
+        # change the answer (the job left the queue, is completing, or the scheduler does not answer).
+        if monitor.failures_since is not None:
+            limit = float(get_setting("scheduler_unreachable_timeout"))
+            if monitor.unreachable_for() > limit and self.job_files.read_exit_code() is None:
+                monitor.forget(self.job_id)
+                self._reason = (f"{self.system_name} did not answer status queries for {limit:g} s "
+                                f"(setting scheduler_unreachable_timeout); last error: {monitor.last_error}. The "
+                                f"job may still run: check it with the scheduler's own tools before running the "
+                                f"workflow again.")
+                return JobStatus.aborted
         if native is None:
-            return self._status_outside_queue(exit_code, monitor)
+            return self._status_outside_queue(self.job_files.read_exit_code(), monitor)
         status = self.state_map.get(native.state)
         if status is None:
             if native.state not in self._warned_states:
@@ -225,8 +227,10 @@ class SchedulerProcess(BatchProcess):
                 logger.warning("Job %s: unknown %s state %r, treated as running", self.job_id, self.system_name,
                                native.state)
             status = JobStatus.running
-        if not status.final and exit_code is not None and native.state in self.final_once_exit_code_written():
-            status = JobStatus.successful if exit_code == 0 else JobStatus.aborted
+        if not status.final and native.state in self.final_once_exit_code_written():
+            exit_code = self.job_files.read_exit_code()
+            if exit_code is not None:
+                status = JobStatus.successful if exit_code == 0 else JobStatus.aborted
         if status.final:
             monitor.forget(self.job_id)
             self._reason = self._describe(native)
