@@ -8,6 +8,7 @@ folder, so a node with another working directory lays files out in the same plac
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -26,8 +27,15 @@ def base_dir() -> Path:
         return Path(_pinned_base_dir)
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     if main_file:
-        return Path(main_file).resolve().parent
+        return _script_folder(main_file, "" if os.path.isabs(main_file) else os.getcwd())
     return Path.cwd()
+
+
+@functools.lru_cache(maxsize=16)
+def _script_folder(main_file: str, cwd: str) -> Path:
+    """The resolved folder of the workflow script (asked for every output path: resolving symbolic links
+    each time would cost a system call per path component)."""
+    return (Path(cwd) / main_file).resolve().parent
 
 
 def pin_base_dir(path: str | None) -> None:

@@ -458,3 +458,64 @@ def test_remove_output_removes_bare_targets_too(tmp_path: Path) -> None:
     path.write_text("data")
     raw.remove_output()
     assert not path.exists()
+
+
+# --- the parameter cache ------------------------------------------------------------------------------------
+
+def test_parameters_are_found_once_per_class_and_again_after_a_change(monkeypatch) -> None:
+    calls = []
+    original = luigi.Task.get_params.__func__
+
+    def counting(cls):
+        calls.append(cls.__name__)
+        return original(cls)
+
+    monkeypatch.setattr(luigi.Task, "get_params", classmethod(counting))
+
+    class Cached(b2batch.Task):
+        a = b2batch.IntParameter(default=1)
+
+    for i in range(50):
+        Cached(a=i).task_id, Cached(a=i).to_str_params()
+    assert calls.count("Cached") == 1
+
+    added = b2batch.Parameter(default="x")
+    added.__set_name__(Cached, "b")
+    Cached.b = added  # a parameter added after the class was made (as inherits/requires do)
+    assert [name for name, _ in Cached.get_params()] == ["a", "b"]
+    assert Cached(a=1).to_str_params() == {"a": "1", "b": "x"}
+
+    @b2batch.inherits(Cached)
+    class Child(b2batch.Task):
+        c = b2batch.Parameter(default="y")
+
+    assert [name for name, _ in Child.get_params()] == ["a", "b", "c"]
+    del Cached.b
+    assert [name for name, _ in Cached.get_params()] == ["a"]
+    Cached.not_a_parameter = 3  # other attributes do not empty the cache
+    before = calls.count("Cached")
+    Cached.get_params()
+    assert calls.count("Cached") == before
+
+
+def test_base_dir_follows_the_workflow_script(tmp_path, monkeypatch) -> None:
+    import sys
+    import types
+
+    from b2batch import paths
+
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "flow.py").write_text("")
+    monkeypatch.setattr(paths, "_pinned_base_dir", None)
+    main = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    main.__file__ = str(tmp_path / "one" / "flow.py")
+    assert paths.base_dir() == tmp_path / "one"
+    main.__file__ = str(tmp_path / "two" / "flow.py")
+    assert paths.base_dir() == tmp_path / "two"
+    monkeypatch.chdir(tmp_path / "one")
+    main.__file__ = "flow.py"  # relative: against the working directory
+    assert paths.base_dir() == tmp_path / "one"
+    monkeypatch.chdir(tmp_path / "two")
+    assert paths.base_dir() == tmp_path / "two"
