@@ -77,6 +77,9 @@ class JobFiles:
         self.log_folder.mkdir(parents=True, exist_ok=True)
         for stale in (self.exit_code, self.result):
             stale.unlink(missing_ok=True)
+        for log in (self.stdout, self.stderr):  # the wrapper appends: start each job with empty logs
+            if log.exists() and log.stat().st_size:
+                os.replace(log, self.previous_log(log))
         context = RunContext.current()
         spec = {
             "task_module": task.task_module,
@@ -90,6 +93,11 @@ class JobFiles:
         }
         _atomic_write(self.spec, json.dumps(spec, indent=1, default=str))
         _atomic_write(self.wrapper, wrapper.render_wrapper(task, self), mode=0o755)
+
+    @staticmethod
+    def previous_log(log: Path) -> Path:
+        """Where the log of the task's previous job is kept (one generation)."""
+        return log.with_name(log.name + ".previous")
 
     submission = property(lambda self: self.folder / "submission.json")
 

@@ -127,6 +127,19 @@ def test_failing_task_is_reported_with_everything_needed_to_debug_it(workflow, m
     assert (flow.folder / "task_files" / "Part" / "Part_1_f4fe3360f0" / "exit_code").read_text().strip() == str(code)
 
 
+def test_a_new_job_starts_with_empty_logs_and_keeps_the_previous_ones(workflow) -> None:
+    flow = workflow("batch.py")
+    first = flow.run("--count", "2", "--fail", "1", "--fail-mode", "raise")
+    assert first.returncode == 1 and "RuntimeError: part 1 is broken" in first.stderr
+    second = flow.run("--count", "2", "--fail", "1", "--fail-mode", "exit")
+    assert second.returncode == 1
+    tail = second.stderr[second.stderr.index("Last lines of stderr:"):]
+    assert "part 1 complains" in tail and "RuntimeError" not in tail, "the tail shows the first job's stderr"
+    logs = flow.folder / "logs" / "n=1" / "Part"
+    assert "RuntimeError: part 1 is broken" in (logs / "stderr.previous").read_text()
+    assert "RuntimeError" not in (logs / "stderr").read_text()
+
+
 @pytest.mark.parametrize("executable, expected", [
     (["/nonexistent/bin/python3"], (r"exited with code 127; the command was not found on the node: check the "
                                     r"setting 'executable' \(now \['/nonexistent/bin/python3'\]\)")),

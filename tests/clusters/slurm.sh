@@ -78,7 +78,7 @@ spawn() {
     shift 2
     # fd 9 is our lock: the daemon must not keep it. The daemons (and so the job steps) do
     # not keep the caller's working directory either.
-    (cd "$LOGS" && exec setsid "$@" </dev/null >>"$logfile" 2>&1 9>&-) &
+    (cd "$LOGS" && exec setsid "$@" </dev/null >>"$logfile" 2>&1 8>&- 9>&-) &
     pid=$!
     echo "$pid" >"$RUN/$name.pid"
     SPAWNED=$pid
@@ -126,6 +126,10 @@ do_install() {
     have_packages && return 0
     local t0=$SECONDS i
     log "installing ${PACKAGES[*]}"
+    # One lock shared with the other cluster scripts (tests/clusters/sge.sh) around policy-rc.d and apt: the
+    # file is written only when absent and removed only when this script wrote it. fd 9 is our own lock.
+    exec 8>/var/lock/b2batch-policy-rc.lock
+    flock -w 1800 8 || die "could not take /var/lock/b2batch-policy-rc.lock"
     # Keep the packages' scripts from starting services (there is no init system here).
     if [[ ! -e /usr/sbin/policy-rc.d ]]; then
         printf '#!/bin/sh\n# temporary, made by b2batch-slurm (tests/clusters/slurm.sh)\nexit 101\n' \
@@ -155,6 +159,8 @@ do_install() {
         sleep 10
     done
     cleanup_policy
+    flock -u 8
+    exec 8>&-
     have_packages || die "packages installed but slurmctld/slurmd/sbatch/munged not found"
     log "installed in $((SECONDS - t0)) s"
 }
