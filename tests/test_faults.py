@@ -4,8 +4,8 @@ submissions, a steering process killed or interrupted, broken settings, a broken
 Each scenario checks that no output is lost (every task that should complete has its output, with the
 right content) and that no job is duplicated: tests/workflows/faults_jobs.py records every run of a task
 in runs/Step_<i>.txt (outside result_dir), and the scheduler (squeue, condor_q/condor_history, bjobs) is
-asked how many jobs the run had. Runs on the real Slurm of tests/clusters/slurm.sh and on b2batch's
-HTCondor and LSF emulators.
+asked how many jobs the run had. Runs on the real Slurm and Grid Engine of tests/clusters/ and on
+b2batch's HTCondor and LSF emulators.
 """
 
 from __future__ import annotations
@@ -50,12 +50,26 @@ def cluster_up(script: str) -> bool:
     return subprocess.run(["bash", str(CLUSTERS / script), "status"], check=False, capture_output=True).returncode == 0
 
 
+def _need_cluster(name: str, script: str) -> None:
+    if not cluster_up(script):
+        if os.environ.get("CI"):
+            pytest.fail(f"the local {name} is not running: tests/run-all.sh starts it")
+        pytest.skip(f"the local {name} is not running (bash tests/clusters/{script} start)")
+
+
 @pytest.fixture(scope="module")
 def slurm() -> None:
-    if not cluster_up("slurm.sh"):
-        if os.environ.get("CI"):
-            pytest.fail("the local Slurm is not running: tests/run-all.sh starts it")
-        pytest.skip("the local Slurm is not running (bash tests/clusters/slurm.sh start)")
+    _need_cluster("Slurm", "slurm.sh")
+
+
+@pytest.fixture(scope="module")
+def sge() -> None:
+    _need_cluster("SGE", "sge.sh")
+
+
+def need_real_cluster(system: str, request: pytest.FixtureRequest) -> None:
+    if system in ("slurm", "sge"):
+        request.getfixturevalue(system)
 
 
 class Flow:
@@ -177,12 +191,50 @@ class Flow:
         if self.system == "lsf":
             out = self.tool("bjobs", "-a", "-json", "-o", "jobid stat").stdout
             return {r["JOBID"]: r["STAT"] for r in json.loads(out)["RECORDS"] if r.get("JOBID")}
+        if self.system == "sge":
+            return {**self._sge_finished_jobs(), **self._sge_live_jobs()}  # the queue last: the current state
         raise ValueError(self.system)
 
+    def _sge_live_jobs(self) -> dict[str, str]:
+        from xml.etree import ElementTree
+
+        out = subprocess.run(["qstat", "-xml", "-u", getpass.getuser()], capture_output=True, text=True,
+                             check=True).stdout
+        jobs = {}
+        for job in ElementTree.fromstring(out).iter("job_list"):
+            if job.findtext("JB_name", "").startswith(self.name + "."):
+                number, tasks = job.findtext("JB_job_number", "").strip(), job.findtext("tasks")
+                for job_id in ([f"{number}.{t}" for t in _sge_task_numbers(tasks)] if tasks else [number]):
+                    jobs[job_id] = job.findtext("state", "").strip()
+        return jobs
+
+    def _sge_finished_jobs(self) -> dict[str, str]:
+        out = subprocess.run(["qacct", "-j", f"{self.name}.*"], capture_output=True, text=True, check=False).stdout
+        jobs = {}
+        for record in re.split(r"^=+\s*$", out, flags=re.M):
+            if "jobnumber" not in record:
+                continue
+            fields = dict(re.findall(r"^(\w+)\s+(.*?)\s*$", record, re.M))
+            task = fields.get("taskid", "undefined")
+            jobs[fields["jobnumber"] + (f".{task}" if task.isdigit() else "")] = "finished"
+        return jobs
+
     def active_jobs(self) -> list[str]:
+        if self.system == "sge":
+            return list(self._sge_live_jobs())  # whatever qstat still lists (qw, r, dr ...)
         active = {"slurm": {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "SUSPENDED"},
                   "htcondor": {"1", "2", "5", "6", "7"}, "lsf": {"PEND", "RUN", "PSUSP", "USUSP", "SSUSP"}}
         return [job for job, state in self.jobs().items() if state in active[self.system]]
+
+
+def _sge_task_numbers(tasks: str) -> list[str]:
+    """Array task numbers of a qstat ``tasks`` field: ``3`` or ``1-4:1`` ranges, comma separated."""
+    numbers = []
+    for part in tasks.split(","):
+        first, _, rest = part.strip().partition("-")
+        last, _, step = rest.partition(":")
+        numbers += [str(k) for k in range(int(first), int(last or first) + 1, int(step or 1))]
+    return numbers
 
 
 class Steering:
@@ -231,10 +283,11 @@ def flows(workflow, tmp_path: Path):
                     process.kill()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
-        if flow.system == "slurm":
-            mine = list(flow.jobs())
+        if flow.system in ("slurm", "sge"):
+            mine = flow.active_jobs()
             if mine:
-                subprocess.run(["scancel", *mine], check=False, capture_output=True)
+                cancel = {"slurm": "scancel", "sge": "qdel"}[flow.system]
+                subprocess.run([cancel, *mine], check=False, capture_output=True)
 
 
 def job_processes(flow: Flow, i: int) -> list[psutil.Process]:
@@ -405,12 +458,12 @@ HTCONDOR_ATTACH_BUG = ("b2batch/systems/htcondor.py: a restarted steering proces
     pytest.param("slurm", 1, marks=[pytest.mark.slurm, pytest.mark.slow]),
     pytest.param("lsf", 1, marks=pytest.mark.slow),
     pytest.param("slurm", 2, marks=[pytest.mark.slurm, pytest.mark.slow]),
+    pytest.param("sge", 2, marks=[pytest.mark.sge, pytest.mark.slow]),
     pytest.param("lsf", 2, marks=pytest.mark.slow),
     pytest.param("htcondor", 2, marks=pytest.mark.slow),
 ])
 def test_restarted_steering_process_follows_the_jobs_of_the_killed_one(system, n, flows, request) -> None:
-    if system == "slurm":
-        request.getfixturevalue("slurm")
+    need_real_cluster(system, request)
     flow = flows(system)
     tasks = range(n)
     flow.gate(*tasks)
@@ -442,11 +495,11 @@ def test_restarted_steering_process_follows_the_jobs_of_the_killed_one(system, n
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-@pytest.mark.parametrize("system", [pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.slow]), "lsf"])
+@pytest.mark.parametrize("system", [pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.slow]),
+                                    pytest.param("sge", marks=[pytest.mark.sge, pytest.mark.slow]), "lsf"])
 def test_interrupted_steering_process_cancels_its_jobs_and_leaves_no_partial_output(system, signum, flows,
                                                                                     request) -> None:
-    if system == "slurm":
-        request.getfixturevalue("slurm")
+    need_real_cluster(system, request)
     flow = flows(system)
     flow.gate(0, 1)
     steering = flow.start("--n", "2")

@@ -287,6 +287,30 @@ def test_task_with_a_path_parameter_and_a_plain_target_runs_as_a_job(workflow) -
     assert logs == [f"source=hashed_{digest}/Copy/stderr", f"source=hashed_{digest}/Copy/stdout"]
 
 
+def test_restarted_run_follows_the_local_jobs_of_a_killed_one(workflow, tmp_path: Path) -> None:
+    """SIGKILL leaves the jobs running (each in a session of its own); the next run follows them."""
+    flow = workflow("batch.py")
+    with open(tmp_path / "first.log", "w") as log:
+        first = flow.popen("--count", "2", "--sleep", "8", stdout=log, stderr=subprocess.STDOUT)
+    started = flow.folder / "started"
+    try:
+        wait_for(lambda: len(list(started.glob("*.pid"))) == 2, 60, "both jobs to start their task")
+        pids = {p.name: p.read_text() for p in started.glob("*.pid")}
+        first.kill()
+        first.wait(timeout=30)
+        assert all(alive(int(pid)) for pid in pids.values()), "the jobs did not outlive their steering process"
+        second = flow.run("--count", "2")
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stderr.count("still queued or running from an earlier run; following it") == 2, second.stderr
+    assert {p.name: p.read_text() for p in started.glob("*.pid")} == pids, "a task ran again"
+    for n in range(2):
+        assert str(load(flow.folder / "results" / f"n={n}" / "part.json")["pid"]) == pids[f"{n}.pid"]
+    assert (flow.folder / "results" / "total.json").is_file()
+
+
 # --- the local pool's own behaviour --------------------------------------------------------------------------
 
 class _StubJob:

@@ -253,25 +253,8 @@ class Hooks:
                 int(fate.get("subcode", 0)),
             )
             return True
-        cluster, proc = _ids(job)
-        eventlog.executing(
-            _log(job),
-            cluster,
-            proc,
-            table.now,
-            address("startd"),
-            f"slot1@{hostname()}",
-            job["cpus"],
-            int(job["attrs"].get("RequestMemory", 0)),
-        )
-        table.update(
-            job,
-            status=state.EXITED,
-            start_time=table.now,
-            end_time=table.now,
-            exit_code=int(fate.get("code", 1)),
-            num_starts=1,
-        )
+        self.started(table, job)  # the EXECUTE event comes first, as for a job that ran
+        table.exit_without_running(job, int(fate.get("code", 1)))
         self.finished(table, job)
         return True
 

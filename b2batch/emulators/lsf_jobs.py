@@ -209,14 +209,7 @@ class Hooks:
         fate = job["attrs"].get("_fate")
         if not fate or job.get("num_starts"):
             return False
-        table.update(
-            job,
-            status=state.EXITED,
-            start_time=table.now,
-            end_time=table.now,
-            exit_code=int(fate.get("code", 1)),
-            num_starts=1,
-        )
+        table.exit_without_running(job, int(fate.get("code", 1)))
         self.finished(table, job)
         return True
 

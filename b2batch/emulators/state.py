@@ -150,6 +150,11 @@ class JobTable:
         if self.jobs.pop(job_id, None) is not None:
             self.dirty = True
 
+    def exit_without_running(self, job: dict[str, Any], exit_code: int) -> None:
+        """End ``job`` now with ``exit_code``, as if it had started and exited at once (an injected fate)."""
+        self.update(job, status=EXITED, start_time=self.now, end_time=self.now, exit_code=exit_code,
+                    num_starts=1)
+
     def update(self, job: dict[str, Any], **changes: Any) -> None:
         """Change mutable fields of ``job``, remembering the old values for delayed views."""
         old = {key: job.get(key) for key in changes if job.get(key) != changes[key]}
