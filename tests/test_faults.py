@@ -488,6 +488,8 @@ def test_restarted_steering_process_follows_the_jobs_of_the_killed_one(system, n
     assert "submitted task Step" not in second.output, second.output[-4000:]
     flow.assert_complete_once(tasks)
     assert [flow.starts(i) for i in tasks] == [1] * n
+    # Grid Engine writes a finished job's accounting record a little later.
+    wait_for(lambda: set(jobs.values()) <= set(flow.jobs()), 30, f"the scheduler's records of {jobs}")
     assert sorted(flow.jobs()) == sorted(jobs.values())  # no job was submitted again
 
 

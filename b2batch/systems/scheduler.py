@@ -228,9 +228,7 @@ class SchedulerProcess(BatchProcess):
                                native.state)
             status = JobStatus.running
         if not status.final and native.state in self.final_once_exit_code_written():
-            exit_code = self.job_files.read_exit_code()
-            if exit_code is not None:
-                status = JobStatus.successful if exit_code == 0 else JobStatus.aborted
+            status = self._status_while_completing(status)
         if status.final:
             monitor.forget(self.job_id)
             self._reason = self._describe(native)
@@ -249,6 +247,23 @@ class SchedulerProcess(BatchProcess):
     def final_once_exit_code_written(self) -> set[str]:
         """States in which a written exit-code file already means the job is over (e.g. COMPLETING)."""
         return set()
+
+    #: How long a failed job may stay in a completing state before it counts as aborted without its final state.
+    completing_grace: ClassVar[float] = 30.0
+
+    def _status_while_completing(self, status: JobStatus) -> JobStatus:
+        """A job in a state of :meth:`final_once_exit_code_written`: a job that succeeded is done at once; for
+        a failed one the final state (e.g. Slurm's TIMEOUT or OUT_OF_MEMORY rather than COMPLETING) says why,
+        so it is awaited for up to :attr:`completing_grace` seconds."""
+        exit_code = self.job_files.read_exit_code()
+        if exit_code is None:
+            return status
+        if exit_code == 0:
+            return JobStatus.successful
+        now = time.monotonic()
+        if self._completing_since is None:
+            self._completing_since = now
+        return JobStatus.aborted if now - self._completing_since > self.completing_grace else status
 
     def _status_outside_queue(self, exit_code: int | None, monitor: JobMonitor) -> JobStatus:
         assert self.job_id is not None and self.submitted_at is not None
@@ -309,6 +324,7 @@ class SchedulerProcess(BatchProcess):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._left_queue_at: float | None = None
+        self._completing_since: float | None = None
         self._history_checked_at_poll = -1
         self._reason = ""
         self._scheduler_side = ""
