@@ -135,3 +135,17 @@ class JobFiles:
         except OSError:
             return ""
 
+
+
+def unfinished_submissions(task_file_dir: Path, system: str) -> list[str]:
+    """Job ids of ``system`` recorded in the journals under ``task_file_dir`` whose job wrote no exit code
+    yet: the jobs an earlier steering process may have left queued or running."""
+    ids = []
+    for journal in task_file_dir.glob("*/*/submission.json"):
+        try:
+            record = json.loads(journal.read_text())
+        except (OSError, ValueError):
+            continue
+        if record.get("system") == system and record.get("job_id") and not (journal.parent / "exit_code").exists():
+            ids.append(str(record["job_id"]))
+    return ids

@@ -11,10 +11,14 @@ import pytest
 import b2batch
 from b2batch.monitor import JobMonitor, NativeState
 from b2batch.process import JobStatus
+from b2batch.systems.htcondor import HTCondorProcess
+from b2batch.systems.scheduler import SchedulerProcess
 from b2batch.systems.slurm import SlurmProcess
 
 
 class Sleepy(b2batch.Task):
+    n = b2batch.IntParameter(default=0)
+
     def output(self):
         yield self.add_to_output("out.txt")
 
@@ -75,3 +79,40 @@ def test_failed_job_that_left_the_queue_is_aborted_by_its_exit_code(slurm_job) -
     del queue["42"]
     job.job_files.exit_code.write_text("2\n")
     assert job.get_job_status() == JobStatus.aborted
+
+
+def test_a_restarted_run_asks_about_the_jobs_of_all_its_tasks_at_once(monkeypatch) -> None:
+    """Re-attaching N tasks whose status query names job ids (HTCondor, LSF) costs one lookup, not N."""
+    monkeypatch.setattr(SchedulerProcess, "_earlier", {})
+    monkeypatch.setattr(HTCondorProcess, "_monitors", {})
+    states = {"7.0": NativeState("2"), "7.1": NativeState("1"), "7.2": NativeState("4", exit_code=0),
+              "7.3": NativeState("5", reason="held by the admin")}
+    queries: list[list[str]] = []
+
+    def query_states(ids: list[str]) -> dict[str, NativeState]:
+        queries.append(ids)
+        return {i: states[i] for i in ids if i in states}
+
+    monkeypatch.setattr(HTCondorProcess, "query_states", staticmethod(query_states))
+    jobs = [HTCondorProcess(task=Sleepy(n=n), scheduler=None, result_queue=None, worker_timeout=None)
+            for n in range(6)]
+    for n, job in enumerate(jobs):  # the journals a killed steering process left (7.4 and 7.5 are forgotten)
+        job.job_files.folder.mkdir(parents=True)
+        job.job_files.record_submission("htcondor", f"7.{n}")
+    finished = Sleepy(n=9)  # a job that wrote its exit code is not asked about
+    done = HTCondorProcess(task=finished, scheduler=None, result_queue=None, worker_timeout=None)
+    done.job_files.folder.mkdir(parents=True)
+    done.job_files.record_submission("htcondor", "6.0")
+    done.job_files.exit_code.write_text("0\n")
+
+    attached = [job.attach(job.job_files.read_submission()) for job in jobs]
+    # running and idle jobs are followed; a completed one, an unknown one and a held one (final) are not
+    assert attached == [True, True, False, False, False, False]
+    assert len(queries) == 1 and sorted(queries[0]) == [f"7.{n}" for n in range(6)]
+    assert HTCondorProcess.monitor().tracked == {"7.0", "7.1"}
+    # what was heard of a job the steering process cancels itself is forgotten: it is asked about again
+    monkeypatch.setattr("b2batch.commands.run_with_retries", lambda *a, **k: None)
+    jobs[0].kill_job()
+    states["7.0"] = NativeState("3", reason="removed by user")
+    assert jobs[0].attach({"job_id": "7.0"}) is False
+    assert queries[1:] == [["7.0"]]

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from b2batch import commands, paths
+from b2batch import commands, jobfiles, paths
 from b2batch.errors import B2BatchError, BatchSystemError, SchedulerCommandError
 from b2batch.monitor import JobMonitor, NativeState
 from b2batch.process import BatchProcess, JobStatus
@@ -192,16 +192,42 @@ class SchedulerProcess(BatchProcess):
     def attach(self, submission: dict[str, Any]) -> bool:
         job_id = str(submission.get("job_id"))
         monitor = self.monitor()
-        monitor.track(job_id)
-        # One poll answers for every job when the query lists all of the user's jobs; otherwise ask again.
-        monitor.poll_if_older_than(5.0 if job_id in monitor.seen else 0.0)
-        native = monitor.states.get(job_id) or monitor.seen.get(job_id)
+        native = monitor.states.get(job_id) or monitor.seen.get(job_id) or self._earlier_state(job_id)
         status = self.state_map.get(native.state) if native else None
         if status is None or status.final:
-            monitor.forget(job_id)
             return False
         self.job_id = job_id
+        monitor.track(job_id)
         return True
+
+    #: How many job ids one status query of earlier jobs names at most (command lines have a length limit).
+    lookup_chunk: ClassVar[int] = 5000
+    #: Whether :meth:`status_command` lists all of the user's jobs whatever ids it is given (Slurm, SGE).
+    lists_all_jobs: ClassVar[bool] = False
+    #: What the scheduler said of the jobs of earlier runs, by batch system: looked up once for all of them.
+    _earlier: ClassVar[dict[type, dict[str, NativeState | None]]] = {}
+
+    def _earlier_state(self, job_id: str) -> NativeState | None:
+        """The scheduler's state of a job of an earlier run (None: it does not know the job). The first
+        task to re-attach asks for the jobs of every unfinished journal in its task file folder at once, so a
+        restarted run of N tasks costs a few status queries, not N. Answers may be old by the time a task
+        re-attaches: a job that ended since is then found over by the usual status queries."""
+        known = self._earlier.setdefault(type(self), {})
+        if job_id not in known:
+            task_file_dir = self.job_files.folder.parent.parent
+            ids = list(dict.fromkeys([job_id, *jobfiles.unfinished_submissions(task_file_dir, self.system_name)]))
+            ids = [i for i in ids if i not in known]
+            chunks = [ids] if self.lists_all_jobs else [ids[k:k + self.lookup_chunk]
+                                                         for k in range(0, len(ids), self.lookup_chunk)]
+            for chunk in chunks:
+                try:
+                    states = self.query_states(chunk)
+                except SchedulerCommandError as e:
+                    logger.warning("Job %s: could not ask %s about the jobs of an earlier run: %s", job_id,
+                                   self.system_name, e)
+                    return None
+                known.update({i: states.get(i) for i in chunk})
+        return known.get(job_id)
 
     def get_job_status(self) -> JobStatus:
         assert self.job_id is not None
@@ -310,7 +336,7 @@ class SchedulerProcess(BatchProcess):
             except SchedulerCommandError as e:
                 logger.warning("Could not cancel %d %s job(s): %s", len(chunk), cls.system_name, e)
             for job_id in chunk:
-                cls.monitor().forget(job_id)
+                cls._forget(job_id)
 
     def kill_job(self) -> None:
         if self.job_id is None:
@@ -319,7 +345,15 @@ class SchedulerProcess(BatchProcess):
             commands.run_with_retries(self.cancel_command([self.job_id]), attempts=3)
         except SchedulerCommandError as e:
             logger.warning("Job %s: could not cancel it: %s", self.job_id, e)
-        self.monitor().forget(self.job_id)
+        self._forget(self.job_id)
+
+    @classmethod
+    def _forget(cls, job_id: str) -> None:
+        """Stop following a cancelled job, and forget what was last heard of it (it is no job to re-attach)."""
+        monitor = cls.monitor()
+        monitor.forget(job_id)
+        monitor.seen.pop(job_id, None)
+        cls._earlier.get(cls, {}).pop(job_id, None)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

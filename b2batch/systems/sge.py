@@ -99,6 +99,7 @@ class SGEProcess(SchedulerProcess):
     }
 
     array_index: ClassVar[str | None] = "${SGE_TASK_ID}"
+    lists_all_jobs: ClassVar[bool] = True
 
     def common_options(self) -> list[str]:
         # Grid Engine ignores #! lines: -S names the shell. -V passes the submitter's environment on.

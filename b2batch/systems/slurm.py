@@ -102,6 +102,7 @@ class SlurmProcess(SchedulerProcess):
     scheduler_side_states: ClassVar[frozenset[str]] = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
 
     array_index: ClassVar[str | None] = "${SLURM_ARRAY_TASK_ID}"
+    lists_all_jobs: ClassVar[bool] = True
 
     def common_options(self) -> list[str]:
         return sbatch_options(get_setting("slurm_settings", task=self.task) or {}, self.task)
