@@ -144,7 +144,10 @@ class BatchProcess(abc.ABC):
             self.submission_failed(str(e))
             return
         self.job_id = None
-        self.submitter().enqueue(self)
+        submitter = self.submitter()
+        submitter.enqueue(self)
+        if not BatchProcess.shutting_down and submitter.due():
+            submitter.flush()
 
     def submitted(self) -> None:
         """Called by the submitter once the job is with the batch system."""

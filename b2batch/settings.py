@@ -85,6 +85,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("max_scheduler_calls_per_second", 5.0, "Cap on scheduler commands (submit, status, cancel) "
                 "per second from one steering process."),
         Setting("max_array_size", 1000, "Most jobs submitted together as one job array."),
+        Setting("submission_window", 2.0, "Seconds a job that is ready to go waits for more ready tasks to "
+                "join its job array while luigi still starts tasks; the wait doubles while the start goes on, "
+                "and a full array (max_array_size) goes at once. 0 submits every job alone at once."),
         Setting("scheduler_unreachable_timeout", 600.0, "Seconds a batch system may keep failing (submit "
                 "or status commands) before its jobs fail with its last error."),
         Setting("output_wait_timeout", 30.0, "Seconds to wait for outputs of a succeeded job to appear on "

@@ -3,7 +3,9 @@
 luigi's worker starts the tasks that became runnable one after the other and then asks each whether it is
 alive. :meth:`BatchProcess.start` only queues its job here; the first question afterwards flushes the queue:
 the jobs go to the batch system together (as job arrays where the system has them), at most
-``max_jobs_in_flight`` at a time. A transient scheduler error puts the jobs back with a growing pause (1,
+``max_jobs_in_flight`` at a time. In a graph of thousands of tasks luigi may take minutes to start them all,
+so the queue also goes once ``max_array_size`` jobs wait or the first has waited ``submission_window``
+seconds, a window that doubles while the start of tasks goes on (:meth:`Submitter.due`). A transient scheduler error puts the jobs back with a growing pause (1,
 2, 4 ... s) while the other tasks carry on; after ``scheduler_unreachable_timeout`` seconds of failures the
 jobs fail with the scheduler's last answer.
 """
@@ -37,10 +39,32 @@ class Submitter:
         self.failing_since: float | None = None
         self.next_attempt = 0.0
         self.submissions = 0  # calls of the submit command, for benchmarks
+        self._first_waiting_since = 0.0
+        self._window = 0.0
+        self._last_flush = float("-inf")
 
     def enqueue(self, job: BatchProcess) -> None:
+        if not self.waiting:
+            now = time.monotonic()
+            if now - self._last_flush > self._window:  # not in a long start of tasks: a new window
+                self._window = float(get_setting("submission_window"))
+            self._first_waiting_since = now
         self.waiting.append(job)
         self._waiting_ids.add(id(job))
+
+    def due(self) -> bool:
+        """Whether the waiting jobs should go now rather than wait for more to join their arrays: a full
+        array waits, or the first job has waited the window (``submission_window`` seconds at first, twice
+        as long after each time it ran out while luigi kept starting tasks, so that a start of tasks that
+        lasts T seconds costs about log2(T) submissions more than N / max_array_size)."""
+        if not self.waiting:
+            return False
+        if len(self.waiting) >= int(get_setting("max_array_size")):
+            return True
+        if time.monotonic() - self._first_waiting_since >= self._window:
+            self._window *= 2
+            return True
+        return False
 
     def add_in_flight(self, job: BatchProcess) -> None:
         self.in_flight.add(id(job))
@@ -60,6 +84,7 @@ class Submitter:
         if room <= 0:
             return
         batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
+        self._last_flush = self._first_waiting_since = time.monotonic()  # those left (throttle) wait anew
         self._waiting_ids.difference_update(id(job) for job in batch)
         for group in self.system.groups_for_submission(batch):
             if not self._submit(group):

@@ -74,3 +74,53 @@ def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> Non
     monitor.invalidate()
     assert monitor.state("1") == NativeState("C")
     assert monitor._interval == 0.05  # a change resets the interval
+
+
+def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_passed() -> None:
+    from b2batch.submission import Submitter
+
+    set_setting("submission_window", 0.3)
+    set_setting("max_array_size", 3)
+    submitted: list[int] = []
+
+    class System:
+        @staticmethod
+        def groups_for_submission(jobs: list) -> list[list]:
+            return [jobs]
+
+        @staticmethod
+        def submit_group(group: list) -> None:
+            submitted.append(len(group))
+
+    class Job:
+        def submitted(self) -> None:
+            pass
+
+    submitter = Submitter(System)
+    assert not submitter.due()
+    for _ in range(2):
+        submitter.enqueue(Job())
+        assert not submitter.due()  # luigi may start more ready tasks: wait for them
+    submitter.enqueue(Job())
+    assert submitter.due()  # a full array
+    submitter.flush()
+    assert submitted == [3] and not submitter.due()
+    submitter.enqueue(Job())
+    assert not submitter.due()
+    time.sleep(0.35)
+    assert submitter.due()  # the window has passed
+    submitter.flush()
+    assert submitted == [3, 1]
+    # luigi goes on starting tasks: the window doubles, so a long start costs few submissions
+    submitter.enqueue(Job())
+    time.sleep(0.35)
+    assert not submitter.due()
+    time.sleep(0.3)
+    assert submitter.due()
+    submitter.flush()
+    assert submitted == [3, 1, 1]
+    # after a quiet spell longer than the window, a new start of tasks begins with the setting's window
+    time.sleep(1.3)
+    submitter.enqueue(Job())
+    time.sleep(0.35)
+    assert submitter.due()
