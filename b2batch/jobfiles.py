@@ -136,7 +136,6 @@ class JobFiles:
             return ""
 
 
-
 def unfinished_submissions(task_file_dir: Path, system: str) -> list[str]:
     """Job ids of ``system`` recorded in the journals under ``task_file_dir`` whose job wrote no exit code
     yet: the jobs an earlier steering process may have left queued or running."""

@@ -146,8 +146,8 @@ class BatchProcess(abc.ABC):
         self.job_id = None
         submitter = self.submitter()
         submitter.enqueue(self)
-        if not BatchProcess.shutting_down and submitter.due():
-            submitter.flush()
+        if not BatchProcess.shutting_down:
+            submitter.flush_if_due()
 
     def submitted(self) -> None:
         """Called by the submitter once the job is with the batch system."""

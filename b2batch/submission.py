@@ -5,9 +5,10 @@ alive. :meth:`BatchProcess.start` only queues its job here; the first question a
 the jobs go to the batch system together (as job arrays where the system has them), at most
 ``max_jobs_in_flight`` at a time. In a graph of thousands of tasks luigi may take minutes to start them all,
 so the queue also goes once ``max_array_size`` jobs wait or the first has waited ``submission_window``
-seconds, a window that doubles while the start of tasks goes on (:meth:`Submitter.due`). A transient scheduler error puts the jobs back with a growing pause (1,
-2, 4 ... s) while the other tasks carry on; after ``scheduler_unreachable_timeout`` seconds of failures the
-jobs fail with the scheduler's last answer.
+seconds, a window that doubles while the start of tasks goes on (:meth:`Submitter.flush_if_due`). A
+transient scheduler error puts the jobs back with a growing pause (1, 2, 4 ... s) while the other tasks
+carry on; after ``scheduler_unreachable_timeout`` seconds of failures the jobs fail with the scheduler's last
+answer.
 """
 
 from __future__ import annotations
@@ -52,19 +53,18 @@ class Submitter:
         self.waiting.append(job)
         self._waiting_ids.add(id(job))
 
-    def due(self) -> bool:
-        """Whether the waiting jobs should go now rather than wait for more to join their arrays: a full
-        array waits, or the first job has waited the window (``submission_window`` seconds at first, twice
-        as long after each time it ran out while luigi kept starting tasks, so that a start of tasks that
-        lasts T seconds costs about log2(T) submissions more than N / max_array_size)."""
+    def flush_if_due(self) -> None:
+        """Submit what waits if it should not wait for more jobs to join its arrays: a full array waits, or
+        the first job has waited the window (``submission_window`` seconds at first, twice as long after each
+        time it ran out while luigi kept starting tasks, so that a start of tasks that lasts T seconds costs
+        about log2(T) submissions more than N / max_array_size)."""
         if not self.waiting:
-            return False
-        if len(self.waiting) >= int(get_setting("max_array_size")):
-            return True
-        if time.monotonic() - self._first_waiting_since >= self._window:
+            return
+        if len(self.waiting) < int(get_setting("max_array_size")):
+            if time.monotonic() - self._first_waiting_since < self._window:
+                return
             self._window *= 2
-            return True
-        return False
+        self.flush()
 
     def add_in_flight(self, job: BatchProcess) -> None:
         self.in_flight.add(id(job))

@@ -98,30 +98,31 @@ def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_pass
             pass
 
     submitter = Submitter(System)
-    assert not submitter.due()
+    submitter.flush_if_due()  # nothing waits
     for _ in range(2):
         submitter.enqueue(Job())
-        assert not submitter.due()  # luigi may start more ready tasks: wait for them
+        submitter.flush_if_due()
+    assert submitted == []  # luigi may start more ready tasks: wait for them
     submitter.enqueue(Job())
-    assert submitter.due()  # a full array
-    submitter.flush()
-    assert submitted == [3] and not submitter.due()
+    submitter.flush_if_due()
+    assert submitted == [3]  # a full array goes at once
     submitter.enqueue(Job())
-    assert not submitter.due()
+    submitter.flush_if_due()
     time.sleep(0.35)
-    assert submitter.due()  # the window has passed
-    submitter.flush()
-    assert submitted == [3, 1]
+    assert submitted == [3]
+    submitter.flush_if_due()
+    assert submitted == [3, 1]  # the window has passed
     # luigi goes on starting tasks: the window doubles, so a long start costs few submissions
     submitter.enqueue(Job())
     time.sleep(0.35)
-    assert not submitter.due()
+    submitter.flush_if_due()
+    assert submitted == [3, 1]
     time.sleep(0.3)
-    assert submitter.due()
-    submitter.flush()
+    submitter.flush_if_due()
     assert submitted == [3, 1, 1]
     # after a quiet spell longer than the window, a new start of tasks begins with the setting's window
     time.sleep(1.3)
     submitter.enqueue(Job())
     time.sleep(0.35)
-    assert submitter.due()
+    submitter.flush_if_due()
+    assert submitted == [3, 1, 1, 1]
