@@ -110,6 +110,20 @@ class JobFiles:
                   "steering_pid": os.getpid()}
         _atomic_write(self.submission, json.dumps(record))
 
+    def unfinished_submissions(self, system: str) -> list[str]:
+        """Job ids of ``system`` in the journals of every task that shares this task's ``task_file_dir``
+        whose job wrote no exit code yet: the jobs an earlier steering process may have left queued or
+        running."""
+        ids = []
+        for journal in self.folder.parent.parent.glob("*/*/submission.json"):  # <dir>/<family>/<task_id>/
+            try:
+                record = json.loads(journal.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("system") == system and record.get("job_id") and not (journal.parent / "exit_code").exists():
+                ids.append(str(record["job_id"]))
+        return ids
+
     def read_submission(self) -> dict[str, Any] | None:
         try:
             return json.loads(self.submission.read_text())
@@ -134,17 +148,3 @@ class JobFiles:
                 return "".join(deque(f, maxlen=lines)).rstrip()
         except OSError:
             return ""
-
-
-def unfinished_submissions(task_file_dir: Path, system: str) -> list[str]:
-    """Job ids of ``system`` recorded in the journals under ``task_file_dir`` whose job wrote no exit code
-    yet: the jobs an earlier steering process may have left queued or running."""
-    ids = []
-    for journal in task_file_dir.glob("*/*/submission.json"):
-        try:
-            record = json.loads(journal.read_text())
-        except (OSError, ValueError):
-            continue
-        if record.get("system") == system and record.get("job_id") and not (journal.parent / "exit_code").exists():
-            ids.append(str(record["job_id"]))
-    return ids

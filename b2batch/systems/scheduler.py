@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-from b2batch import commands, jobfiles, paths
+from b2batch import commands, paths
 from b2batch.errors import B2BatchError, BatchSystemError, SchedulerCommandError
 from b2batch.monitor import JobMonitor, NativeState
 from b2batch.process import BatchProcess, JobStatus
@@ -214,8 +214,7 @@ class SchedulerProcess(BatchProcess):
         re-attaches: a job that ended since is then found over by the usual status queries."""
         known = self._earlier.setdefault(type(self), {})
         if job_id not in known:
-            task_file_dir = self.job_files.folder.parent.parent
-            ids = list(dict.fromkeys([job_id, *jobfiles.unfinished_submissions(task_file_dir, self.system_name)]))
+            ids = list(dict.fromkeys([job_id, *self.job_files.unfinished_submissions(self.system_name)]))
             ids = [i for i in ids if i not in known]
             chunks = [ids] if self.lists_all_jobs else [ids[k:k + self.lookup_chunk]
                                                          for k in range(0, len(ids), self.lookup_chunk)]
