@@ -1,35 +1,121 @@
 """b2batch: run a luigi workflow locally or as jobs on HTCondor, LSF, Slurm, Sun Grid Engine or locally.
 
-Everything of luigi's public API is available here too, so ``import b2batch as luigi`` (or ``as b2luigi``)
-works; b2batch's own task classes, parameters and helpers replace luigi's of the same name.
+luigi's public API is available here too, so ``import b2batch as luigi`` (or ``as b2luigi``) works;
+b2batch's own task classes, parameters and helpers replace luigi's of the same name. Every name is listed
+explicitly below (``tests/test_api.py`` checks that luigi's ``__all__`` is covered) and imported when first
+used, so that ``import b2batch.emulators`` or ``import b2batch.engine`` does not load luigi.
 """
 
-from luigi import *  # noqa: F401,F403  (b2batch offers luigi's public API)
-from luigi import __all__ as _luigi_all
+from __future__ import annotations
 
-from b2batch.errors import B2BatchError, BatchSystemError, OutputPathError, SchedulerCommandError, SettingError
-from b2batch.process import BatchProcess, JobStatus
-from b2batch.workflow import process
-from b2batch.settings import clear_setting, get_setting, set_setting
-from b2batch.task import (
-    PARAMETER_CLASSES,
-    ExternalTask,
-    LocalTarget,
-    Task,
-    WrapperTask,
-    inherits,
-    on_temporary_files,
-    requires,
-)
-
-globals().update(PARAMETER_CLASSES)
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = sorted({
-    *_luigi_all,
-    *PARAMETER_CLASSES,
-    "B2BatchError", "BatchProcess", "BatchSystemError", "ExternalTask", "JobStatus", "LocalTarget",
-    "OutputPathError", "SchedulerCommandError", "SettingError", "Task", "WrapperTask", "clear_setting",
-    "get_setting", "inherits", "on_temporary_files", "process", "requires", "set_setting",
-})
+#: Where each public name comes from.
+_SOURCES = {
+    "luigi": ("Config", "DynamicRequirements", "Event", "LuigiStatusCode", "RPCError", "RemoteScheduler", "Target",
+              "auto_namespace", "build", "configuration", "event", "interface", "local_target", "namespace",
+              "parameter", "range", "rpc", "run", "target", "task"),
+    "b2batch.parameters": (
+        "BoolParameter", "ChoiceListParameter", "ChoiceParameter", "DateHourParameter", "DateIntervalParameter",
+        "DateMinuteParameter", "DateParameter", "DateSecondParameter", "DictParameter", "EnumListParameter",
+        "EnumParameter", "FloatParameter", "IntParameter", "ListParameter", "MonthParameter", "NumericalParameter",
+        "OptionalBoolParameter", "OptionalChoiceParameter", "OptionalDictParameter", "OptionalFloatParameter",
+        "OptionalIntParameter", "OptionalListParameter", "OptionalNumericalParameter", "OptionalParameter",
+        "OptionalPathParameter", "OptionalStrParameter", "OptionalTupleParameter", "Parameter", "PathParameter",
+        "StrParameter", "TaskParameter", "TimeDeltaParameter", "TupleParameter", "YearParameter"),
+    "b2batch.engine": ("JobStatus",),
+    "b2batch.errors": ("B2BatchError", "BatchSystemError", "OutputPathError", "SchedulerCommandError",
+                       "SettingError"),
+    "b2batch.luigi_frontend.batch_process": ("BatchProcess",),
+    "b2batch.luigi_frontend.workflow": ("process",),
+    "b2batch.settings": ("clear_setting", "get_setting", "set_setting"),
+    "b2batch.task": ("ExternalTask", "LocalTarget", "Task", "WrapperTask", "inherits", "on_temporary_files",
+                     "requires"),
+}
+_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+
+__all__ = sorted([*_MODULE_OF, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'b2batch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from luigi import (
+        Config,
+        DynamicRequirements,
+        Event,
+        LuigiStatusCode,
+        RemoteScheduler,
+        RPCError,
+        Target,
+        auto_namespace,
+        build,
+        configuration,
+        event,
+        interface,
+        local_target,
+        namespace,
+        parameter,
+        range,
+        rpc,
+        run,
+        target,
+        task,
+    )
+
+    from b2batch.engine import JobStatus
+    from b2batch.errors import B2BatchError, BatchSystemError, OutputPathError, SchedulerCommandError, SettingError
+    from b2batch.luigi_frontend.batch_process import BatchProcess
+    from b2batch.luigi_frontend.workflow import process
+    from b2batch.parameters import (
+        BoolParameter,
+        ChoiceListParameter,
+        ChoiceParameter,
+        DateHourParameter,
+        DateIntervalParameter,
+        DateMinuteParameter,
+        DateParameter,
+        DateSecondParameter,
+        DictParameter,
+        EnumListParameter,
+        EnumParameter,
+        FloatParameter,
+        IntParameter,
+        ListParameter,
+        MonthParameter,
+        NumericalParameter,
+        OptionalBoolParameter,
+        OptionalChoiceParameter,
+        OptionalDictParameter,
+        OptionalFloatParameter,
+        OptionalIntParameter,
+        OptionalListParameter,
+        OptionalNumericalParameter,
+        OptionalParameter,
+        OptionalPathParameter,
+        OptionalStrParameter,
+        OptionalTupleParameter,
+        Parameter,
+        PathParameter,
+        StrParameter,
+        TaskParameter,
+        TimeDeltaParameter,
+        TupleParameter,
+        YearParameter,
+    )
+    from b2batch.settings import clear_setting, get_setting, set_setting
+    from b2batch.task import ExternalTask, LocalTarget, Task, WrapperTask, inherits, on_temporary_files, requires

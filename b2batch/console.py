@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch import cli, paths
-from b2batch.jobfiles import JobFiles
+from b2batch.engine.files import JobFiles
 from b2batch.settings import get_setting
 
 #: States of a job that is not over: ``cancel`` cancels these.
@@ -127,13 +127,13 @@ def ask_batch_systems(jobs: list[Job]) -> None:
 
 
 def _scheduler_states(system: str, group: list[Job]) -> None:
+    from b2batch.engine import JobStatus, Run
     from b2batch.errors import B2BatchError
-    from b2batch.process import JobStatus
-    from b2batch.systems import process_class
+    from b2batch.systems import system_class
 
     try:
-        cls: Any = process_class(system)
-        states = cls.query_states([job.job_id for job in group])
+        cls: Any = system_class(system)
+        states = cls(Run()).query_states([job.job_id for job in group])
     except (B2BatchError, NotImplementedError, AttributeError, ValueError) as e:  # ValueError: unreadable output
         for job in group:
             job.detail = f"could not ask {system}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
@@ -221,9 +221,8 @@ def status(script: str, override: str | None = None, as_json: bool = False) -> i
 def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
     """Cancel the workflow's queued and running jobs: one cancel command per batch system; local jobs by
     stopping their steering process (which kills its jobs), or the job's processes if it is gone."""
-    from b2batch import commands
     from b2batch.errors import B2BatchError
-    from b2batch.systems import process_class
+    from b2batch.systems import commands, system_class
 
     folder = task_file_dir(Path(script).resolve(), override)
     jobs = collect(folder)
@@ -246,8 +245,8 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
             failures += _cancel_local(group)
             continue
         try:
-            system_class: Any = process_class(system)
-            command = system_class.cancel_command([job.job_id for job in group])
+            cls: Any = system_class(system)
+            command = cls.cancel_command([job.job_id for job in group])
             done = commands.run(command, check=False)
         except (B2BatchError, NotImplementedError) as e:
             print(f"{system}: could not cancel: {e}", file=sys.stderr)

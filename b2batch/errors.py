@@ -43,3 +43,7 @@ class SchedulerCommandError(BatchSystemError):
         if self.hint:
             text += f"\n{self.hint}"
         return text
+
+
+class TransientCommandError(SchedulerCommandError):
+    """A scheduler command failed in a way that may go away when tried again."""

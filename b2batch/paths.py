@@ -100,7 +100,3 @@ def log_folder(task: Any) -> Path:
     """Folder of the task's job logs: ``<log_dir>/<parameter parts>/<TaskFamily>``."""
     return task_folder(task, "log_dir") / task.task_family
 
-
-def job_folder(task: Any) -> Path:
-    """Folder of the task's job files: ``<task_file_dir>/<parameter parts>/<TaskFamily>``."""
-    return task_folder(task, "task_file_dir") / task.task_family

@@ -71,7 +71,6 @@ SETTINGS: dict[str, Setting] = {
                 "script's folder."),
         Setting("job_name", None, "Name of the task's job on the batch system; default: the task family."),
         Setting("shell", "bash", "Shell that runs the job wrapper."),
-        Setting("add_filename_to_path", False, "Prepend the workflow script's folder to PYTHONPATH in jobs."),
         Setting("local_slots", None, "Jobs the local batch system runs at once; default: number of CPUs."),
         Setting("poll_interval", 1.0, "Seconds between status queries of a batch system at the start of a "
                 "run."),

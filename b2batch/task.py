@@ -49,18 +49,9 @@ class _PathOptions:
         self.hidden = hidden
 
 
-def _parameter_classes() -> dict[str, type]:
-    """A subclass with path options of every public parameter class of luigi, under luigi's names."""
-    classes = {}
-    for name in dir(luigi.parameter):
-        obj = getattr(luigi.parameter, name)
-        if not name.startswith("_") and isinstance(obj, type) and issubclass(obj, luigi.Parameter):
-            classes[name] = type(name, (_PathOptions, obj), {"__module__": __name__, "__doc__": obj.__doc__})
-    return classes
-
-
-PARAMETER_CLASSES = _parameter_classes()
-globals().update(PARAMETER_CLASSES)
+def with_path_options(base: type) -> type:
+    """A subclass of the luigi parameter class ``base``, of the same name, with the path options."""
+    return type(base.__name__, (_PathOptions, base), {"__module__": "b2batch.parameters", "__doc__": base.__doc__})
 
 
 # --- output helpers --------------------------------------------------------------------------------------

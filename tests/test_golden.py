@@ -11,7 +11,9 @@ import pytest
 
 import b2batch
 from b2batch import paths, wrapper
-from b2batch.jobfiles import JobFiles
+from b2batch.engine.files import JobFiles
+from b2batch.engine import Run
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
 from b2batch.systems.htcondor import submit_description
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -49,19 +51,20 @@ def task(tmp_path: Path) -> Reconstruct:
 
 
 def test_executable_wrapper(task: Reconstruct, tmp_path: Path) -> None:
-    job_files = JobFiles.for_task(task)
+    job_files = task_files(task)
     _compare("executable_wrapper.sh", _normalise(wrapper.render_wrapper(task, job_files), tmp_path))
 
 
 def test_htcondor_submit_description(task: Reconstruct, tmp_path: Path) -> None:
     b2batch.set_setting("htcondor_settings", {"request_cpus": 2, "request_memory": "2 GB", "+Experiment": '"belle2"'})
-    job_files = JobFiles.for_task(task)
-    text = submit_description(task, str(job_files.wrapper), str(job_files.folder), "b2bGOLDEN")
+    job = TaskJobs(Run(), RunContext()).make(task)
+    text = submit_description(job, str(job.files.wrapper), str(job.files.folder), "b2bGOLDEN")
     _compare("htcondor.sub", _normalise(text, tmp_path))
 
 
 def test_htcondor_array_description(task: Reconstruct, tmp_path: Path) -> None:
-    text = submit_description(task, str(tmp_path / "arrays" / "dispatch.sh"), str(tmp_path / "arrays"), "b2bGOLDEN",
+    job = TaskJobs(Run(), RunContext()).make(task)
+    text = submit_description(job, str(tmp_path / "arrays" / "dispatch.sh"), str(tmp_path / "arrays"), "b2bGOLDEN",
                               count=3, arguments="$(Process)", suffix=".$(Process)")
     _compare("htcondor_array.sub", _normalise(text, tmp_path))
 

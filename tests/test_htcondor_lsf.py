@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from b2batch.process import JobStatus
-from b2batch.systems.htcondor import HTCondorProcess
-from b2batch.systems.lsf import LSFProcess
+from b2batch.engine import JobStatus
+from b2batch.systems.htcondor import HTCondorSystem
+from b2batch.systems.lsf import LSFSystem
 
 from conftest import clean_env
 
@@ -20,25 +20,25 @@ DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_parse_recorded_condor_outputs() -> None:
-    queue = HTCondorProcess.parse_status((DATA / "htcondor" / "condor_q_running.json").read_text())
-    assert HTCondorProcess.state_map[queue["16.0"].state] == JobStatus.running
-    assert HTCondorProcess.state_map[queue["16.1"].state] == JobStatus.idle
+    queue = HTCondorSystem.parse_status((DATA / "htcondor" / "condor_q_running.json").read_text())
+    assert HTCondorSystem.state_map[queue["16.0"].state] == JobStatus.running
+    assert HTCondorSystem.state_map[queue["16.1"].state] == JobStatus.idle
     assert queue["17.0"].state == "5" and "memory limit" in queue["17.0"].reason
-    history = HTCondorProcess.parse_status((DATA / "htcondor" / "condor_history_completed.json").read_text())
+    history = HTCondorSystem.parse_status((DATA / "htcondor" / "condor_history_completed.json").read_text())
     assert history["15.0"].exit_code == 0 and history["15.1"].exit_code == 1
     assert history["14.0"].state == "3" and "condor_rm" in history["14.0"].reason
-    assert HTCondorProcess.parse_status("") == {}  # condor_q prints nothing when nothing matches
-    assert set(HTCondorProcess.state_map) == {str(i) for i in range(1, 8)}
+    assert HTCondorSystem.parse_status("") == {}  # condor_q prints nothing when nothing matches
+    assert set(HTCondorSystem.state_map) == {str(i) for i in range(1, 8)}
 
 
 def test_parse_recorded_bjobs_output() -> None:
-    states = LSFProcess.parse_status((DATA / "lsf" / "bjobs_mixed.json").read_text())
-    assert LSFProcess.state_map[states["123"].state] == JobStatus.successful
-    assert states["124"].exit_code == 1 and LSFProcess.state_map["EXIT"] == JobStatus.aborted
+    states = LSFSystem.parse_status((DATA / "lsf" / "bjobs_mixed.json").read_text())
+    assert LSFSystem.state_map[states["123"].state] == JobStatus.successful
+    assert states["124"].exit_code == 1 and LSFSystem.state_map["EXIT"] == JobStatus.aborted
     assert states["127[2]"].exit_code == 143
-    assert LSFProcess.parse_status((DATA / "lsf" / "bjobs_empty.json").read_text()) == {}
+    assert LSFSystem.parse_status((DATA / "lsf" / "bjobs_empty.json").read_text()) == {}
     for stat in ("PEND", "PROV", "PSUSP", "RUN", "USUSP", "SSUSP", "DONE", "EXIT", "UNKWN", "WAIT", "ZOMBI"):
-        assert stat in LSFProcess.state_map
+        assert stat in LSFSystem.state_map
 
 
 class Emulated:

@@ -317,11 +317,11 @@ def test_restarted_run_follows_the_local_jobs_of_a_killed_one(workflow, tmp_path
 # --- the local pool's own behaviour --------------------------------------------------------------------------
 
 class _StubJob:
-    """What the local pool uses of a LocalProcess: its id and wrapper."""
+    """What the local pool uses of an engine job: its id and wrapper."""
 
     def __init__(self, wrapper: Path, job_id: str | None = None) -> None:
         self.job_id = job_id
-        self.job_files = type("Files", (), {"wrapper": wrapper})()
+        self.files = type("Files", (), {"wrapper": wrapper})()
 
 
 def _script(folder: Path, name: str, body: str) -> Path:
@@ -332,7 +332,7 @@ def _script(folder: Path, name: str, body: str) -> Path:
 
 
 def test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path: Path) -> None:
-    from b2batch.process import JobStatus
+    from b2batch.engine import JobStatus
     from b2batch.systems.local import _Pool
 
     pid_file = tmp_path / "pid"
@@ -348,7 +348,7 @@ def test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path: P
     pool.kill([job], grace=1.0)
     assert 0.9 < time.monotonic() - started < 8, "kill() neither waited for the grace nor escalated"
     assert not alive(pid)
-    assert pool.status(job) == JobStatus.aborted
+    assert pool.status(job.job_id) == JobStatus.aborted
     assert pool.ended[job.job_id] == -signal.SIGKILL
 
 
@@ -369,7 +369,7 @@ def test_local_job_that_ends_on_sigterm_is_not_killed_harder(tmp_path: Path) -> 
 
 
 def test_local_pool_starts_no_more_than_its_slots_and_answers_waiting_jobs(tmp_path: Path) -> None:
-    from b2batch.process import JobStatus
+    from b2batch.engine import JobStatus
     from b2batch.settings import set_setting
     from b2batch.systems.local import _Pool
 
@@ -381,7 +381,7 @@ def test_local_pool_starts_no_more_than_its_slots_and_answers_waiting_jobs(tmp_p
     for job in jobs:
         job.job_id = pool.submit(job)
     pool.update(force=True)
-    assert [pool.status(job) for job in jobs] == [JobStatus.running] * 2 + [JobStatus.idle] * 3
+    assert [pool.status(job.job_id) for job in jobs] == [JobStatus.running] * 2 + [JobStatus.idle] * 3
     gate.touch()
-    wait_for(lambda: (pool.update(force=True), all(pool.status(j) == JobStatus.successful for j in jobs))[1],
+    wait_for(lambda: (pool.update(force=True), all(pool.status(j.job_id) == JobStatus.successful for j in jobs))[1],
              20, "all jobs to run, two at a time")

@@ -1,4 +1,5 @@
-"""Live progress of a batch run: counting from luigi's graph events and the run record, the table, the
+"""Live progress of a batch run: counting from the run record (jobs, and the work the graph runner expects
+to become jobs), the table, the
 rate-limited plain lines, and both in real runs (stderr a pipe, and stderr a pseudo-terminal)."""
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from conftest import clean_env
 from rich.console import Console
 
 import b2batch
-from b2batch.events import RunRecord
-from b2batch.progress import Progress
+from b2batch.display.progress import Progress
+from b2batch.engine import Run, RunRecord
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+from b2batch.luigi_frontend.runner import GraphRunner
 
 BATCH = ("--batch", "--batch-system", "local")
 
@@ -71,41 +74,42 @@ class Root(b2batch.WrapperTask):
         yield Other()
 
 
-def test_waiting_tasks_come_from_luigis_graph_walk_without_more_completeness_checks() -> None:
+def test_waiting_tasks_come_from_the_graph_walk_with_no_more_completeness_checks_than_luigis() -> None:
     b2batch.set_setting("batch_system", "slurm")
-
-    def walk_graph() -> Counter[str]:
-        Checked.checks.clear()
-        with luigi.worker.Worker(scheduler=luigi.scheduler.Scheduler(), worker_processes=1) as worker:
-            worker.add(Root())
-        return Counter(Checked.checks)
-
-    without_display = walk_graph()
-    progress = Progress(RunRecord(), live=False, interval=60)
-    progress.start([Root()])
+    Checked.checks.clear()
+    with luigi.worker.Worker(scheduler=luigi.scheduler.Scheduler(), worker_processes=1) as worker:
+        worker.add(Root())
+    without_display = Counter(Checked.checks)  # luigi's own walk of the graph
+    Checked.checks.clear()
+    run = Run()
+    progress = Progress(run.record, live=False, interval=60)
+    progress.start()
     try:
-        with_display = walk_graph()
+        GraphRunner(TaskJobs(run, RunContext()), record=run.record).add(Root())
     finally:
         progress.stop()
+    with_display = Counter(Checked.checks)
     assert progress.counts() == {("Checked", "slurm"): Counter(waiting=3), ("Other", "htcondor"): Counter(waiting=1)}
     assert with_display == without_display  # the display adds no completeness check
     assert progress.line() == "4 task(s): 4 waiting | Checked@slurm 3 waiting; Other@htcondor 1 waiting"
 
 
 class Step:
-    """What RunRecord.update reads of a batch process: its task, batch system, job id and job files."""
+    """What RunRecord.update reads of an engine job: its key, family, parameters, system, id and files."""
 
     stdout = stderr = Path("/logs")
 
     def __init__(self, family: str, n: int, system: str = "local") -> None:
-        self.task = self
-        self.task_family, self.task_id = family, f"{family}_{n}"
-        self.system_name = system
+        self.family, self.key = family, f"{family}_{n}"
+        self.params = {"n": str(n)}
+        self.system = system
         self.job_id: str | None = None
-        self.job_files = self
+        self.files = self
+        self.task = self  # the tests below name steps by it
 
-    def to_str_params(self, only_significant: bool = False) -> dict[str, str]:
-        return {"n": self.task_id.rsplit("_", 1)[1]}
+    @property
+    def task_id(self) -> str:
+        return self.key
 
     def stderr_tail(self, lines: int) -> str:
         return "the end"
@@ -147,10 +151,10 @@ def test_counts_follow_the_run_record_and_render_as_a_table() -> None:
 
 
 def test_plain_lines_come_on_changes_and_at_most_one_per_interval(caplog: Any) -> None:
-    caplog.set_level(logging.INFO, logger="b2batch.progress")
+    caplog.set_level(logging.INFO, logger="b2batch.display.progress")
     run = RunRecord()
     progress = Progress(run, live=False, interval=0.3)
-    progress.start([])
+    progress.start()
     steps = [Step("Sim", n) for n in range(60)]
     started = time.monotonic()
     for step in steps:  # a change every 20 ms for 1.2 s
@@ -160,7 +164,7 @@ def test_plain_lines_come_on_changes_and_at_most_one_per_interval(caplog: Any) -
     elapsed = time.monotonic() - started
     time.sleep(0.5)  # no change: no line
     progress.stop()
-    lines = [r for r in caplog.records if r.name == "b2batch.progress"]
+    lines = [r for r in caplog.records if r.name == "b2batch.display.progress"]
     assert 2 <= len(lines) <= elapsed / 0.3 + 2, [r.getMessage() for r in lines]
     gaps = [b.created - a.created for a, b in itertools.pairwise(lines)]
     assert all(gap >= 0.29 for gap in gaps), gaps

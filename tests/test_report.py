@@ -9,8 +9,9 @@ from pathlib import Path
 
 import luigi
 
-from b2batch.events import JobRecord
-from b2batch.report import attempts, luigi_outcome, trace
+from b2batch.engine import JobRecord
+from b2batch.display.report import attempts, trace
+from b2batch.luigi_frontend.outcomes import luigi_sets as luigi_outcome
 
 BATCH = ("--batch", "--batch-system", "local")
 TRACE_NAME = re.compile(r"b2batch-run-\d{8}-\d{6}(_\d+)?\.trace\.json")
@@ -235,6 +236,6 @@ def test_luigi_summary_sets_are_what_the_report_reads(tmp_path: Path) -> None:
 def test_statuses_that_fail_the_run_are_luigis() -> None:
     from luigi.execution_summary import LuigiStatusCode
 
-    from b2batch.report import FAILED_STATUSES
+    from b2batch.luigi_frontend.outcomes import FAILED_STATUSES
 
     assert set(FAILED_STATUSES) < set(LuigiStatusCode.__members__)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from b2batch.monitor import JobMonitor, NativeState
+from b2batch.engine import NativeState
+from b2batch.engine.monitor import JobMonitor
 from b2batch.settings import set_setting
 
 from test_htcondor_lsf import Emulated
@@ -78,7 +79,7 @@ def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> Non
 
 
 def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_passed() -> None:
-    from b2batch.submission import Submitter
+    from b2batch.engine.submission import Submitter
 
     set_setting("submission_window", 0.3)
     set_setting("max_array_size", 3)
@@ -86,18 +87,17 @@ def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_pass
 
     class System:
         @staticmethod
-        def groups_for_submission(jobs: list) -> list[list]:
+        def groups(jobs: list) -> list[list]:
             return [jobs]
 
         @staticmethod
-        def submit_group(group: list) -> None:
+        def submit(group: list) -> None:
             submitted.append(len(group))
 
     class Job:
-        def submitted(self) -> None:
-            pass
+        pass
 
-    submitter = Submitter(System)
+    submitter = Submitter(System, lambda job: None, lambda job, message: None)
     submitter.flush_if_due()  # nothing waits
     for _ in range(2):
         submitter.enqueue(Job())

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from b2batch.errors import SettingError
-from b2batch.process import JobStatus
-from b2batch.systems.sge import SGEProcess, qsub_options
+from b2batch.engine import JobStatus
+from b2batch.systems.sge import SGESystem, qsub_options
 
 DATA = Path(__file__).resolve().parent / "data" / "sge"
 CLUSTER_SCRIPT = Path(__file__).resolve().parent / "clusters" / "sge.sh"
@@ -31,15 +31,15 @@ def sge() -> None:
 
 
 def test_parse_qstat_xml_running_pending_error_and_arrays() -> None:
-    states = SGEProcess.parse_status((DATA / "qstat_error_pending.xml").read_text())
-    assert states["17"].state == "Eqw" and SGEProcess.state_map["Eqw"] == JobStatus.aborted
+    states = SGESystem.parse_status((DATA / "qstat_error_pending.xml").read_text())
+    assert states["17"].state == "Eqw" and SGESystem.state_map["Eqw"] == JobStatus.aborted
     assert [f"18.{i}" in states for i in range(5, 21)] == [True] * 16  # the range 5-20:1 expanded
-    assert SGEProcess.state_map[states["18.5"].state] == JobStatus.idle
-    running = SGEProcess.parse_status((DATA / "qstat_running.xml").read_text())
-    assert {SGEProcess.state_map[s.state] for s in running.values()} == {JobStatus.running}
-    assert SGEProcess.parse_status("") == {}
+    assert SGESystem.state_map[states["18.5"].state] == JobStatus.idle
+    running = SGESystem.parse_status((DATA / "qstat_running.xml").read_text())
+    assert {SGESystem.state_map[s.state] for s in running.values()} == {JobStatus.running}
+    assert SGESystem.parse_status("") == {}
     for state in ("r", "t", "dr"):
-        assert SGEProcess.state_map[state] == JobStatus.running
+        assert SGESystem.state_map[state] == JobStatus.running
 
 
 def test_qsub_options_are_validated() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from b2batch.errors import SettingError
-from b2batch.process import JobStatus
-from b2batch.systems.slurm import SlurmProcess, sbatch_options
+from b2batch.engine import JobStatus
+from b2batch.systems.slurm import SlurmSystem, sbatch_options
 
 DATA = Path(__file__).resolve().parent / "data" / "slurm"
 CLUSTER_SCRIPT = Path(__file__).resolve().parent / "clusters" / "slurm.sh"
@@ -33,15 +33,15 @@ def slurm() -> None:
 # --- parsing and options, no cluster needed -----------------------------------------------------------
 
 def test_parse_squeue_output_maps_every_state() -> None:
-    states = SlurmProcess.parse_status((DATA / "squeue_mixed.txt").read_text())
+    states = SlurmSystem.parse_status((DATA / "squeue_mixed.txt").read_text())
     assert states["313_4"].state == "PENDING" and states["313_4"].reason == "Resources"
     assert states["315"].reason == "TimeLimit"
     expected = {"311": JobStatus.successful, "312": JobStatus.running, "313_4": JobStatus.idle,
                 "314": JobStatus.aborted, "315": JobStatus.aborted, "316": JobStatus.aborted,
                 "317": JobStatus.idle, "318": JobStatus.running, "319": JobStatus.aborted}
     for job_id, status in expected.items():
-        assert SlurmProcess.state_map[states[job_id].state] == status, job_id
-    assert "FUTURE_STATE" not in SlurmProcess.state_map  # unknown: handled by the base class, no crash
+        assert SlurmSystem.state_map[states[job_id].state] == status, job_id
+    assert "FUTURE_STATE" not in SlurmSystem.state_map  # unknown: handled by the base class, no crash
 
 
 def test_sbatch_options_are_validated() -> None:

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 import b2batch
 from b2batch import wrapper
 from b2batch.errors import SettingError
-from b2batch.jobfiles import JobFiles
+from b2batch.engine.files import JobFiles
+from b2batch.engine import Run
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
 
 CANARY = "CANARY"  # a relative canary: created in whatever folder a stray `touch` runs in
 
@@ -89,8 +91,10 @@ def run_wrapper(base: Path, *, value: str, number: int, env: dict[str, str], arg
     b2batch.set_setting("executable", [str(recorder), *args])
 
     task = Quoted(value=value, number=number)
-    job_files = JobFiles.for_task(task)
-    job_files.prepare(task)
+    jobs = TaskJobs(Run(), RunContext())
+    job = jobs.make(task)
+    jobs.write_files(job)
+    job_files = job.files
     done = subprocess.run([str(job_files.wrapper)], check=False, cwd=base, env=clean_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, timeout=60)
     assert done.returncode == 0, (done, job_files.stderr.read_bytes())
@@ -156,7 +160,7 @@ def test_rendered_wrapper_quotes_each_value_once(tmp_path: Path) -> None:
     b2batch.set_setting("env", {"X": "it's"})
     b2batch.set_setting("working_dir", str(tmp_path / "w d"))
     task = Quoted(value="v")
-    job_files = JobFiles.for_task(task)
+    job_files = task_files(task)
     text = wrapper.render_wrapper(task, job_files)
     assert "export X='it'\"'\"'s'\n" in text
     assert f"cd {shlex.quote(str(tmp_path / 'w d'))} ||" in text

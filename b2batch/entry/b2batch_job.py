@@ -10,8 +10,8 @@ from pathlib import Path
 if __name__ == "__main__":
     del sys.path[0]
     try:
-        import b2batch.job
+        import b2batch.luigi_frontend.node
     except ImportError:  # b2batch used from a source checkout that is not installed
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        import b2batch.job
-    sys.exit(b2batch.job.main(sys.argv[1:]))
+        import b2batch.luigi_frontend.node
+    sys.exit(b2batch.luigi_frontend.node.main(sys.argv[1:]))

@@ -1,5 +1,10 @@
-"""The registry of batch systems: built-in ones, ``auto``, and plugins of the entry-point group
-``b2batch.batch_systems`` (each entry point names a :class:`b2batch.process.BatchProcess` subclass)."""
+"""Batch systems: they turn the engine's jobs into scheduler commands.
+
+The registry knows the built-in ones, ``auto``, and plugins of the entry-point groups
+``b2batch.batch_systems`` and b2luigi's ``b2luigi.batch_systems``. An entry point names either an engine
+:class:`~b2batch.engine.BatchSystem` subclass or a b2luigi-style ``BatchProcess`` subclass (which the luigi
+front-end adapts to the engine).
+"""
 
 from __future__ import annotations
 
@@ -16,14 +21,14 @@ from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "b2batch.batch_systems"
+ENTRY_POINT_GROUPS = ("b2batch.batch_systems", "b2luigi.batch_systems")
 
 BUILT_IN = {
-    "local": "b2batch.systems.local:LocalProcess",
-    "slurm": "b2batch.systems.slurm:SlurmProcess",
-    "sge": "b2batch.systems.sge:SGEProcess",
-    "htcondor": "b2batch.systems.htcondor:HTCondorProcess",
-    "lsf": "b2batch.systems.lsf:LSFProcess",
+    "local": "b2batch.systems.local:LocalSystem",
+    "slurm": "b2batch.systems.slurm:SlurmSystem",
+    "sge": "b2batch.systems.sge:SGESystem",
+    "htcondor": "b2batch.systems.htcondor:HTCondorSystem",
+    "lsf": "b2batch.systems.lsf:LSFSystem",
 }
 
 
@@ -34,7 +39,10 @@ def _load(reference: str) -> type:
 
 @functools.cache
 def _plugins() -> dict[str, Any]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    found: dict[str, Any] = {}
+    for group in reversed(ENTRY_POINT_GROUPS):  # b2batch's own entry points win over b2luigi's
+        found.update({ep.name: ep for ep in importlib.metadata.entry_points(group=group)})
+    return found
 
 
 def known_systems() -> list[str]:
@@ -65,13 +73,19 @@ def detect() -> str:
 
 
 def system_name_of(task: Any) -> str:
-    """The batch system the task runs on, with ``auto`` resolved."""
-    name = str(get_setting("batch_system", task=task))
+    """The batch system the task runs on, with ``auto`` resolved (a class given as the setting: its name)."""
+    value = get_setting("batch_system", task=task)
+    if isinstance(value, type):
+        return getattr(value, "name", "") or getattr(value, "system_name", "") or value.__name__
+    name = str(value)
     return detect() if name == "auto" else name
 
 
-def process_class(name: str, task: Any = None) -> type:
-    """The BatchProcess class of the batch system ``name``."""
+def system_class(name: str | type, task: Any = None) -> type:
+    """The class of the batch system ``name``: an engine BatchSystem or a b2luigi-style BatchProcess
+    subclass (a class given directly is returned as it is)."""
+    if isinstance(name, type):
+        return name
     if name == "auto":
         name = detect()
     if name in BUILT_IN:

@@ -13,12 +13,14 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from b2batch import commands, paths
+import parse
+
+from b2batch import paths
+from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SettingError
-from b2batch.monitor import NativeState
-from b2batch.process import JobStatus
 from b2batch.settings import get_setting
-from b2batch.systems.scheduler import RUN_TAG, SchedulerProcess
+from b2batch.systems import commands
+from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.wrapper import render
 
 ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
@@ -38,9 +40,10 @@ RESERVED = frozenset({"executable", "initialdir", "output", "error", "log", "job
 
 
 def merged_settings(task: Any) -> dict[str, Any]:
-    """The global htcondor_settings overlaid with the task's own, without changing either."""
+    """The global htcondor_settings overlaid with those of ``task`` (a job, or anything with ``setting``),
+    without changing either."""
     merged = dict(get_setting("htcondor_settings") or {})
-    merged.update(get_setting("htcondor_settings", task=task) or {})
+    merged.update(task.setting("htcondor_settings") or {})
     return merged
 
 
@@ -66,10 +69,10 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
         if "\n" in str(value) or "\r" in str(value):
             raise SettingError(f"Task {task}: htcondor_settings[{key!r}] contains a line break, which a submit "
                                f"description cannot hold.")
-    transfer = get_setting("transfer_files", task=task) or []
+    transfer = task.setting("transfer_files") or []
     if isinstance(transfer, str) or any("," in str(f) or "\n" in str(f) for f in transfer):
         raise SettingError(f"Task {task}: transfer_files must be a list of paths without commas, not {transfer!r}.")
-    what = f"task {task.task_id}" if count == 1 else f"an array of {count} {task.task_family} tasks"
+    what = f"task {task.key}" if count == 1 else f"an array of {count} {task.family} tasks"
     text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
                   suffix=suffix, count=count, batch_name=batch_name,
                   transfer_files=[str(paths.resolve(f)) for f in transfer],
@@ -100,11 +103,12 @@ def _check(text: str, settings: dict[str, Any], task: Any) -> None:
                                f"of the submit description; check its name and value.")
 
 
-class HTCondorProcess(SchedulerProcess):
-    """One task as one HTCondor job."""
+class HTCondorSystem(SchedulerSystem):
+    """HTCondor in one run."""
 
-    system_name = "htcondor"
-    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<id>\d+\.\d+)\s+-\s+\d+\.\d+\s*$", re.M)
+    name = "htcondor"
+    #: ``condor_submit -terse`` prints ``<cluster>.<first proc> - <cluster>.<last proc>``.
+    job_id_formats: ClassVar[tuple[str, ...]] = ("{cluster:d}.{first:d} - {cluster2:d}.{last:d}",)
     state_map: ClassVar[dict[str, JobStatus]] = {
         "1": JobStatus.idle,          # Idle
         "2": JobStatus.running,       # Running
@@ -114,42 +118,42 @@ class HTCondorProcess(SchedulerProcess):
         "6": JobStatus.running,       # Transferring Output
         "7": JobStatus.running,       # Suspended
     }
-    batch_name: ClassVar[str] = f"b2b{RUN_TAG}"
-
     array_index: ClassVar[str | None] = "$(( $1 + 1 ))"  # arguments = $(Process), which counts from 0
 
-    def common_options(self) -> list[str]:
-        return [json.dumps(merged_settings(self.task), sort_keys=True, default=str),
-                json.dumps(get_setting("transfer_files", task=self.task) or [], default=str)]
+    @property
+    def batch_name(self) -> str:
+        """The JobBatchName all jobs of the run share."""
+        return f"b2b{self.run.tag}"
 
-    def submit_command(self) -> tuple[list[str], str | None]:
-        description = submit_description(self.task, str(self.job_files.wrapper), str(self.job_files.folder),
-                                          self.batch_name)
-        submit_file = self.job_files.folder / "job.sub"
+    @staticmethod
+    def compose_id(fields: dict[str, Any]) -> str:
+        return f"{fields['cluster']}.{fields['first']}"
+
+    def common_options(self, job: Job) -> list[str]:
+        return [json.dumps(merged_settings(job), sort_keys=True, default=str),
+                json.dumps(job.setting("transfer_files") or [], default=str)]
+
+    def submit_command(self, job: Job) -> tuple[list[str], str | None]:
+        description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name)
+        submit_file = job.files.folder / "job.sub"
         submit_file.write_text(description)
         return ["condor_submit", "-terse", str(submit_file)], None
 
-    @classmethod
-    def submit_group(cls, group: list[Any]) -> None:
-        cls._group_task = group[0].task  # the array's submit description uses the first task's settings
-        super().submit_group(group)
-
-    @classmethod
-    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+    def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
-        description = submit_description(cls._group_task, str(dispatch), str(folder), cls.batch_name, count=count,
+        # The array's submit description uses the first job's settings (all share them: common_options).
+        description = submit_description(first, str(dispatch), str(folder), self.batch_name, count=count,
                                           arguments="$(Process)", suffix=".$(Process)")
         submit_file = folder / "array.sub"
         submit_file.write_text(description)
         return ["condor_submit", "-terse", str(submit_file)], None
 
-    @classmethod
-    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
-        match = re.search(r"^(\d+)\.(\d+)\s+-\s+\d+\.\d+", stdout, re.M)
-        if not match:
-            return []
-        first = int(match.group(2))
-        return [f"{match.group(1)}.{first + i}" for i in range(count)]
+    def array_job_ids(self, stdout: str, count: int) -> list[str]:
+        for line in stdout.splitlines():
+            found = parse.parse(self.job_id_formats[0], line.strip())
+            if found is not None:
+                return [f"{found['cluster']}.{found['first'] + i}" for i in range(count)]
+        return []
 
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:
@@ -176,19 +180,18 @@ class HTCondorProcess(SchedulerProcess):
                                          exit_code=int(exit_code) if exit_code is not None else None)
         return states
 
-    @classmethod
-    def query_states(cls, job_ids: list[str]) -> dict[str, NativeState]:
-        states = cls.parse_status(commands.run(cls.status_command(job_ids)).stdout)
+    def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
+        states = self.parse_status(commands.run(self.status_command(job_ids)).stdout)
         left = [j for j in job_ids if j not in states]
         if left:  # completed and removed jobs leave the queue: one history query for all of them
-            states.update(cls.parse_status(commands.run(cls.history_command(left)).stdout))
+            states.update(self.parse_status(commands.run(self.history_command(left)).stdout))
         return states
 
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["condor_rm", *job_ids]
 
-    def _describe(self, native: NativeState) -> str:
+    def describe(self, native: NativeState) -> str:
         names = {"1": "Idle", "2": "Running", "3": "Removed", "4": "Completed", "5": "Held",
                  "6": "Transferring Output", "7": "Suspended"}
         text = f"htcondor JobStatus {native.state} ({names.get(native.state, 'unknown')})"
@@ -202,6 +205,7 @@ class HTCondorProcess(SchedulerProcess):
         # Held (5) or removed (3) by the pool (policy, a lost slot, a failed transfer), not by a user.
         return native.state in ("3", "5") and "by user" not in native.reason
 
-    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+    def on_final_state(self, job: Job, native: NativeState, state: JobState) -> JobState:
         if native.state == "5":
-            self.kill_job()  # a held job would wait in the queue for ever
+            self.cancel([job])  # a held job would wait in the queue for ever
+        return state

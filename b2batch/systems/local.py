@@ -14,11 +14,11 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import psutil
 
-from b2batch.process import BatchProcess, JobStatus
+from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
@@ -30,16 +30,16 @@ KILL_GRACE = 10.0
 
 
 class _Pool:
-    """Starts waiting jobs when a slot is free; shared by all local jobs of the steering process.
+    """Starts waiting jobs when a slot is free; one per run.
 
-    luigi asks every running job about once a second, so a question costs O(1): the pool checks its
-    running processes at most every ``UPDATE_INTERVAL`` seconds, not once per question.
+    The run asks about its jobs in every turn of its loop: the pool checks its running processes at most
+    every ``UPDATE_INTERVAL`` seconds, and says which jobs started or ended since it was last asked.
     """
 
     UPDATE_INTERVAL = 0.2
 
     def __init__(self) -> None:
-        self.waiting: collections.OrderedDict[str, LocalProcess] = collections.OrderedDict()
+        self.waiting: collections.OrderedDict[str, Job] = collections.OrderedDict()
         self.running: dict[str, subprocess.Popen[bytes]] = {}
         self.ended: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -49,18 +49,26 @@ class _Pool:
         self.adopted: dict[str, tuple[psutil.Process, Path]] = {}
         self._wrappers: dict[str, psutil.Process] | None = None
         self._wrappers_at = 0.0
+        #: Job ids whose state changed since :meth:`take_changed`.
+        self.changed: set[str] = set()
 
     def slots(self) -> int:
         value = get_setting("local_slots")
         return int(value) if value else (os.cpu_count() or 1)
 
-    def submit(self, job: LocalProcess) -> str:
+    def submit(self, job: Job) -> str:
         with self.lock:
             self.counter += 1
             job_id = f"{os.getpid()}.{self.counter}"
             self.waiting[job_id] = job
+            self.changed.add(job_id)
             self._updated_at = 0.0
         return job_id
+
+    def take_changed(self) -> set[str]:
+        with self.lock:
+            changed, self.changed = self.changed, set()
+        return changed
 
     def update(self, force: bool = False) -> None:
         with self.lock:
@@ -73,30 +81,31 @@ class _Pool:
                 if code is not None:
                     self.ended[job_id] = code
                     del self.running[job_id]
+                    self.changed.add(job_id)
             for job_id, (process, exit_code_file) in list(self.adopted.items()):
                 if not _running(process):
                     self.ended[job_id] = _read_code(exit_code_file)
                     del self.adopted[job_id]
+                    self.changed.add(job_id)
             if not self.waiting:
                 return
             slots = self.slots()
             while self.waiting and len(self.running) + len(self.adopted) < slots:
                 job_id, job = self.waiting.popitem(last=False)
+                self.changed.add(job_id)
                 self.running[job_id] = subprocess.Popen(
-                    [str(job.job_files.wrapper)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    [str(job.files.wrapper)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL, start_new_session=True,
                 )
 
-    def status(self, job: LocalProcess) -> JobStatus:
-        self.update()
-        job_id = str(job.job_id)
+    def status(self, job_id: str) -> JobStatus:
         if job_id in self.running or job_id in self.adopted:
             return JobStatus.running
         if job_id in self.ended:
             return JobStatus.successful if self.ended[job_id] == 0 else JobStatus.aborted
         return JobStatus.idle if job_id in self.waiting else JobStatus.aborted
 
-    def kill(self, jobs: list[LocalProcess], grace: float = KILL_GRACE) -> None:
+    def kill(self, jobs: list[Job], grace: float = KILL_GRACE) -> None:
         """SIGTERM to each job's process group; SIGKILL to those still there after ``grace`` seconds."""
         signalled: list[Any] = []
         with self.lock:
@@ -123,6 +132,7 @@ class _Pool:
         """Follow a job that an earlier steering process started and that still runs."""
         with self.lock:
             self.adopted[job_id] = (process, exit_code_file)
+            self.changed.add(job_id)
 
     def wrapper_process(self, wrapper: Path) -> psutil.Process | None:
         """The running process of the executable wrapper ``wrapper``, if any (one scan of the process table
@@ -170,34 +180,44 @@ def _read_code(path: Path) -> int:
         return -1
 
 
-class LocalProcess(BatchProcess):
-    """One task as a background process on this machine."""
+class LocalSystem(BatchSystem):
+    """Background processes of this machine, ``local_slots`` at once, in one run."""
 
-    system_name = "local"
-    pool: ClassVar[_Pool] = _Pool()
+    name = "local"
 
-    def start_job(self) -> None:
-        self.job_id = self.pool.submit(self)
+    def __init__(self, run: Any) -> None:
+        super().__init__(run)
+        self.pool = _Pool()
+
+    def submit(self, group: list[Job]) -> None:
+        for job in group:
+            job.job_id = self.pool.submit(job)
+        self.pool.update(force=True)
+
+    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
         self.pool.update()
+        changed = self.pool.take_changed()
+        found = {}
+        for job in jobs:
+            if job.job_id in changed:
+                status = self.pool.status(str(job.job_id))
+                found[job] = JobState(status)
+        return found
 
-    def get_job_status(self) -> JobStatus:
-        return self.pool.status(self)
+    def cancel(self, jobs: list[Job]) -> None:
+        self.pool.kill(jobs)
 
-    def kill_job(self) -> None:
-        self.pool.kill([self])
+    def forget(self, job: Job) -> None:
+        self.pool.ended.pop(str(job.job_id), None)
 
-    def attach(self, submission: dict[str, Any]) -> bool:
+    def attach(self, job: Job, journal: dict[str, Any]) -> bool:
         """Follow the job of a steering process that was killed: its wrapper runs on in a session of its
         own. Jobs that were still waiting for a slot were lost with that process, and are started again."""
-        if submission.get("host") != socket.gethostname():
+        if journal.get("host") != socket.gethostname():
             return False
-        process = self.pool.wrapper_process(self.job_files.wrapper)
+        process = self.pool.wrapper_process(job.files.wrapper)
         if process is None:
             return False
-        self.job_id = str(submission.get("job_id"))
-        self.pool.adopt(self.job_id, process, self.job_files.exit_code)
+        job.job_id = str(journal.get("job_id"))
+        self.pool.adopt(job.job_id, process, job.files.exit_code)
         return True
-
-    @classmethod
-    def kill_jobs(cls, jobs: list[BatchProcess]) -> None:
-        cls.pool.kill([job for job in jobs if isinstance(job, LocalProcess)])

@@ -6,15 +6,12 @@ STAT values: https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=bjobs-descrip
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SettingError
-from b2batch.monitor import NativeState
-from b2batch.process import JobStatus
-from b2batch.settings import get_setting
-from b2batch.systems.scheduler import SchedulerProcess
+from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.wrapper import quote
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).
@@ -28,13 +25,13 @@ BSUB_RESERVED = frozenset({"J", "o", "e", "oo", "eo", "cwd", "K", "I", "Ip", "Is
 def bsub_options(task: Any) -> list[str]:
     """``queue``, ``job_slots`` and ``lsf_settings`` of the task as bsub arguments, each checked."""
     arguments = []
-    queue = get_setting("queue", task=task)
+    queue = task.setting("queue")
     if queue:
         arguments += ["-q", str(queue)]
-    slots = get_setting("job_slots", task=task)
+    slots = task.setting("job_slots")
     if slots:
         arguments += ["-n", str(slots)]
-    settings = get_setting("lsf_settings", task=task) or {}
+    settings = task.setting("lsf_settings") or {}
     if not isinstance(settings, dict):
         raise SettingError(f"Task {task}: the setting 'lsf_settings' must be a dict of bsub options, e.g. "
                            f"{{\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}}, not {settings!r}.")
@@ -54,11 +51,12 @@ def bsub_options(task: Any) -> list[str]:
     return arguments
 
 
-class LSFProcess(SchedulerProcess):
-    """One task as one LSF job."""
+class LSFSystem(SchedulerSystem):
+    """LSF in one run."""
 
-    system_name = "lsf"
-    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"Job <(?P<id>\d+)> is submitted")
+    name = "lsf"
+    job_id_formats: ClassVar[tuple[str, ...]] = ("Job <{id:d}> is submitted to queue <{queue}>.",
+                                                 "Job <{id:d}> is submitted to default queue <{queue}>.")
     state_map: ClassVar[dict[str, JobStatus]] = {
         "PEND": JobStatus.idle,
         "PROV": JobStatus.idle,
@@ -77,25 +75,23 @@ class LSFProcess(SchedulerProcess):
 
     array_index: ClassVar[str | None] = "${LSB_JOBINDEX}"
 
-    def common_options(self) -> list[str]:
-        return bsub_options(self.task)
+    def common_options(self, job: Job) -> list[str]:
+        return bsub_options(job)
 
-    def submit_command(self) -> tuple[list[str], str | None]:
-        folder = self.job_files.folder
+    def submit_command(self, job: Job) -> tuple[list[str], str | None]:
+        folder = job.files.folder
         # bsub hands the command line to a shell: the path is quoted for it.
-        return ["bsub", "-J", self.job_name(), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),
-                "-cwd", str(folder), *self.common_options(), quote(self.job_files.wrapper)], None
+        return ["bsub", "-J", self.job_name(job), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),
+                "-cwd", str(folder), *self.common_options(job), quote(job.files.wrapper)], None
 
-    @classmethod
-    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+    def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
-        return ["bsub", "-J", f"{name}[1-{count}]", "-o", f"{folder}/lsf.%I.out", "-e", f"{folder}/lsf.%I.err",
-                "-cwd", str(folder), *common, quote(dispatch)], None
+        return ["bsub", "-J", f"{self.job_name(first)}[1-{count}]", "-o", f"{folder}/lsf.%I.out", "-e",
+                f"{folder}/lsf.%I.err", "-cwd", str(folder), *common, quote(dispatch)], None
 
-    @classmethod
-    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
-        match = cls.job_id_pattern.search(stdout)
-        return [f"{match.group('id')}[{i}]" for i in range(1, count + 1)] if match else []
+    def array_job_ids(self, stdout: str, count: int) -> list[str]:
+        base = self.job_id_of(stdout)
+        return [f"{base}[{i}]" for i in range(1, count + 1)] if base else []
 
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:
@@ -118,6 +114,7 @@ class LSFProcess(SchedulerProcess):
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["bkill", *job_ids]
 
-    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+    def on_final_state(self, job: Job, native: NativeState, state: JobState) -> JobState:
         if native.state in ("UNKWN", "ZOMBI"):
-            self.kill_job()  # make sure a lost job cannot come back and write its outputs later
+            self.cancel([job])  # make sure a lost job cannot come back and write its outputs later
+        return state

@@ -13,12 +13,10 @@ from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 from typing import Any, ClassVar
 
-from b2batch import commands
+from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SchedulerCommandError, SettingError
-from b2batch.monitor import NativeState
-from b2batch.process import JobStatus
-from b2batch.settings import get_setting
-from b2batch.systems.scheduler import SchedulerProcess
+from b2batch.systems import commands
+from b2batch.systems.scheduler import SchedulerSystem
 
 #: sge_settings keys, their qsub options, and whether the value is a list of name=value resources.
 QSUB_OPTIONS = {
@@ -86,11 +84,12 @@ def _expand_tasks(job_number: str, tasks: str | None) -> list[str]:
     return ids
 
 
-class SGEProcess(SchedulerProcess):
-    """One task as one Grid Engine job."""
+class SGESystem(SchedulerSystem):
+    """Grid Engine in one run."""
 
-    system_name = "sge"
-    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<id>\d+)(?:\.\d+-\d+:\d+)?\s*$", re.M)
+    name = "sge"
+    #: ``qsub -terse`` prints ``<id>``, or ``<id>.<first>-<last>:<step>`` for an array.
+    job_id_formats: ClassVar[tuple[str, ...]] = ("{id:d}.{first:d}-{last:d}:{step:d}", "{id:d}")
     state_map: ClassVar[dict[str, JobStatus]] = {
         **{s: JobStatus.idle for s in ("qw", "hqw", "hRwq", "Rq", "Rwq", "hRq", "qwh")},
         **{s: JobStatus.running for s in ("r", "t", "Rr", "Rt", "s", "ts", "S", "tS", "T", "tT", "Rs", "Rts",
@@ -101,31 +100,28 @@ class SGEProcess(SchedulerProcess):
     array_index: ClassVar[str | None] = "${SGE_TASK_ID}"
     lists_all_jobs: ClassVar[bool] = True
 
-    def common_options(self) -> list[str]:
+    def common_options(self, job: Job) -> list[str]:
         # Grid Engine ignores #! lines: -S names the shell. -V passes the submitter's environment on.
-        shell = get_setting("shell", task=self.task)
-        return ["-V", "-S", shutil.which(shell) or shell,
-                *qsub_options(get_setting("sge_settings", task=self.task) or {}, self.task)]
+        shell = job.setting("shell")
+        return ["-V", "-S", shutil.which(shell) or shell, *qsub_options(job.setting("sge_settings") or {}, job)]
 
-    def submit_command(self) -> tuple[list[str], str | None]:
-        scheduler_log = self.job_files.folder / "sge.out"
-        return ["qsub", "-terse", "-N", self.job_name(), "-j", "y", "-o", str(scheduler_log),
-                "-wd", str(self.job_files.folder), *self.common_options(), str(self.job_files.wrapper)], None
+    def submit_command(self, job: Job) -> tuple[list[str], str | None]:
+        scheduler_log = job.files.folder / "sge.out"
+        return ["qsub", "-terse", "-N", self.job_name(job), "-j", "y", "-o", str(scheduler_log),
+                "-wd", str(job.files.folder), *self.common_options(job), str(job.files.wrapper)], None
 
-    @classmethod
-    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+    def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
-        return ["qsub", "-terse", "-t", f"1-{count}", "-N", name, "-j", "y", "-o", f"{folder}/sge.$TASK_ID.out",
-                "-wd", str(folder), *common, str(dispatch)], None
+        return ["qsub", "-terse", "-t", f"1-{count}", "-N", self.job_name(first), "-j", "y", "-o",
+                f"{folder}/sge.$TASK_ID.out", "-wd", str(folder), *common, str(dispatch)], None
 
-    @classmethod
-    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
-        match = re.match(r"\s*(\d+)", stdout)
-        return [f"{match.group(1)}.{i}" for i in range(1, count + 1)] if match else []
+    def array_job_ids(self, stdout: str, count: int) -> list[str]:
+        base = self.job_id_of(stdout)
+        return [f"{base}.{i}" for i in range(1, count + 1)] if base else []
 
-    def job_name(self) -> str:
+    def job_name(self, job: Job) -> str:
         # Grid Engine refuses names starting with a digit or containing / : @ (and spaces confuse it).
-        name = re.sub(r"[/:@\s\\]", "_", super().job_name())
+        name = re.sub(r"[/:@\s\\]", "_", super().job_name(job))
         return name if not name[:1].isdigit() else f"j{name}"
 
     @classmethod
@@ -148,22 +144,23 @@ class SGEProcess(SchedulerProcess):
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["qdel", *job_ids]
 
-    def on_final_state(self, native: NativeState, status: JobStatus) -> None:
+    def on_final_state(self, job: Job, native: NativeState, state: JobState) -> JobState:
         if "E" in native.state:
-            self._reason += self._error_reason()
-            self.kill_job()  # a job in an error state would stay in the queue for ever
+            state = JobState(state.status, state.reason + self._error_reason(job), state.scheduler_side)
+            self.cancel([job])  # a job in an error state would stay in the queue for ever
+        return state
 
-    def _error_reason(self) -> str:
+    def _error_reason(self, job: Job) -> str:
         try:
-            out = commands.run(["qstat", "-j", str(self.job_id)], check=False).stdout
+            out = commands.run(["qstat", "-j", str(job.job_id)], check=False).stdout
         except SchedulerCommandError:
             return ""
         reasons = re.findall(r"^error reason\s+\d+:\s*(.*)$", out, re.M)
         return f": {reasons[0].strip()}" if reasons else ""
 
-    def history(self) -> NativeState | None:
+    def history(self, job: Job) -> NativeState | None:
         """What ``qacct`` recorded of the job, or None before the record is written."""
-        number, _, task = str(self.job_id).partition(".")
+        number, _, task = str(job.job_id).partition(".")
         command = ["qacct", "-j", number, *(["-t", task] if task else [])]
         try:
             out = commands.run(command, check=False).stdout

@@ -6,15 +6,14 @@ States: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+import parse
+
+from b2batch.engine import Job, JobStatus, NativeState
 from b2batch.errors import SettingError
-from b2batch.monitor import NativeState
-from b2batch.process import JobStatus
-from b2batch.settings import get_setting
-from b2batch.systems.scheduler import SchedulerProcess
+from b2batch.systems.scheduler import SchedulerSystem
 
 #: sbatch's long options a task may set in ``slurm_settings``.
 SBATCH_OPTIONS = frozenset("""
@@ -67,11 +66,17 @@ def sbatch_options(settings: Any, task: Any) -> list[str]:
     return arguments
 
 
-class SlurmProcess(SchedulerProcess):
-    """One task as one Slurm job."""
+#: A line of ``squeue --format=%i|%T|%r``.
+_SQUEUE_LINE = parse.compile("{id}|{state}|{reason}")
+_SQUEUE_SHORT = parse.compile("{id}|{state}")
 
-    system_name = "slurm"
-    job_id_pattern: ClassVar[re.Pattern[str]] = re.compile(r"^(?P<id>\d+(?:_\d+)?)(?:;\S*)?\s*$", re.M)
+
+class SlurmSystem(SchedulerSystem):
+    """Slurm in one run."""
+
+    name = "slurm"
+    #: ``sbatch --parsable`` prints ``<id>`` or ``<id>;<cluster>``.
+    job_id_formats: ClassVar[tuple[str, ...]] = ("{id:d};{cluster}", "{id:d}")
     state_map: ClassVar[dict[str, JobStatus]] = {
         "PENDING": JobStatus.idle,
         "CONFIGURING": JobStatus.idle,
@@ -104,26 +109,25 @@ class SlurmProcess(SchedulerProcess):
     array_index: ClassVar[str | None] = "${SLURM_ARRAY_TASK_ID}"
     lists_all_jobs: ClassVar[bool] = True
 
-    def common_options(self) -> list[str]:
-        return sbatch_options(get_setting("slurm_settings", task=self.task) or {}, self.task)
+    def common_options(self, job: Job) -> list[str]:
+        return sbatch_options(job.setting("slurm_settings") or {}, job)
 
-    def submit_command(self) -> tuple[list[str], str | None]:
-        scheduler_log = self.job_files.folder / "slurm-%j.out"
-        return ["sbatch", "--parsable", f"--job-name={self.job_name()}", f"--output={scheduler_log}",
-                f"--error={scheduler_log}", f"--chdir={self.job_files.folder}", *self.common_options(),
-                str(self.job_files.wrapper)], None
+    def submit_command(self, job: Job) -> tuple[list[str], str | None]:
+        scheduler_log = job.files.folder / "slurm-%j.out"
+        return ["sbatch", "--parsable", f"--job-name={self.job_name(job)}", f"--output={scheduler_log}",
+                f"--error={scheduler_log}", f"--chdir={job.files.folder}", *self.common_options(job),
+                str(job.files.wrapper)], None
 
-    @classmethod
-    def array_command(cls, name: str, common: list[str], dispatch: Path, folder: Path,
+    def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
         scheduler_log = folder / "slurm-%A_%a.out"
-        return ["sbatch", "--parsable", f"--array=1-{count}", f"--job-name={name}", f"--output={scheduler_log}",
-                f"--error={scheduler_log}", f"--chdir={folder}", *common, str(dispatch)], None
+        return ["sbatch", "--parsable", f"--array=1-{count}", f"--job-name={self.job_name(first)}",
+                f"--output={scheduler_log}", f"--error={scheduler_log}", f"--chdir={folder}", *common,
+                str(dispatch)], None
 
-    @classmethod
-    def array_job_ids(cls, stdout: str, count: int) -> list[str]:
-        match = re.match(r"\s*(\d+)", stdout)
-        return [f"{match.group(1)}_{i}" for i in range(1, count + 1)] if match else []
+    def array_job_ids(self, stdout: str, count: int) -> list[str]:
+        base = self.job_id_of(stdout)
+        return [f"{base}_{i}" for i in range(1, count + 1)] if base else []
 
     def final_once_exit_code_written(self) -> set[str]:
         return {"COMPLETING"}
@@ -137,11 +141,13 @@ class SlurmProcess(SchedulerProcess):
     def parse_status(cls, stdout: str) -> dict[str, NativeState]:
         states = {}
         for line in stdout.splitlines():
-            fields = line.strip().split("|")
-            if len(fields) >= 2 and fields[0]:
-                state = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"
-                reason = fields[2] if len(fields) > 2 and fields[2] not in ("None", "(null)") else ""
-                states[fields[0]] = NativeState(state=state, reason=reason)
+            found = _SQUEUE_LINE.parse(line.strip()) or _SQUEUE_SHORT.parse(line.strip())
+            if found is None or not found["id"].strip():
+                continue
+            named = found.named
+            state = named["state"].split()[0] if named["state"].strip() else "UNKNOWN"
+            reason = named.get("reason", "")
+            states[named["id"].strip()] = NativeState(state=state, reason="" if reason in ("None", "(null)") else reason)
         return states
 
     @classmethod

@@ -11,7 +11,7 @@ import sys
 import time
 
 import b2batch
-from b2batch import commands
+from b2batch.systems import commands
 
 
 class Work(b2batch.Task):

@@ -1,9 +1,9 @@
 """What a run did, told when it ends: a summary on stderr, a timeline of every job (Chrome's Trace Event
 Format, for Perfetto or chrome://tracing) and a JSON report, and whether anything failed.
 
-:class:`RunReport` is what :func:`b2batch.process` wraps around luigi's build. The jobs come from
-:data:`b2batch.events.RUN` (with the time of each change of state, recorded here as it happens); tasks that
-did not run as jobs (a local run, wrapper tasks, tasks left pending) come from luigi's run result.
+:class:`RunReport` is what a front-end wraps around a run. The jobs come from the run's record (with the time
+of each change of state, recorded here as it happens); work that did not run as jobs (a local run, wrapper
+tasks, tasks left pending) comes from the front-end's own account, :class:`FrontEndAccount`.
 """
 
 from __future__ import annotations
@@ -18,47 +18,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
 
-from b2batch.events import RUN, JobRecord, RunRecord
+from b2batch.engine import JobRecord, RunRecord
 
 logger = logging.getLogger(__name__)
 
-#: luigi's status codes that mean the run did not do its job.
-FAILED_STATUSES = ("FAILED", "FAILED_AND_SCHEDULING_FAILED", "SCHEDULING_FAILED", "MISSING_EXT")
 #: The columns of the summary: what became of each task in this run.
 OUTCOMES = ("done", "failed", "not run", "missing", "unfinished", "already complete")
 #: Where tasks that are no job ran (a local run, wrapper tasks, run_local tasks).
 HERE = "here"
-#: Why luigi left a task pending, by the name of its set in luigi's summary.
-PENDING_REASONS = {
-    "upstream_failure": "a requirement failed",
-    "upstream_missing_dependency": "a requirement is missing",
-    "upstream_scheduling_error": "a requirement could not be scheduled",
-    "upstream_run_by_other_worker": "a requirement runs in another worker",
-    "run_by_other_worker": "another worker runs it",
-    "not_run": "the scheduler did not let it run",
-}
 
 
 def describe(family: str, params: dict[str, str]) -> str:
     """``Family(a=1, b=2)``."""
     return f"{family}({', '.join(f'{k}={v}' for k, v in params.items())})"
-
-
-def luigi_outcome(result: Any) -> dict[str, set[Any]]:
-    """luigi's own account of the run: its sets of tasks by outcome (``completed``, ``already_done``,
-    ``failed``, ``still_pending_ext``, ``upstream_failure`` ...), as in luigi's execution summary.
-
-    luigi makes these sets in the private ``luigi.execution_summary._summary_dict``; this is the one place
-    b2batch uses it (``tests/test_report.py`` fails if luigi changes it). Empty if there is no result."""
-    if result is None or getattr(result, "worker", None) is None:
-        return {}
-    try:
-        from luigi.execution_summary import _summary_dict
-
-        return _summary_dict(result.worker)
-    except Exception as e:  # pragma: no cover - only if luigi changed
-        logger.warning("Cannot read luigi's execution summary (%s); the b2batch summary shows jobs only", e)
-        return {}
 
 
 @dataclass
@@ -75,15 +47,31 @@ class TaskOutcome:
 
 
 @dataclass
+class FrontEndAccount:
+    """What a front-end says of its run beyond the jobs of the record."""
+
+    #: Work left pending (never run) by key, with the reason if known.
+    pending: dict[str, str] = field(default_factory=dict)
+    #: What became of work that had no job (done or failed here, missing inputs, already complete ...).
+    tasks: list[TaskOutcome] = field(default_factory=list)
+    #: Whether the front-end judges the run failed (e.g. luigi could not schedule everything).
+    failed: bool = False
+    #: The front-end's own name for the run's status (e.g. luigi's LuigiStatusCode).
+    status: str | None = None
+
+
+@dataclass
 class RunReport:
     """Wraps a run: live progress (batch runs), then the summary, the timeline and the report."""
 
-    tasks: list[Any]
+    run: RunRecord
     batch: bool = False
     mode: str = "local"
+    script: str | None = None
+    argv: list[str] = field(default_factory=list)
     stream: TextIO | None = None
-    run: RunRecord = RUN
-    result: Any = None  # luigi's LuigiRunResult, set by process()
+    result: Any = None  # the front-end's own result (luigi's LuigiRunResult), returned by process()
+    outcomes_of_tasks: FrontEndAccount | None = None
     started_at: float = 0.0
     ended_at: float = 0.0
     interrupted: bool = False
@@ -98,14 +86,13 @@ class RunReport:
     # --- the run -------------------------------------------------------------------------------------
 
     def __enter__(self) -> Self:
-        self.run.reset()
         self.started_at = self.run.started_at
         self.run.listeners.append(self._record)
         if self.batch:
-            from b2batch.progress import Progress
+            from b2batch.display.progress import Progress
 
             self._progress = Progress(self.run)
-            self._progress.start(self.tasks)
+            self._progress.start()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -117,8 +104,8 @@ class RunReport:
             self.run.listeners.remove(self._record)
         self.interrupted = exc_type is not None
         self.error = "" if exc_type is None else exc_type.__name__
-        self.failed = self.interrupted or (self.result is not None and (
-            not self.result.scheduling_succeeded or getattr(self.result.status, "name", "") in FAILED_STATUSES))
+        account = self.outcomes_of_tasks or FrontEndAccount()
+        self.failed = self.interrupted or account.failed
         try:
             outcomes = self.outcomes()
             self.failed = self.failed or any(o.outcome in ("failed", "missing") for o in outcomes)
@@ -131,7 +118,7 @@ class RunReport:
             logger.exception("Could not summarise the run")
 
     def _record(self, record: JobRecord) -> None:
-        """The listener on RUN: when each job changed to which state (the timeline is made of these)."""
+        """The listener on the record: when each job changed to which state (the timeline is made of these)."""
         job_id = record.job_ids[-1] if record.job_ids else None
         self.history.setdefault(record.task_id, []).append((time.time(), record.state, job_id))
 
@@ -143,49 +130,21 @@ class RunReport:
     # --- what happened -------------------------------------------------------------------------------
 
     def outcomes(self) -> list[TaskOutcome]:
-        """Every task of the run with what became of it: the jobs of RUN first, then luigi's other tasks."""
-        sets = luigi_outcome(self.result)
-        pending_reason: dict[str, str] = {}
-        for name, reason in PENDING_REASONS.items():
-            for task in sets.get(name, ()):
-                pending_reason.setdefault(task.task_id, reason)
-        pending = {t.task_id for t in sets.get("still_pending_not_ext", ())}
+        """Every task of the run with what became of it: the jobs of the record first, then the others."""
+        account = self.outcomes_of_tasks or FrontEndAccount()
         found: dict[str, TaskOutcome] = {}
         for record in list(self.run.jobs.values()):
             if record.state in ("done", "failed"):
                 outcome, reason = record.state, record.reason
-            elif record.task_id in pending:
-                outcome, reason = "not run", pending_reason.get(record.task_id, "")
+            elif record.task_id in account.pending:
+                outcome, reason = "not run", account.pending[record.task_id]
             else:
                 outcome, reason = "unfinished", f"still {record.state} when the run ended"
             found[record.task_id] = TaskOutcome(record.task_id, describe(record.family, record.params), record.family,
                                                 record.system, outcome, reason, record)
-        by_set = [("completed", "done"), ("failed", "failed"), ("scheduling_error", "failed"),
-                  ("still_pending_ext", "missing"), ("still_pending_not_ext", "not run"),
-                  ("already_done", "already complete")]
-        for name, outcome in by_set:
-            for task in sorted(sets.get(name, ()), key=lambda t: t.task_id):
-                if task.task_id in found:
-                    continue
-                reason = {"scheduling_error": "its complete() or requires() raised an error (see the log)",
-                          "still_pending_ext": "external data that does not exist",
-                          "still_pending_not_ext": pending_reason.get(task.task_id, "")}.get(name, "")
-                params = task.to_str_params(only_significant=True)
-                found[task.task_id] = TaskOutcome(task.task_id, describe(task.task_family, params), task.task_family,
-                                                  self._where(task), outcome, reason)
+        for other in account.tasks:
+            found.setdefault(other.task_id, other)
         return list(found.values())
-
-    def _where(self, task: Any) -> str:
-        """The batch system of a task that would run as a job in a batch run, else :data:`HERE`."""
-        from b2batch.systems import system_name_of
-        from b2batch.worker import runs_as_job
-
-        if not self.batch or not runs_as_job(task):
-            return HERE
-        try:
-            return system_name_of(task)
-        except Exception:  # a bad setting: the log says what
-            return "?"
 
     # --- the summary ---------------------------------------------------------------------------------
 
@@ -267,7 +226,6 @@ class RunReport:
     def report(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
         """The machine-readable report: the run, its totals, every job with its history, the other tasks."""
         from b2batch import __version__
-        from b2batch.jobfiles import RunContext
 
         totals: Counter[str] = Counter(o.outcome for o in outcomes)
         by_family: dict[str, dict[str, dict[str, int]]] = {}
@@ -278,11 +236,10 @@ class RunReport:
             job = record.as_dict()
             job["history"] = [{"at": t, "state": s, "job_id": j} for t, s, j in self.history.get(record.task_id, [])]
             jobs.append(job)
-        context = RunContext.current()
         return {
             "b2batch_version": __version__,
-            "script": context.script,
-            "argv": context.argv,
+            "script": self.script,
+            "argv": self.argv,
             "mode": self.mode,
             "started_at": self.started_at,
             "ended_at": self.ended_at,
@@ -292,7 +249,7 @@ class RunReport:
             "interrupted": self.interrupted,
             "failed": self.failed,
             "exit_status": self.exit_status,
-            "luigi_status": getattr(getattr(self.result, "status", None), "name", None),
+            "luigi_status": (self.outcomes_of_tasks or FrontEndAccount()).status,
             "totals": {**{o: totals[o] for o in OUTCOMES}, "jobs": sum(len(r.job_ids) for r in self.run.jobs.values()),
                        "resubmissions": sum(len(r.resubmissions) for r in self.run.jobs.values())},
             "by_family": {f: {s: dict(c) for s, c in systems.items()} for f, systems in by_family.items()},

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import tenacity
 
-from b2batch.errors import SchedulerCommandError
+from b2batch.errors import SchedulerCommandError, TransientCommandError
 
 logger = logging.getLogger(__name__)
 
@@ -30,9 +30,6 @@ TRANSIENT = re.compile(
 call_counts: Counter[str] = Counter()
 _counts_lock = threading.Lock()
 
-
-class TransientCommandError(SchedulerCommandError):
-    """A scheduler command failed in a way that may go away when tried again."""
 
 
 class _RateLimit:

@@ -14,13 +14,15 @@ from typing import Any
 import luigi
 import luigi.task
 
-from b2batch import cli, job
+from b2batch import cli
+from b2batch.display.report import RunReport
+from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError
-from b2batch.jobfiles import RunContext
-from b2batch.process import BatchProcess
-from b2batch.report import RunReport
+from b2batch.luigi_frontend import node, seam
+from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, runs_as_job
+from b2batch.luigi_frontend.outcomes import luigi_outcomes
+from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.settings import load_settings_files, set_setting
-from b2batch.worker import BatchWorkerSchedulerFactory
 
 logger = logging.getLogger(__name__)
 
@@ -112,10 +114,10 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def _sigterm_as_interrupt(run: Run) -> Iterator[None]:
     """SIGTERM and Ctrl-C stop the run, and the jobs it started are killed."""
     def handler(signum: int, frame: Any) -> None:
-        BatchProcess.shutting_down = True  # no further submissions while luigi's worker winds down
+        run.interrupted = True  # nothing more is submitted while the run winds down
         raise KeyboardInterrupt(f"signal {signum}")
 
     try:
@@ -128,6 +130,30 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     finally:
         for sig, old_handler in previous.items():
             signal.signal(sig, old_handler)
+
+
+def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any]) -> Any:
+    """A batch run with the local scheduler: b2batch's own graph runner (linear in the graph's size)."""
+    seam.setup_logging(build_params)
+    runner = GraphRunner(jobs, workers=build_params["workers"], record=jobs.run.record)
+    for task in tasks:
+        runner.add(task)
+    runner.run()
+    result = runner.result()
+    logging.getLogger("luigi-interface").info(result.summary_text)  # as luigi.build does
+    return result
+
+
+def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[str, Any]) -> Any:
+    """A run driven by luigi's own worker: local runs, and batch runs with a central scheduler (luigid)."""
+    if jobs is None:
+        return luigi.build(tasks, **build_params)
+    results: dict[str, TaskResult] = {}
+
+    def make_process(task: Any, result_queue: Any) -> Any:
+        return JobTaskProcess(jobs, task, result_queue, results) if runs_as_job(task) else None
+
+    return luigi.build(tasks, worker_scheduler_factory=seam.LuigidFactory(make_process), **build_params)
 
 
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
@@ -145,9 +171,9 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     status 1, unless ``exit_on_failure=False``: then, as in b2luigi, luigi's run result is returned either
     way. ``--dry-run`` exits 1 when some task would run and 0 when all is complete.
     """
-    spec = job.active_spec()
+    spec = node.active_spec()
     if spec is not None:
-        sys.exit(job.run_task(spec))
+        sys.exit(node.run_task(spec))
 
     try:
         load_settings_files()  # a broken settings.json stops the run here, with one message
@@ -158,7 +184,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     args, rest = cli.parse(sys.argv[1:])
     if rest and not ignore_additional_command_line_args:
         raise SystemExit(f"Unknown command-line arguments: {' '.join(rest)}")
-    RunContext(script=RunContext.current().script, argv=rest).use()
+    context = RunContext.of_main(rest)
 
     test = bool(args.test or test)
     batch = bool(args.batch or batch) and not test
@@ -189,26 +215,32 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         build_params.setdefault("local_scheduler", True)
     build_params.setdefault("log_level", "DEBUG" if test else "INFO")
     _configure_logging(build_params["log_level"])
-    factory = BatchWorkerSchedulerFactory() if batch else None
-    BatchProcess.shutting_down = False  # an earlier interrupted process() call must not stop this one
+    run = Run()
+    jobs = TaskJobs(run, context) if batch else None
     mode = "batch" if batch else "test" if test else "local"
+    report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv)
     try:
-        with _sigterm_as_interrupt(), RunReport(tasks, batch=batch, mode=mode) as run:
+        with _sigterm_as_interrupt(run), report:
             try:
-                run.result = luigi.build(tasks, worker_scheduler_factory=factory, **build_params)
+                if batch and build_params["local_scheduler"]:
+                    report.result = _run_graph(tasks, jobs, build_params)  # type: ignore[arg-type]
+                else:
+                    report.result = _run_with_luigi(tasks, jobs, build_params)
             except KeyboardInterrupt:
-                killed = BatchProcess.kill_all()
+                killed = run.interrupt()
                 logger.error("Interrupted: killed %d running job(s)%s", len(killed),
                              (": " + ", ".join(killed)) if killed else "")
                 raise
-            except B2BatchError:  # e.g. an unknown batch_system: luigi's worker stops at once
-                killed = BatchProcess.kill_all()
+            except B2BatchError:  # e.g. an unknown batch_system: the run stops at once
+                killed = run.interrupt()
                 if killed:
                     logger.error("Stopped by an error: killed %d running job(s): %s", len(killed),
                                  ", ".join(killed))
                 raise
+            finally:
+                report.outcomes_of_tasks = luigi_outcomes(report.result, batch)
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
-    if run.failed and exit_on_failure:
+    if report.failed and exit_on_failure:
         sys.exit(1)
-    return run.result
+    return report.result

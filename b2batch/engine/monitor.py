@@ -1,8 +1,9 @@
 """One status query per batch system per poll, for all jobs of the run, with back-off while nothing changes.
 
-luigi's worker asks every running task whether it is alive about once a second. A :class:`JobMonitor`
-answers from its cache and asks the scheduler again only when the poll interval has passed: one command for
-all tracked jobs, whatever their number. The interval starts at ``poll_interval`` and grows by half after
+The run asks its batch systems about their jobs in every turn of its loop. A :class:`JobMonitor` answers
+from its cache and asks the scheduler again only when the poll interval has passed: one command for all
+tracked jobs, whatever their number. It also says which jobs' answers changed since they were last looked at
+(:meth:`JobMonitor.take_changed`), so that a poll costs the run work for the jobs that changed, not for all. The interval starts at ``poll_interval`` and grows by half after
 every poll that saw no change, up to ``max_poll_interval``; any change sets it back to the start.
 """
 
@@ -11,22 +12,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from b2batch.engine.state import NativeState
 from b2batch.errors import SchedulerCommandError
 from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class NativeState:
-    """A job's state in the scheduler's own words, and why it is in it (if the scheduler says)."""
-
-    state: str
-    reason: str = ""
-    exit_code: int | None = None
-
 
 QueryFunction = Callable[[list[str]], dict[str, NativeState]]
 
@@ -45,13 +36,21 @@ class JobMonitor:
         self._last_poll = 0.0
         self._interval: float | None = None
         self.seen: dict[str, NativeState] = {}
+        self.changed: set[str] = set()
 
     def track(self, job_id: str) -> None:
         self.tracked.add(job_id)
+        self.changed.add(job_id)
+
+    def take_changed(self) -> set[str]:
+        """The tracked jobs whose answer changed (or that were tracked anew) since the last call."""
+        changed, self.changed = self.changed, set()
+        return changed & self.tracked
 
     def forget(self, job_id: str) -> None:
         self.tracked.discard(job_id)
         self.states.pop(job_id, None)
+        self.changed.discard(job_id)
 
     def state(self, job_id: str) -> NativeState | None:
         """The job's state as of the last poll (polling first if it is due); None if the scheduler did not
@@ -92,7 +91,9 @@ class JobMonitor:
         self.last_error = None
         self.seen = dict(states)  # everything the scheduler listed, tracked or not (for re-attaching)
         mine = {job_id: state for job_id, state in states.items() if job_id in self.tracked}
-        changed = mine != self.states
+        differ = {job_id for job_id in self.tracked if mine.get(job_id) != self.states.get(job_id)}
+        changed = bool(differ)
+        self.changed |= differ
         self.states = mine
         maximum = float(get_setting("max_poll_interval"))
         self._interval = minimum if changed else min(maximum, self._interval * 1.5)

@@ -1,11 +1,10 @@
 """Sending jobs to a batch system: in bulk, throttled, and retried with back-off without blocking.
 
-luigi's worker starts the tasks that became runnable one after the other and then asks each whether it is
-alive. :meth:`BatchProcess.start` only queues its job here; the first question afterwards flushes the queue:
-the jobs go to the batch system together (as job arrays where the system has them), at most
-``max_jobs_in_flight`` at a time. In a graph of thousands of tasks luigi may take minutes to start them all,
-so the queue also goes once ``max_array_size`` jobs wait or the first has waited ``submission_window``
-seconds, a window that doubles while the start of tasks goes on (:meth:`Submitter.flush_if_due`). A
+A front-end hands the run the jobs that became ready one after the other; :meth:`Run.submit` only queues
+them here, and the run's next poll flushes the queue: the jobs go to the batch system together (as job arrays
+where the system has them), at most ``max_jobs_in_flight`` at a time. While a front-end goes on handing out
+jobs, the queue also goes once ``max_array_size`` jobs wait or the first has waited ``submission_window``
+seconds, a window that doubles while the hand-out goes on (:meth:`Submitter.flush_if_due`). A
 transient scheduler error puts the jobs back with a growing pause (1, 2, 4 ... s) while the other tasks
 carry on; after ``scheduler_unreachable_timeout`` seconds of failures the jobs fail with the scheduler's last
 answer.
@@ -16,14 +15,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from b2batch.commands import TransientCommandError
-from b2batch.errors import B2BatchError
+from b2batch.errors import B2BatchError, TransientCommandError
 from b2batch.settings import get_setting
 
 if TYPE_CHECKING:
-    from b2batch.process import BatchProcess
+    from b2batch.engine.job import Job
 
 logger = logging.getLogger(__name__)
 
@@ -31,11 +30,13 @@ logger = logging.getLogger(__name__)
 class Submitter:
     """The jobs of one batch system that wait to be submitted, and those in flight."""
 
-    def __init__(self, system: type) -> None:
+    def __init__(self, system: Any, submitted: Callable[[Job], None], failed: Callable[[Job, str], None]) -> None:
         self.system = system
-        self.waiting: deque[BatchProcess] = deque()
+        self._submitted = submitted
+        self._failed = failed
+        self.waiting: deque[Job] = deque()
         self._waiting_ids: set[int] = set()  # so that done() costs O(1), not a scan of thousands of jobs
-        self.in_flight: set[int] = set()
+        self.in_flight: dict[int, Job] = {}
         self.attempts = 0
         self.failing_since: float | None = None
         self.next_attempt = 0.0
@@ -44,7 +45,7 @@ class Submitter:
         self._window = 0.0
         self._last_flush = float("-inf")
 
-    def enqueue(self, job: BatchProcess) -> None:
+    def enqueue(self, job: Job) -> None:
         if not self.waiting:
             now = time.monotonic()
             if now - self._last_flush > self._window:  # not in a long start of tasks: a new window
@@ -56,7 +57,7 @@ class Submitter:
     def flush_if_due(self) -> None:
         """Submit what waits if it should not wait for more jobs to join its arrays: a full array waits, or
         the first job has waited the window (``submission_window`` seconds at first, twice as long after each
-        time it ran out while luigi kept starting tasks, so that a start of tasks that lasts T seconds costs
+        time it ran out while the front-end kept handing out jobs, so that a start of tasks that lasts T seconds costs
         about log2(T) submissions more than N / max_array_size)."""
         if not self.waiting:
             return
@@ -66,11 +67,11 @@ class Submitter:
             self._window *= 2
         self.flush()
 
-    def add_in_flight(self, job: BatchProcess) -> None:
-        self.in_flight.add(id(job))
+    def add_in_flight(self, job: Job) -> None:
+        self.in_flight[id(job)] = job
 
-    def done(self, job: BatchProcess) -> None:
-        self.in_flight.discard(id(job))
+    def done(self, job: Job) -> None:
+        self.in_flight.pop(id(job), None)
         if id(job) in self._waiting_ids:
             self._waiting_ids.discard(id(job))
             self.waiting.remove(job)
@@ -86,7 +87,7 @@ class Submitter:
         batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
         self._last_flush = self._first_waiting_since = time.monotonic()  # those left (throttle) wait anew
         self._waiting_ids.difference_update(id(job) for job in batch)
-        for group in self.system.groups_for_submission(batch):
+        for group in self.system.groups(batch):
             if not self._submit(group):
                 # Keep the order: what was not tried yet goes back in front as well.
                 rest = batch[batch.index(group[0]):]
@@ -94,10 +95,10 @@ class Submitter:
                 self._waiting_ids.update(id(job) for job in rest)
                 return
 
-    def _submit(self, group: list[BatchProcess]) -> bool:
+    def _submit(self, group: list[Job]) -> bool:
         try:
             self.submissions += 1
-            self.system.submit_group(group)
+            self.system.submit(group)
         except TransientCommandError as e:
             now = time.monotonic()
             self.failing_since = self.failing_since or now
@@ -118,10 +119,9 @@ class Submitter:
         self.failing_since = None
         for job in group:
             self.add_in_flight(job)
-            job.submitted()
+            self._submitted(job)
         return True
 
-    @staticmethod
-    def _fail(group: list[Any], message: str) -> None:
+    def _fail(self, group: list[Job], message: str) -> None:
         for job in group:
-            job.submission_failed(message)
+            self._failed(job, message)

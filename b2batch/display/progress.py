@@ -1,9 +1,9 @@
 """Live progress of a batch run: how many tasks are in each state, per task family and batch system.
 
 In a terminal, a table refreshed in place (``rich``); otherwise one log line per change of the counts, at
-most one every :data:`PLAIN_INTERVAL` seconds. The jobs' states come from :data:`b2batch.events.RUN`
-(this module listens to it); the tasks that will run as jobs but have no job yet ("waiting") come from the
-events luigi's worker fires while it walks the graph, so no completeness check is made twice.
+most one every :data:`PLAIN_INTERVAL` seconds. Everything shown comes from the run's record
+(:class:`~b2batch.engine.RunRecord`): the jobs' states, and the work a front-end expects to become jobs
+("waiting" until it has one).
 """
 
 from __future__ import annotations
@@ -15,11 +15,7 @@ import time
 from collections import Counter
 from typing import Any, Self, TextIO
 
-import luigi
-
-from b2batch.events import RUN, JobRecord, RunRecord
-from b2batch.systems import system_name_of
-from b2batch.worker import runs_as_job
+from b2batch.engine import JobRecord, RunRecord
 
 logger = logging.getLogger(__name__)
 
@@ -35,15 +31,13 @@ Key = tuple[str, str]  # (task family, batch system)
 class Progress:
     """Counts of the run's tasks by family, batch system and state; shown live while the run lasts."""
 
-    def __init__(self, run: RunRecord = RUN, stream: TextIO | None = None, interval: float = PLAIN_INTERVAL,
+    def __init__(self, run: RunRecord, stream: TextIO | None = None, interval: float = PLAIN_INTERVAL,
                  live: bool | None = None) -> None:
         self.run = run
         self.stream = stream
         self.interval = interval
         self.live = live
         self.started_at = time.time()
-        self._graph: dict[str, Key] = {}  # tasks luigi found incomplete that will run as jobs
-        self._settled: set[str] = set()  # tasks found complete, or that cannot run
         self._lock = threading.Lock()
         self._changed = threading.Event()
         self._stopping = threading.Event()
@@ -55,36 +49,15 @@ class Progress:
 
     # --- what is counted -----------------------------------------------------------------------------
 
-    def task_found(self, task: Any) -> None:
-        """luigi's worker found ``task`` in the graph (not yet known whether it is complete)."""
-        if task.task_id in self._settled or task.task_id in self._graph or not runs_as_job(task):
-            return
-        try:
-            system = system_name_of(task)
-        except Exception:  # a bad setting fails the task later, with a clear message
-            system = "?"
-        with self._lock:
-            self._graph[task.task_id] = (task.task_family, system)
-        self._changed.set()
-
-    def task_settled(self, task: Any) -> None:
-        """``task`` is complete already, or cannot run (missing external data, broken requires())."""
-        with self._lock:
-            self._settled.add(task.task_id)
-            self._graph.pop(task.task_id, None)
-        self._changed.set()
-
-    def job_changed(self, record: JobRecord) -> None:
-        """The listener on :data:`RUN`: a job changed its state."""
+    def job_changed(self, record: JobRecord | None = None) -> None:
+        """The watcher on the record: a job changed its state, or work is expected."""
         self._changed.set()
 
     def counts(self) -> dict[Key, Counter[str]]:
         """Tasks per state (and resubmissions) by (family, system)."""
         rows: dict[Key, Counter[str]] = {}
         records = list(self.run.jobs.values())
-        with self._lock:
-            waiting = [key for task_id, key in self._graph.items() if task_id not in self.run.jobs]
-        for key in waiting:
+        for key in list(self.run.expected.values()):
             rows.setdefault(key, Counter())["waiting"] += 1
         for record in records:
             row = rows.setdefault((record.family, record.system), Counter())
@@ -143,16 +116,10 @@ class Progress:
 
     # --- start and stop -------------------------------------------------------------------------------
 
-    def start(self, tasks: list[Any]) -> None:
-        """Count ``tasks`` (the roots of the graph) and everything luigi finds below them; show the progress
-        until :meth:`stop`."""
-        global _active
-        _install_luigi_hooks()
+    def start(self) -> None:
+        """Show the progress until :meth:`stop`."""
         self.started_at = time.time()
-        for task in tasks:
-            self.task_found(task)
-        _active = self
-        self.run.listeners.append(self.job_changed)
+        self.run.watchers.append(self.job_changed)
         stream = self.stream or sys.stderr
         live = self.live if self.live is not None else _is_terminal(stream)
         if live:
@@ -162,11 +129,8 @@ class Progress:
             self._thread.start()
 
     def stop(self) -> None:
-        global _active
-        if _active is self:
-            _active = None
-        if self.job_changed in self.run.listeners:
-            self.run.listeners.remove(self.job_changed)
+        if self.job_changed in self.run.watchers:
+            self.run.watchers.remove(self.job_changed)
         self._stopping.set()
         self._changed.set()
         if self._thread is not None:
@@ -259,39 +223,3 @@ def _stream_handlers() -> list[logging.StreamHandler[Any]]:
             if type(handler) is logging.StreamHandler and handler not in found:
                 found.append(handler)
     return found
-
-
-# --- luigi's graph events: registered once, passed on to the progress display of the run --------------------
-
-_active: Progress | None = None
-_hooks_installed = False
-
-
-def _install_luigi_hooks() -> None:
-    """luigi's worker fires these in this process while it adds tasks: DEPENDENCY_DISCOVERED for each
-    requirement of an incomplete task, DEPENDENCY_PRESENT for a complete task, DEPENDENCY_MISSING for
-    missing external data (or a complete() that raised), BROKEN_TASK for a requires() that raised."""
-    global _hooks_installed
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-
-    @luigi.Task.event_handler(luigi.Event.DEPENDENCY_DISCOVERED)
-    def _discovered(task: Any, requirement: Any) -> None:
-        if _active is not None:
-            _active.task_found(requirement)
-
-    @luigi.Task.event_handler(luigi.Event.DEPENDENCY_PRESENT)
-    def _present(task: Any) -> None:
-        if _active is not None:
-            _active.task_settled(task)
-
-    @luigi.Task.event_handler(luigi.Event.DEPENDENCY_MISSING)
-    def _missing(task: Any) -> None:
-        if _active is not None:
-            _active.task_settled(task)
-
-    @luigi.Task.event_handler(luigi.Event.BROKEN_TASK)
-    def _broken(task: Any, exception: BaseException) -> None:
-        if _active is not None:
-            _active.task_settled(task)

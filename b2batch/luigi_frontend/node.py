@@ -12,7 +12,6 @@ import importlib
 import json
 import logging
 import os
-import queue
 import runpy
 import signal
 import sys
@@ -20,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import luigi.task_register
-import luigi.worker
 from luigi.scheduler import DONE, PENDING
 
 from b2batch import paths
+from b2batch.luigi_frontend.seam import run_in_process
 from b2batch.settings import use_settings_snapshot
 
 logger = logging.getLogger(__name__)
@@ -36,7 +35,7 @@ def active_spec() -> dict[str, Any] | None:
     return _active_spec
 
 
-class _StatusReporter:
+class StatusReporter:
     """What luigi's TaskProcess forwards to a running task; in a job, messages go to the log."""
 
     scheduler_messages = None
@@ -58,11 +57,8 @@ def run_task(spec: dict[str, Any]) -> int:
     """Run the task of ``spec`` once and write its result file; the job's exit code."""
     task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
     task = task_class.from_str_params(spec["task_params"])
-    results: queue.Queue[Any] = queue.Queue()
-    luigi.worker.TaskProcess(task, "b2batch-job", results, _StatusReporter(), use_multiprocessing=False).run()
-    _task_id, status, explanation, missing, new_deps = results.get_nowait()
-    result = {"status": status, "error": explanation or "", "missing": missing,
-              "new_deps": [list(d) for d in new_deps or []]}
+    status, explanation, missing, new_deps = run_in_process(task, "b2batch-job", StatusReporter())
+    result = {"status": status, "error": explanation, "missing": missing, "new_deps": [list(d) for d in new_deps]}
     result_file = Path(spec["result_file"])
     temporary = result_file.with_name(f".{result_file.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(result))

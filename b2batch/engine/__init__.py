@@ -1,0 +1,17 @@
+"""The engine: runs of jobs on batch systems, knowing nothing of luigi.
+
+- :class:`Run`: one run; owns its batch systems, their submitters and monitors, its live jobs and record.
+- :class:`BatchSystem`: one batch system in one run (submit groups, one status query, bulk cancel).
+- :class:`Job`: one unit of work with its files, state, resubmission count and outcome.
+- :class:`JobState` / :class:`JobStatus`: what a status query answers.
+"""
+
+from b2batch.engine.files import JobFiles
+from b2batch.engine.job import Job
+from b2batch.engine.record import JobRecord, RunRecord
+from b2batch.engine.run import Run
+from b2batch.engine.state import JobState, JobStatus, NativeState
+from b2batch.engine.system import BatchSystem
+
+__all__ = ["BatchSystem", "Job", "JobFiles", "JobRecord", "JobState", "JobStatus", "NativeState", "Run",
+           "RunRecord"]

@@ -1,0 +1,114 @@
+"""The files of one job, and the one place that knows the layout of job folders.
+
+A job's files live in ``<task_file_dir>/<family>/<key>/``: the wrapper the batch system runs
+(``executable_wrapper.sh``), the front-end's description of the work (``job.json``), the exit code the
+wrapper writes (``exit_code``), the work's result (``result.json``) and the journal of the submission
+(``submission.json``). Its logs live in a folder the front-end chooses (``stdout``, ``stderr``, and the
+previous job's as ``.previous``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the whole new one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+
+
+@dataclass
+class JobFiles:
+    """Paths of one job's files."""
+
+    folder: Path
+    log_folder: Path
+
+    @classmethod
+    def at(cls, task_file_dir: Path, family: str, key: str, log_folder: Path) -> JobFiles:
+        """The files of the job ``key`` of ``family`` under ``task_file_dir``."""
+        return cls(folder=Path(task_file_dir) / family / key, log_folder=Path(log_folder))
+
+    spec = property(lambda self: self.folder / "job.json")
+    wrapper = property(lambda self: self.folder / "executable_wrapper.sh")
+    exit_code = property(lambda self: self.folder / "exit_code")
+    result = property(lambda self: self.folder / "result.json")
+    submission = property(lambda self: self.folder / "submission.json")
+    stdout = property(lambda self: self.log_folder / "stdout")
+    stderr = property(lambda self: self.log_folder / "stderr")
+
+    def reset(self) -> None:
+        """Before a new job: remove what an earlier job left (exit code, result) and keep its logs as
+        ``.previous``, so that each job starts with empty logs."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.log_folder.mkdir(parents=True, exist_ok=True)
+        for stale in (self.exit_code, self.result):
+            stale.unlink(missing_ok=True)
+        for log in (self.stdout, self.stderr):
+            if log.exists() and log.stat().st_size:
+                os.replace(log, self.previous_log(log))
+
+    def write_spec(self, spec: dict[str, Any]) -> None:
+        atomic_write(self.spec, json.dumps(spec, indent=1, default=str))
+
+    def write_wrapper(self, text: str) -> None:
+        atomic_write(self.wrapper, text, mode=0o755)
+
+    @staticmethod
+    def previous_log(log: Path) -> Path:
+        """Where the log of the previous job is kept (one generation)."""
+        return log.with_name(log.name + ".previous")
+
+    def record_submission(self, system: str, job_id: str) -> None:
+        """Note the job in the run's journal: which batch system has it under which id, since when."""
+        record = {"system": system, "job_id": job_id, "submitted_at": time.time(), "host": socket.gethostname(),
+                  "steering_pid": os.getpid()}
+        atomic_write(self.submission, json.dumps(record))
+
+    def unfinished_submissions(self, system: str) -> list[str]:
+        """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` and
+        wrote no exit code yet: the jobs an earlier steering process may have left queued or running."""
+        ids = []
+        for journal in self.folder.parent.parent.glob("*/*/submission.json"):  # <dir>/<family>/<key>/
+            try:
+                record = json.loads(journal.read_text())
+            except (OSError, ValueError):
+                continue
+            if record.get("system") == system and record.get("job_id") and not (journal.parent / "exit_code").exists():
+                ids.append(str(record["job_id"]))
+        return ids
+
+    def read_submission(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.submission.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def read_exit_code(self) -> int | None:
+        try:
+            return int(self.exit_code.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def read_result(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self.result.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.stderr, errors="replace") as f:
+                return "".join(deque(f, maxlen=lines)).rstrip()
+        except OSError:
+            return ""

@@ -1,0 +1,81 @@
+"""A :class:`Job`: one unit of work for a batch system, with its files, its state and its outcome.
+
+The unit of work is generic: a wrapper script (a command line with its environment) in a job folder, whose
+exit code the wrapper writes to a file. A front-end makes jobs (a luigi task is one way to make one) and
+gives each a way to look up its settings; the engine submits them, follows them, submits again those the
+batch system lost, and hands back those that ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from b2batch.engine.files import JobFiles
+from b2batch.engine.state import JobState
+
+
+@dataclass(eq=False)
+class Job:
+    """One unit of work. Jobs compare and hash by identity."""
+
+    #: Unique in the run (for luigi tasks: the task id); names the job's record.
+    key: str
+    #: How messages name the work, e.g. ``Simulate(seed=3)``.
+    name: str
+    #: The kind of work, for progress and summaries (for luigi tasks: the task family).
+    family: str
+    #: The batch system's name (the ``batch_system`` setting, resolved).
+    system: str
+    files: JobFiles
+    #: The work's settings: ``settings(name)`` follows the settings chain for this unit of work.
+    settings: Callable[[str], Any]
+    params: dict[str, str] = field(default_factory=dict)
+    #: The front-end's own object (e.g. the luigi task); the engine never looks at it.
+    payload: Any = None
+
+    job_id: str | None = None
+    #: new, waiting, submitted, ended
+    state: str = "new"
+    resubmissions: int = 0
+    submitted_at: float | None = None
+    #: How the batch job ended (set when :attr:`state` becomes ``ended``).
+    outcome: JobState | None = None
+    #: Whether the batch system never took the job (the outcome's reason says why).
+    not_submitted: bool = False
+
+    def setting(self, name: str) -> Any:
+        return self.settings(name)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def failure_message(self, error: str = "") -> str:
+        """Why the job failed, naming the work, its parameters, the exit code, the batch system's reason,
+        ``error`` (the work's own), the logs and the end of stderr."""
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "no parameters"
+        reason = self.outcome.reason if self.outcome is not None else ""
+        if self.not_submitted:
+            return f"Task {self.name} could not be submitted to {self.system}: {reason}"
+        exit_code = self.files.read_exit_code()
+        if exit_code is None:
+            what = "ended without an exit code (killed, or lost by the batch system)"
+        else:
+            what = f"exited with code {exit_code}"
+        if exit_code == 127:
+            what += (f"; the command was not found on the node: check the setting 'executable' "
+                     f"(now {self.setting('executable')!r}) and env_script")
+        elif exit_code == 3 and not error:
+            what += "; the job could not set up its environment (env_script or working_dir, see stderr)"
+        lines = [f"Task {self.family} ({params}) failed: job {self.job_id} on {self.system} {what}."]
+        if reason:
+            lines.append(f"Batch system: {reason}")
+        if error:
+            lines.append(f"Error: {error}")
+        lines.append(f"stdout: {self.files.stdout}")
+        lines.append(f"stderr: {self.files.stderr}")
+        tail = self.files.stderr_tail()
+        if tail:
+            lines.append("Last lines of stderr:\n" + tail)
+        return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""What happened to every job of a run: the one record that progress displays, summaries and timelines
+read. The run reports each change of a job's state here; listeners (e.g. a live progress display) are told
+of each change as it happens. Front-ends also note the work they expect to become jobs (:meth:`expect`), so
+that a display can count what waits before it has a job.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class JobRecord:
+    """One unit of work's job (or jobs, when it was resubmitted) in this run."""
+
+    task_id: str
+    family: str
+    params: dict[str, str]
+    system: str
+    job_ids: list[str] = field(default_factory=list)
+    state: str = "waiting"  # waiting, submitted, queued, running, done, failed, resubmitted
+    submitted_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    reason: str = ""
+    resubmissions: list[str] = field(default_factory=list)  # the reason of each
+    stdout: str = ""
+    stderr: str = ""
+    stderr_tail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+Listener = Callable[[JobRecord], None]
+
+
+class RunRecord:
+    """The jobs of one run, by key (a luigi task's id)."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, JobRecord] = {}
+        self.started_at = time.time()
+        self.listeners: list[Listener] = []
+        #: Called without arguments after any change, expectations included (e.g. to redraw a display).
+        self.watchers: list[Callable[[], None]] = []
+        #: Work a front-end expects to run as jobs and that has no job yet: key -> (family, system).
+        self.expected: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    def expect(self, key: str, family: str, system: str) -> None:
+        """Note work that will become a job of ``system`` (counted as waiting until it has one)."""
+        with self._lock:
+            if key not in self.jobs:
+                self.expected[key] = (family, system)
+        self._tell(None)
+
+    def settle(self, key: str) -> None:
+        """Work noted with :meth:`expect` will not become a job after all (complete already, or it cannot run)."""
+        with self._lock:
+            self.expected.pop(key, None)
+        self._tell(None)
+
+    def job(self, job: Any) -> JobRecord:
+        """The record of the engine job ``job`` (made at its first change)."""
+        with self._lock:
+            record = self.jobs.get(job.key)
+            if record is None:
+                record = JobRecord(task_id=job.key, family=job.family, params=dict(job.params), system=job.system,
+                                   stdout=str(job.files.stdout), stderr=str(job.files.stderr))
+                self.jobs[job.key] = record
+                self.expected.pop(job.key, None)
+        return record
+
+    def update(self, job: Any, state: str, reason: str = "") -> None:
+        """Record that ``job`` is now in ``state`` (one of JobRecord.state's values)."""
+        record = self.job(job)
+        now = time.time()
+        if state == "submitted":
+            record.submitted_at = record.submitted_at or now
+            if job.job_id and job.job_id not in record.job_ids:
+                record.job_ids.append(job.job_id)
+        elif state == "running" and record.started_at is None:
+            record.started_at = now
+        elif state in ("done", "failed"):
+            record.ended_at = now
+            record.reason = reason
+            if state == "failed":
+                record.stderr_tail = job.files.stderr_tail(10)
+        elif state == "resubmitted":
+            record.resubmissions.append(reason)
+            record.started_at = None
+        if record.state == state:
+            return
+        record.state = state
+        self._tell(record)
+
+    def _tell(self, record: JobRecord | None) -> None:
+        if record is not None:
+            for listener in list(self.listeners):
+                listener(record)
+        for watcher in list(self.watchers):
+            watcher()

@@ -1,0 +1,186 @@
+""":class:`Run`: one run of jobs. It owns the batch systems in use, their submitters and monitors, the live
+jobs, the run's record and its interruption; two runs in one process do not see each other's jobs.
+
+A front-end makes :class:`~b2batch.engine.job.Job` objects and loops::
+
+    run = Run()
+    run.add_system("slurm", SlurmSystem)          # once per batch system (or a factory)
+    run.submit(job)                                # queued; goes out in bulk at the next poll
+    for job in run.poll():                         # jobs whose batch job ended
+        ...                                        # job.outcome says how; run.settle(job, ok, reason)
+    run.wait()                                     # a short sleep between polls
+
+The run submits in bulk within the throttle, follows jobs with one status query per batch system per poll,
+submits again jobs that the batch system lost (``max_resubmissions``), takes over jobs of an earlier steering
+process that still run (the journal ``submission.json``), and cancels everything with one command per batch
+system when interrupted (:meth:`interrupt`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from b2batch.engine.job import Job
+from b2batch.engine.record import RunRecord
+from b2batch.engine.state import JobState, JobStatus
+from b2batch.engine.submission import Submitter
+from b2batch.engine.system import BatchSystem
+
+logger = logging.getLogger(__name__)
+
+
+class Run:
+    """The jobs of one run, and the batch systems they go to."""
+
+    def __init__(self, record: RunRecord | None = None, poll_pause: float = 0.2) -> None:
+        self.record = record or RunRecord()
+        #: Tags this run's jobs (part of job names and HTCondor's JobBatchName).
+        self.tag = uuid.uuid4().hex[:8]
+        self.systems: dict[str, BatchSystem] = {}
+        self.submitters: dict[str, Submitter] = {}
+        #: Jobs submitted or waiting to be, not yet ended, by id().
+        self.live: dict[int, Job] = {}
+        self.interrupted = False
+        self.poll_pause = poll_pause
+        self._ended: list[Job] = []
+        self._counter = 0
+
+    # --- batch systems -------------------------------------------------------------------------------
+
+    def add_system(self, name: str, create: Callable[[Run], BatchSystem]) -> BatchSystem:
+        """The run's batch system ``name``, made by ``create(run)`` the first time."""
+        system = self.systems.get(name)
+        if system is None:
+            system = create(self)
+            self.systems[name] = system
+            self.submitters[name] = Submitter(system, self._submitted, self._submission_failed)
+        return system
+
+    def next_number(self) -> int:
+        """A number unique in this run (e.g. for array folders)."""
+        self._counter += 1
+        return self._counter
+
+    # --- jobs ----------------------------------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        """Follow the job of an earlier steering process for the same work if it still runs; else queue
+        ``job`` for submission."""
+        system = self.systems[job.system]
+        self.live[id(job)] = job
+        self.record.update(job, "waiting")
+        journal = job.files.read_submission()
+        if (journal and journal.get("system") == system.name and job.files.read_exit_code() is None
+                and system.attach(job, journal)):
+            logger.info("Job %s: %s is still queued or running from an earlier run; following it", job.job_id, job)
+            job.state, job.submitted_at = "submitted", time.time()
+            self.submitters[job.system].add_in_flight(job)
+            self.record.update(job, "submitted")
+            return
+        self._queue(job)
+
+    def _queue(self, job: Job) -> None:
+        job.files.reset()
+        job.job_id, job.state = None, "waiting"
+        submitter = self.submitters[job.system]
+        submitter.enqueue(job)
+        if not self.interrupted:
+            submitter.flush_if_due()
+
+    def _submitted(self, job: Job) -> None:
+        job.state, job.submitted_at = "submitted", time.time()
+        job.files.record_submission(job.system, str(job.job_id))
+        self.record.update(job, "submitted")
+        logger.info("Job %s: submitted task %s to %s", job.job_id, job, job.system)
+
+    def _submission_failed(self, job: Job, message: str) -> None:
+        job.not_submitted = True
+        self._end(job, JobState(JobStatus.aborted, message))
+
+    def poll(self) -> list[Job]:
+        """Submit what is due, ask every batch system about its jobs (each decides whether a query is due),
+        submit again the jobs it lost; the jobs that ended since the last call."""
+        for name, system in self.systems.items():
+            submitter = self.submitters[name]
+            if not self.interrupted:
+                submitter.flush()
+            if not submitter.in_flight:
+                continue
+            for job, state in system.states(list(submitter.in_flight.values())).items():
+                self._observe(job, state)
+        ended, self._ended = self._ended, []
+        return ended
+
+    def _observe(self, job: Job, state: JobState) -> None:
+        if id(job) not in self.live:
+            return
+        if not state.final:
+            self.record.update(job, "running" if state.status == JobStatus.running else "queued")
+            return
+        self.systems[job.system].forget(job)
+        self.submitters[job.system].done(job)
+        reason = state.scheduler_side
+        if not reason and job.files.read_exit_code() not in (None, 0) and job.setting("resubmit_failed_tasks"):
+            reason = "the task failed and resubmit_failed_tasks is set"
+        limit = int(job.setting("max_resubmissions"))
+        if reason and job.resubmissions < limit and not self.interrupted:
+            job.resubmissions += 1
+            logger.warning("Job %s: %s; submitting task %s again (%d of %d)", job.job_id, reason, job, job.resubmissions,
+                           limit)
+            self.record.update(job, "resubmitted", reason)
+            self._queue(job)
+            return
+        self._end(job, state)
+
+    def _end(self, job: Job, state: JobState) -> None:
+        job.state, job.outcome = "ended", state
+        self.live.pop(id(job), None)
+        self.submitters[job.system].done(job)
+        self._ended.append(job)
+
+    def settle(self, job: Job, ok: bool, reason: str = "") -> None:
+        """The front-end's verdict on an ended job (e.g. after checking its outputs), for the record."""
+        if not ok:
+            logger.error("%s%s", f"Job {job.job_id}: " if job.job_id else "", reason)
+        self.record.update(job, "done" if ok else "failed", reason)
+
+    def cancel(self, jobs: Iterable[Job]) -> None:
+        """Stop these jobs (waiting ones are dropped, submitted ones cancelled with one command per batch
+        system); they are not handed back by :meth:`poll`."""
+        by_system: dict[str, list[Job]] = {}
+        for job in jobs:
+            if self.live.pop(id(job), None) is None:
+                continue
+            self.submitters[job.system].done(job)
+            if job.job_id is not None:
+                by_system.setdefault(job.system, []).append(job)
+            job.state = "ended"
+        for name, chosen in by_system.items():
+            logger.warning("Killing %d %s job(s)", len(chosen), name)
+            self.systems[name].cancel(chosen)
+            for job in chosen:
+                self.systems[name].forget(job)
+
+    def interrupt(self) -> list[str]:
+        """Stop the run: nothing more is submitted, every live job is cancelled; their descriptions."""
+        self.interrupted = True
+        jobs = list(self.live.values())
+        killed = [f"{job.system} job {job.job_id} ({job.key})" for job in jobs if job.job_id is not None]
+        self.cancel(jobs)
+        return killed
+
+    def wait(self, seconds: float | None = None) -> None:
+        """Pause between two polls."""
+        time.sleep(self.poll_pause if seconds is None else seconds)
+
+    @property
+    def submissions(self) -> int:
+        """Calls of submit commands so far (for benchmarks)."""
+        return sum(s.submissions for s in self.submitters.values())
+
+    def describe(self) -> dict[str, Any]:
+        return {"tag": self.tag, "systems": list(self.systems), "live": len(self.live)}

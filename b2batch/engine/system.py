@@ -1,0 +1,55 @@
+""":class:`BatchSystem`: what the engine needs of a batch system, one object per system per run.
+
+A batch system submits groups of jobs (arrays where it has them), answers one status query for all its
+jobs, and cancels many jobs with one command. Its answers are :class:`JobState` values. Built-in systems live
+in :mod:`b2batch.systems`; b2luigi-style ``BatchProcess`` plugins are adapted to this interface by the luigi
+front-end.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from b2batch.engine.state import JobState
+
+if TYPE_CHECKING:
+    from b2batch.engine.job import Job
+    from b2batch.engine.run import Run
+
+
+class BatchSystem(abc.ABC):
+    """One batch system in use by one run."""
+
+    #: Name of the batch system, as used in the ``batch_system`` setting.
+    name: ClassVar[str] = ""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def groups(self, jobs: list[Job]) -> list[list[Job]]:
+        """How waiting jobs go to the batch system: one group per submission (default: one job each)."""
+        return [[job] for job in jobs]
+
+    @abc.abstractmethod
+    def submit(self, group: list[Job]) -> None:
+        """Submit a group of :meth:`groups`, setting each job's ``job_id``. A
+        :class:`~b2batch.errors.TransientCommandError` means "try again later"; another
+        :class:`~b2batch.errors.B2BatchError` fails the group's jobs with its message."""
+
+    @abc.abstractmethod
+    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
+        """The states of ``jobs`` (all submitted, none over) with at most one status query for all of them.
+        Jobs whose state did not change since the last call may be left out."""
+
+    @abc.abstractmethod
+    def cancel(self, jobs: list[Job]) -> None:
+        """Stop these jobs, with as few commands as the batch system allows (a job that ended is no error)."""
+
+    def attach(self, job: Job, journal: dict[str, Any]) -> bool:
+        """Take over the job of an earlier steering process recorded in ``journal`` if the batch system still
+        has it queued or running (set ``job.job_id``); whether it did."""
+        return False
+
+    def forget(self, job: Job) -> None:
+        """The run no longer follows ``job`` (it ended, or was cancelled)."""

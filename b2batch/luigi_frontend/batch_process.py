@@ -1,0 +1,125 @@
+"""``BatchProcess``: the way b2luigi documents adding a batch system, kept as b2batch's plugin interface.
+
+A plugin subclasses :class:`BatchProcess` and implements :meth:`~BatchProcess.start_job`,
+:meth:`~BatchProcess.get_job_status` and :meth:`~BatchProcess.kill_job` for one task's job, as in b2luigi::
+
+    class MyProcess(b2batch.BatchProcess):
+        def start_job(self):
+            self.my_id = submit(self.job_files.wrapper)          # the rendered executable wrapper
+        def get_job_status(self):
+            return b2batch.JobStatus.running                     # idle, running, successful or aborted
+        def kill_job(self):
+            cancel(self.my_id)
+
+and is named by the ``batch_system`` setting (the class itself) or an entry point of the group
+``b2batch.batch_systems`` (or b2luigi's ``b2luigi.batch_systems``). :class:`ProcessSystem` adapts such a
+class to the engine: one ``BatchProcess`` per job, asked about its job at most once per ``poll_interval``.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import time
+from typing import Any
+
+from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus
+from b2batch.settings import get_setting
+
+logger = logging.getLogger(__name__)
+
+
+class BatchProcess(abc.ABC):
+    """One task's job on a batch system, as b2luigi's plugins implement it.
+
+    :attr:`task` is the luigi task; :attr:`job_files` ``.wrapper`` is the job's command (the rendered
+    executable wrapper, whose stdout and stderr go to the task's log files and which writes the job's exit
+    code to ``job_files.exit_code``).
+    """
+
+    #: Name of the batch system, as used in the ``batch_system`` setting.
+    system_name: str = ""
+
+    def __init__(self, task: Any, scheduler: Any = None, result_queue: Any = None,
+                 worker_timeout: float | None = None) -> None:
+        self.task = task
+        self.scheduler = scheduler
+        self.result_queue = result_queue
+        self.worker_timeout = worker_timeout
+        self.job_id: str | None = None
+        self.job_files: JobFiles | None = None  # set before start_job
+
+    @abc.abstractmethod
+    def start_job(self) -> None:
+        """Submit :attr:`job_files` ``.wrapper`` as a job; remember what identifies it (e.g. in :attr:`job_id`)."""
+
+    @abc.abstractmethod
+    def get_job_status(self) -> JobStatus:
+        """The job's current state: idle, running, successful or aborted."""
+
+    def kill_job(self) -> None:
+        """Stop the job (a job that already ended is no error). Plugins written for older b2luigi versions
+        implement ``terminate_job`` instead."""
+        if type(self).terminate_job is not BatchProcess.terminate_job:
+            self.terminate_job()
+            return
+        raise NotImplementedError(f"{type(self).__name__} implements neither kill_job nor terminate_job")
+
+    def terminate_job(self) -> None:
+        """b2luigi's older name of :meth:`kill_job`."""
+        self.kill_job()
+
+    def failure_reason(self) -> str:
+        """Why the batch system ended the job, if it said (e.g. a hold reason); empty if not known."""
+        return ""
+
+    def scheduler_side_failure(self) -> str:
+        """Why the batch system, not the task, ended the job (node failure, preemption ...), or empty: such
+        jobs are submitted again, up to ``max_resubmissions`` times."""
+        return ""
+
+
+class ProcessSystem(BatchSystem):
+    """A :class:`BatchProcess` subclass as an engine batch system: one process object per job."""
+
+    def __init__(self, run: Any, process_class: type[BatchProcess]) -> None:
+        super().__init__(run)
+        self.process_class = process_class
+        self.name = process_class.system_name or process_class.__name__  # type: ignore[misc]
+        self.processes: dict[int, BatchProcess] = {}
+        self._asked_at = float("-inf")
+
+    def submit(self, group: list[Job]) -> None:
+        for job in group:
+            process = self.process_class(task=job.payload)
+            process.job_files = job.files
+            process.start_job()
+            job.job_id = str(process.job_id) if process.job_id is not None else f"{self.name}-{id(process):x}"
+            self.processes[id(job)] = process
+
+    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
+        if time.monotonic() - self._asked_at < float(get_setting("poll_interval")):
+            return {}
+        self._asked_at = time.monotonic()
+        found = {}
+        for job in jobs:
+            process = self.processes.get(id(job))
+            if process is None:
+                continue
+            status = process.get_job_status()
+            if not isinstance(status, JobStatus):
+                status = JobStatus(getattr(status, "value", status))  # b2luigi's own JobStatus enum
+            found[job] = JobState(status, process.failure_reason(), process.scheduler_side_failure())
+        return found
+
+    def cancel(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            process = self.processes.get(id(job))
+            if process is not None:
+                try:
+                    process.kill_job()
+                except Exception as e:  # a plugin's error must not stop the others' cancellation
+                    logger.warning("Job %s: %s could not cancel it: %s", job.job_id, self.name, e)
+
+    def forget(self, job: Job) -> None:
+        self.processes.pop(id(job), None)

@@ -1,0 +1,240 @@
+"""luigi tasks as engine jobs: which tasks become jobs, their job files, and what an ended job means for its
+task (done, failed, or new dynamic requirements).
+
+:class:`TaskJobs` belongs to one run. It writes a task's spec (which task the job runs, so the node side
+rebuilds exactly that task without walking the graph) and its wrapper, makes the engine :class:`Job`, and
+judges ended jobs: a job that succeeded still has to show its outputs on this host (shared file systems are
+slow) within ``output_wait_timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import luigi
+import luigi.task
+from luigi.scheduler import DONE, FAILED, PENDING
+
+from b2batch import paths, systems
+from b2batch.engine import BatchSystem, Job, JobFiles, Run
+from b2batch.errors import B2BatchError, SettingError
+from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
+from b2batch.settings import get_setting, settings_snapshot
+
+logger = logging.getLogger(__name__)
+
+
+def runs_as_job(task: Any) -> bool:
+    """Whether the task becomes a job: not for external tasks (nothing to run), wrapper tasks (only
+    requirements) and tasks that ask to stay with ``run_local = True``."""
+    if getattr(task, "run_local", False):
+        return False
+    if isinstance(task, luigi.WrapperTask):
+        return False
+    return getattr(type(task), "run", None) is not None
+
+
+@dataclass
+class RunContext:
+    """What a job needs to know of the steering process: the workflow script and its own arguments."""
+
+    script: str | None = None
+    argv: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of_main(cls, argv: list[str] | None = None) -> RunContext:
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        return cls(script=str(Path(main_file).resolve()) if main_file else None, argv=list(argv or []))
+
+
+@dataclass
+class TaskResult:
+    """What became of a task: luigi's status (DONE, FAILED or PENDING), why, and new requirements."""
+
+    task: Any
+    status: str
+    explanation: str = ""
+    new_deps: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+
+
+def task_files(task: Any) -> JobFiles:
+    """The job files of ``task``: in ``<task_file_dir>/<TaskFamily>/<task_id>/``, logs in
+    ``<log_dir>/<parameters>/<TaskFamily>/``."""
+    return JobFiles.at(paths.resolve(get_setting("task_file_dir", task=task)), task.task_family, task.task_id,
+                       paths.log_folder(task))
+
+
+def _output_paths(task: Any) -> list[str]:
+    return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output())]
+
+
+class TaskJobs:
+    """The jobs of one run's luigi tasks."""
+
+    def __init__(self, run: Run, context: RunContext) -> None:
+        self.run = run
+        self.context = context
+        self.jobs: dict[str, Job] = {}  # by task id, while the task is a job
+        self._awaiting_outputs: dict[str, float] = {}  # task id -> deadline
+        self._results: list[TaskResult] = []
+
+    def system_of(self, task: Any) -> str:
+        """The name of the task's batch system, which the run then has."""
+        value = get_setting("batch_system", task=task)
+        cls = systems.system_class(value if isinstance(value, type) else systems.system_name_of(task), task)
+        if isinstance(cls, type) and issubclass(cls, BatchProcess):
+            system = self.run.add_system(cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls))
+        elif isinstance(cls, type) and issubclass(cls, BatchSystem):
+            system = self.run.add_system(cls.name, cls)
+        else:
+            raise SettingError(f"Task {task}: the batch_system {value!r} is neither a b2batch.BatchProcess nor an "
+                               f"engine BatchSystem subclass; fix the setting 'batch_system' or the plugin.")
+        return system.name
+
+    def make(self, task: Any) -> Job:
+        """The engine job of ``task`` (its batch system is added to the run; an unknown one is an error that
+        stops the run)."""
+        system = self.system_of(task)
+        return Job(key=task.task_id, name=str(task), family=task.task_family, system=system,
+                   files=task_files(task), settings=lambda name, task=task: get_setting(name, task=task),
+                   params=task.to_str_params(only_significant=True), payload=task)
+
+    def write_files(self, job: Job) -> None:
+        """Write the job's spec and wrapper (a bad setting raises its SettingError)."""
+        from b2batch import wrapper  # rendering needs jinja: imported only on the steering side
+
+        task, files = job.payload, job.files
+        files.folder.mkdir(parents=True, exist_ok=True)
+        files.log_folder.mkdir(parents=True, exist_ok=True)
+        files.write_spec({
+            "task_module": task.task_module,
+            "task_family": task.task_family,
+            "task_params": task.to_str_params(),
+            "script": self.context.script,
+            "argv": self.context.argv,
+            "base_dir": str(paths.base_dir()),
+            "settings": settings_snapshot(),
+            "result_file": str(files.result),
+        })
+        files.write_wrapper(wrapper.render_wrapper(task, files))
+
+    def start(self, task: Any) -> None:
+        """Submit ``task`` as a job (a job whose files cannot be written fails at the next poll)."""
+        job = self.make(task)
+        self.jobs[task.task_id] = job
+        try:
+            self.write_files(job)
+        except B2BatchError as e:
+            job.not_submitted = True
+            self.run.record.update(job, "waiting")
+            self._end(job, FAILED, f"Task {task} could not be submitted to {job.system}: {e}")
+            return
+        self.run.submit(job)
+
+    def poll(self) -> list[TaskResult]:
+        """Poll the run; the results of tasks whose job ended (and whose outputs showed or timed out)."""
+        for job in self.run.poll():
+            self._judge(job)
+        now = time.monotonic()
+        for task_id, deadline in list(self._awaiting_outputs.items()):
+            self._check_outputs(self.jobs[task_id], deadline, now)
+        results, self._results = self._results, []
+        return results
+
+    def cancel(self, task: Any) -> None:
+        job = self.jobs.pop(task.task_id, None)
+        self._awaiting_outputs.pop(task.task_id, None)
+        if job is not None:
+            self.run.cancel([job])
+
+    def _judge(self, job: Job) -> None:
+        task = job.payload
+        if job.not_submitted:
+            self._end(job, FAILED, job.failure_message())
+            return
+        result = job.files.read_result()
+        exit_code = job.files.read_exit_code()
+        if result is not None and result.get("status") == PENDING and result.get("new_deps"):
+            logger.info("Job %s: task %s has new dynamic requirements", job.job_id, task)
+            self.jobs.pop(task.task_id, None)
+            self.run.record.update(job, "waiting")
+            self._results.append(TaskResult(task, PENDING, "", [tuple(d) for d in result["new_deps"]]))
+            return
+        if result is not None and result.get("status") == DONE and exit_code == 0:
+            deadline = time.monotonic() + float(get_setting("output_wait_timeout", task=task))
+            self._check_outputs(job, deadline, time.monotonic())
+            return
+        self._end(job, FAILED, job.failure_message(error=(result or {}).get("error", "")))
+
+    def _check_outputs(self, job: Job, deadline: float, now: float) -> None:
+        task = job.payload
+        if task.complete():
+            self._end(job, DONE)
+        elif now < deadline:
+            self._awaiting_outputs[task.task_id] = deadline
+        else:
+            timeout = get_setting("output_wait_timeout", task=task)
+            self._end(job, FAILED, f"Job {job.job_id} of task {task} succeeded, but its outputs did not appear "
+                      f"within {timeout} s (setting output_wait_timeout): {', '.join(_output_paths(task))}. Check "
+                      f"that result_dir is on a file system the submit host sees, or that the task writes the "
+                      f"outputs it declares.")
+
+    def _end(self, job: Job, status: str, explanation: str = "") -> None:
+        task = job.payload
+        self.jobs.pop(task.task_id, None)
+        self._awaiting_outputs.pop(task.task_id, None)
+        self.run.settle(job, status == DONE, explanation)
+        self._results.append(TaskResult(task, status, explanation))
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.jobs) or bool(self._results)
+
+
+class JobTaskProcess:
+    """Stands in for luigi's task process when luigi's own worker drives the graph (runs with ``luigid``):
+    the task runs as an engine job of the shared :class:`TaskJobs`, its result goes to luigi's queue."""
+
+    use_multiprocessing = True  # so that luigi's worker calls start()
+    timeout_time = None  # jobs have the batch system's own limits
+    exitcode = 0  # results go through the queue; a non-zero exit code would report them twice
+
+    def __init__(self, jobs: TaskJobs, task: Any, result_queue: Any, results: dict[str, TaskResult]) -> None:
+        self.jobs = jobs
+        self.task = task
+        self.result_queue = result_queue
+        self.results = results  # shared by the run's processes: results polled for another task wait there
+        self._alive = False
+
+    def start(self) -> None:
+        self._alive = True
+        self.jobs.start(self.task)
+
+    def run(self) -> None:
+        self.start()
+
+    def is_alive(self) -> bool:
+        if not self._alive:
+            return False
+        for result in self.jobs.poll():
+            self.results[result.task.task_id] = result
+        result = self.results.pop(self.task.task_id, None)
+        if result is None:
+            return True
+        self._alive = False
+        self.result_queue.put((self.task.task_id, result.status, result.explanation, [], result.new_deps))
+        return False
+
+    def terminate(self) -> None:
+        if self._alive:
+            self._alive = False
+            if not self.jobs.run.interrupted:
+                self.jobs.cancel(self.task)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Nothing to wait for: the job is no child process of this one."""
