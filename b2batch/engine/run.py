@@ -76,7 +76,7 @@ class Run:
         journal = job.files.read_submission()
         if (journal and journal.get("system") == system.name and job.files.read_exit_code() is None
                 and system.attach(job, journal)):
-            logger.info("Job %s: %s is still queued or running from an earlier run; following it", job.job_id, job)
+            logger.info("Job %s: task %s is still queued or running from an earlier run; following it", job.job_id, job)
             job.state, job.submitted_at = "submitted", time.time()
             self.submitters[job.system].add_in_flight(job)
             self.record.update(job, "submitted")

@@ -1,0 +1,175 @@
+"""The engine without luigi: runs own their jobs (two runs in one process do not see each other's), a
+simulated batch system drives the whole submit / poll / resubmit path, and a poll costs work for the jobs
+whose answer changed, not for all jobs in flight."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus, Run
+from b2batch.settings import set_setting
+from b2batch.systems.local import LocalSystem
+
+
+class Simulated(BatchSystem):
+    """A batch system in memory: jobs end when the test says, with one status query per poll."""
+
+    name = "simulated"
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        self.answers: dict[str, JobState] = {}
+        self.changed: set[str] = set()
+        self.submissions: list[int] = []
+        self.queries = 0
+        self.judged = 0
+        self.cancelled: list[str] = []
+        self.counter = 0
+
+    def groups(self, jobs: list[Job]) -> list[list[Job]]:
+        return [jobs]  # one array
+
+    def submit(self, group: list[Job]) -> None:
+        self.submissions.append(len(group))
+        for job in group:
+            self.counter += 1
+            job.job_id = str(self.counter)
+            self.answers[job.job_id] = JobState(JobStatus.idle)
+
+    def end(self, job: Job, state: JobState, exit_code: int) -> None:
+        job.files.exit_code.write_text(f"{exit_code}\n")
+        self.answers[str(job.job_id)] = state
+        self.changed.add(str(job.job_id))
+
+    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
+        self.queries += 1
+        changed, self.changed = self.changed, set()
+        found = {}
+        for job in jobs:
+            if job.job_id in changed:
+                self.judged += 1
+                found[job] = self.answers[job.job_id]
+        return found
+
+    def cancel(self, jobs: list[Job]) -> None:
+        self.cancelled += [str(job.job_id) for job in jobs]
+
+
+def make_job(folder: Path, key: str, system: str = "simulated", **settings: object) -> Job:
+    defaults = {"max_resubmissions": 2, "resubmit_failed_tasks": False, **settings}
+    return Job(key=key, name=f"Work({key})", family="Work", system=system,
+               files=JobFiles.at(folder / "task_files", "Work", key, folder / "logs" / key),
+               settings=defaults.__getitem__, params={"key": key})
+
+
+def test_two_runs_in_one_process_do_not_see_each_others_jobs(tmp_path: Path) -> None:
+    first, second = Run(), Run()
+    systems = [run.add_system("simulated", Simulated) for run in (first, second)]
+    assert systems[0] is not systems[1] and first.tag != second.tag
+    jobs = {run: [make_job(tmp_path / run.tag, f"{run.tag}-{i}") for i in range(3)] for run in (first, second)}
+    for run, own in jobs.items():
+        for job in own:
+            run.submit(job)
+    assert first.poll() == [] and second.poll() == []
+    assert systems[0].submissions == [3] and systems[1].submissions == [3]
+    systems[0].end(jobs[first][0], JobState(JobStatus.successful), 0)
+    assert first.poll() == [jobs[first][0]] and second.poll() == []
+    assert jobs[first][0].outcome.status == JobStatus.successful
+    # interrupting one run cancels its jobs only
+    killed = second.interrupt()
+    assert len(killed) == 3 and systems[1].cancelled == ["1", "2", "3"] and systems[0].cancelled == []
+    assert set(first.live) == {id(job) for job in jobs[first][1:]}
+    assert first.record.jobs.keys() == {job.key for job in jobs[first]}
+    assert second.record.jobs.keys() == {job.key for job in jobs[second]}
+
+
+def test_a_lost_job_is_submitted_again_within_max_resubmissions(tmp_path: Path) -> None:
+    run = Run()
+    system = run.add_system("simulated", Simulated)
+    job = make_job(tmp_path, "lost", max_resubmissions=1)
+    run.submit(job)
+    run.poll()
+    job.files.stdout.parent.mkdir(parents=True, exist_ok=True)
+    job.files.stdout.write_text("first job\n")
+    lost = JobState(JobStatus.aborted, "node failed", scheduler_side="node failed")
+    system.end(job, lost, 1)
+    assert run.poll() == []  # submitted again, not ended
+    assert job.resubmissions == 1 and job.files.read_exit_code() is None
+    assert JobFiles.previous_log(job.files.stdout).read_text() == "first job\n"  # each job starts with empty logs
+    assert run.poll() == [] and system.submissions == [1, 1]
+    system.end(job, lost, 1)
+    assert run.poll() == [job] and job.outcome == lost  # the limit is reached: it ends
+    record = run.record.jobs["lost"]
+    assert record.resubmissions == ["node failed"] and record.job_ids == ["1", "2"]
+    assert "Batch system: node failed" in job.failure_message()
+
+
+def test_a_job_the_batch_system_rejects_ends_with_the_reason(tmp_path: Path) -> None:
+    from b2batch.errors import BatchSystemError
+
+    class Rejecting(Simulated):
+        def submit(self, group: list[Job]) -> None:
+            raise BatchSystemError("sbatch: error: Invalid partition name specified")
+
+    run = Run()
+    run.add_system("simulated", Rejecting)
+    job = make_job(tmp_path, "rejected")
+    run.submit(job)
+    assert run.poll() == [job] and job.not_submitted
+    assert "could not be submitted to simulated: sbatch: error: Invalid partition" in job.failure_message()
+
+
+def test_a_poll_judges_only_the_jobs_whose_answer_changed(tmp_path: Path) -> None:
+    """20,000 jobs in flight, ending a few hundred per poll: the work per poll follows the changes."""
+    set_setting("max_array_size", 100_000)
+    run = Run()
+    system = run.add_system("simulated", Simulated)
+    jobs = [make_job(tmp_path, f"j{i}") for i in range(20_000)]
+    for job in jobs:
+        run.submit(job)
+    run.poll()
+    assert sum(system.submissions) == 20_000 and len(system.submissions) <= 4  # arrays (a window may pass)
+    ended = []
+    for start in range(0, len(jobs), 500):
+        for job in jobs[start:start + 500]:
+            system.end(job, JobState(JobStatus.successful), 0)
+        ended += run.poll()
+        run.poll()  # nothing changed: nothing judged
+    assert len(ended) == 20_000 and not run.live
+    assert system.judged == 20_000, system.judged  # each job judged once: no O(N) work per poll
+    assert system.queries <= 2 * 40 + 2
+
+
+@pytest.mark.slow
+def test_two_runs_of_local_jobs_in_one_process(tmp_path: Path) -> None:
+    """Real processes: each run's local pool starts and follows its own jobs."""
+    runs = [Run(poll_pause=0.05), Run(poll_pause=0.05)]
+    for run in runs:
+        run.add_system("local", LocalSystem)
+    jobs = []
+    for n, run in enumerate(runs):
+        job = make_job(tmp_path / f"run{n}", f"r{n}", system="local")
+        job.files.folder.mkdir(parents=True)
+        job.files.write_wrapper(f"#!/bin/bash\necho {n} > {job.files.folder}/out; echo 0 > {job.files.exit_code}\n")
+        run.submit(job)
+        jobs.append(job)
+    ended: list[list[Job]] = [[], []]
+    for _ in range(200):
+        for n, run in enumerate(runs):
+            ended[n] += run.poll()
+        if all(ended):
+            break
+        runs[0].wait()
+    assert ended == [[jobs[0]], [jobs[1]]]
+    assert (jobs[1].files.folder / "out").read_text() == "1\n"
+
+
+def test_the_engine_imports_no_luigi() -> None:
+    code = ("import sys, b2batch.engine, b2batch.systems.slurm, b2batch.systems.local, b2batch.display.report; "
+            "print('luigi' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
