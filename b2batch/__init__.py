@@ -24,6 +24,11 @@ from b2batch.task import (
 
 globals().update(PARAMETER_CLASSES)
 
+# b2luigi's names beyond luigi's and the above (docs/migrating.md).
+from luigi.util import copies  # noqa: E402
+from b2batch.dispatch import DispatchableTask, dispatch  # noqa: E402
+from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters  # noqa: E402
+
 __version__ = "0.1.0"
 
 __all__ = sorted({
@@ -32,4 +37,5 @@ __all__ = sorted({
     "B2BatchError", "BatchProcess", "BatchSystemError", "ExternalTask", "JobStatus", "LocalTarget",
     "OutputPathError", "SchedulerCommandError", "SettingError", "Task", "WrapperTask", "clear_setting",
     "get_setting", "inherits", "on_temporary_files", "process", "requires", "set_setting",
+    "copies", "DispatchableTask", "dispatch", "ParameterGenerator", "ZippedParameterGenerator", "expand_parameters",
 })
