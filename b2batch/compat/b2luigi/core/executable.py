@@ -1,0 +1,17 @@
+"""``b2luigi.core.executable``: the executable wrapper of a task's job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["create_executable_wrapper"]
+
+
+def create_executable_wrapper(task: Any) -> str:
+    """Write the task's job files (its spec and executable wrapper, as b2batch would before submitting it)
+    and return the wrapper's path. Running the wrapper runs the task, its output in the task's log files."""
+    from b2batch.jobfiles import JobFiles
+
+    files = JobFiles.for_task(task)
+    files.prepare(task)  # renders the wrapper with b2batch.wrapper.render_wrapper
+    return str(files.wrapper)
