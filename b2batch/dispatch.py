@@ -130,6 +130,9 @@ def _child(function: Callable[[], Any], logs: tuple[Path, Path] | None) -> None:
                 handle = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 os.dup2(handle, fd)
                 os.close(handle)
+            # Python-level writes too (sys.stdout may be another file, e.g. under pytest).
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
         function()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else RAISED)
