@@ -20,13 +20,13 @@ from typing import Any
 
 import luigi
 import luigi.task
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from b2batch import cli, paths, workflow
 from b2batch.console import in_workflow_folder
+from b2batch.terminal import terminal
 
 COMMANDS = {
     "show": "Show every task of a workflow with its output files (present or missing) as a dependency tree.",
@@ -102,11 +102,6 @@ def loaded(script: str, args: list[str]) -> Iterator[Workflow]:
         sys.modules["__main__"], sys.argv = saved_main, saved_argv
 
 
-def _console() -> Console:
-    """rich's console; into a file or a pipe, lines are not cut at a width (paths stay whole)."""
-    return Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 100_000)
-
-
 def _mark(done: bool) -> Text:
     return Text("✓", style="green") if done else Text("✗", style="red")
 
@@ -161,15 +156,11 @@ def task_classes(namespace: dict[str, Any]) -> list[type]:
     """The task classes a workflow script defines or imports (not b2batch's or luigi's own)."""
     return [value for value in namespace.values()
             if isinstance(value, type) and issubclass(value, luigi.Task)
-            and not value.__module__.split(".")[0] in ("luigi", "b2batch", "b2luigi")]
+            and value.__module__.split(".")[0] not in ("luigi", "b2batch", "b2luigi")]
 
 
 def _parameters(task_class: type) -> str:
-    described = []
-    for name, param in task_class.get_params():
-        default = param._default  # luigi's marker for "no default" is luigi.parameter._no_value
-        described.append(name if default is luigi.parameter._no_value else f"{name}={default!r}")
-    return ", ".join(described) or "-"
+    return ", ".join(f"{name} ({type(param).__name__})" for name, param in task_class.get_params()) or "-"
 
 
 def cleanup_paths(tasks: list[Any]) -> list[Path]:
@@ -217,7 +208,7 @@ def _show(flow: Workflow, args: argparse.Namespace) -> int:
             for target in _targets(task):
                 print(getattr(target, "path", target))
         return 0
-    _console().print(dependency_tree(flow.tasks, outputs=True))
+    terminal().print(dependency_tree(flow.tasks, outputs=True))
     return 0
 
 
@@ -225,7 +216,7 @@ def _graph(flow: Workflow, args: argparse.Namespace) -> int:
     if args.dot:
         sys.stdout.write(dot_graph(flow.tasks, params=not args.no_params))
     else:
-        _console().print(dependency_tree(flow.tasks, outputs=False, params=not args.no_params))
+        terminal().print(dependency_tree(flow.tasks, outputs=False, params=not args.no_params))
     return 0
 
 
@@ -236,7 +227,7 @@ def _tasks(flow: Workflow, args: argparse.Namespace) -> int:
     for task_class in task_classes(flow.namespace):
         doc = (task_class.__doc__ or "").strip().splitlines()
         table.add_row(task_class.__name__, _parameters(task_class), doc[0] if doc else "")
-    _console().print(table)
+    terminal().print(table)
     return 0
 
 

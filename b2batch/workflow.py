@@ -62,23 +62,17 @@ def print_dry_run(tasks: list[Any]) -> int:
     """Print, as b2luigi does, the tasks that would run, grouped by class (``Would run <task>``, and
     ``call: dry_run()`` before calling a task's ``dry_run()`` method), then ``In total N`` or ``All tasks are
     finished!``; how many would run. External tasks whose outputs are missing are named, not counted."""
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(highlight=False, soft_wrap=True)
+    from b2batch.terminal import per_family, terminal
+
+    console = terminal()
     would_run: dict[str, list[Any]] = collections.defaultdict(list)
     missing = []
     for task, complete in walk(tasks, descend_into_complete=False):
         if not complete:
             (would_run[task.task_family] if getattr(type(task), "run", None) else missing).append(task)
-    for family in sorted(would_run):
-        console.print(Text(family, style="bold"))
-        for task in would_run[family]:
-            console.print(Text(f"\tWould run {task}"))
-            if hasattr(task, "dry_run"):
-                console.print("\tcall: dry_run()")
-                task.dry_run()
-            console.print()
+    per_family(console, would_run, "Would run", "dry_run")
     for task in missing:
         console.print(Text(f"Missing input {task}: an external task whose output does not exist", style="red"))
     total = sum(len(family_tasks) for family_tasks in would_run.values())
@@ -99,10 +93,11 @@ def print_outputs(tasks: list[Any]) -> None:
 def remove_outputs(tasks: list[Any], ask: bool) -> int:
     """Remove the outputs of ``tasks`` (not of their requirements), saying what it does as b2luigi does; how
     many tasks had outputs removed."""
-    from rich.console import Console
     from rich.text import Text
 
-    console = Console(highlight=False, soft_wrap=True)
+    from b2batch.terminal import per_family, terminal
+
+    console = terminal()
     by_family: dict[str, list[Any]] = collections.defaultdict(list)
     for task in {t.task_id: t for t in tasks}.values():
         if any(target.exists() for target in luigi.task.flatten(task.output())):
@@ -122,20 +117,14 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
         if not cli.confirm("Remove these outputs?"):
             console.print("No tasks were removed (pass --yes to remove without asking).", style="yellow")
             return 0
-    removed = 0
-    for family in sorted(by_family):
-        console.print(Text(family, style="bold"))
-        for task in by_family[family]:
-            console.print(Text(f"\tRemoving... {task}"))
-            if hasattr(task, "remove_output"):
-                console.print("\tcall: remove_output()")
-                task.remove_output()
-            else:
-                for target in luigi.task.flatten(task.output()):
-                    if target.exists():
-                        target.remove()
-            removed += 1
-            console.print()
+
+    def remove_targets(task: Any) -> None:
+        for target in luigi.task.flatten(task.output()):
+            if target.exists():
+                target.remove()
+
+    per_family(console, by_family, "Removing...", "remove_output", otherwise=remove_targets)
+    removed = sum(len(family_tasks) for family_tasks in by_family.values())
     console.print(f"Removed outputs for {removed} tasks.", style="green")
     return removed
 

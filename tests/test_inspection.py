@@ -55,7 +55,8 @@ def test_tasks_lists_the_scripts_task_classes_with_their_parameters(flow, tmp_pa
     run = b2batch_command("tasks", str(flow.script), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     rows = [line for line in run.stdout.splitlines() if line.startswith("│")]
-    assert [row.split("│")[1:3] for row in rows] == [[" Simulate ", " energy, files "], [" Summary  ", " -             "]]
+    cells = [[cell.strip() for cell in row.split("│")[1:3]] for row in rows]
+    assert cells == [["Simulate", "energy (IntParameter), files (ListParameter)"], ["Summary", "-"]]
 
 
 def test_graph_as_a_tree_and_as_graphviz_dot(flow, tmp_path: Path) -> None:
