@@ -11,6 +11,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# b2luigi's names beyond luigi's and the above (docs/migrating.md).
+from luigi.util import copies  # noqa: E402
+from b2batch.dispatch import DispatchableTask, dispatch  # noqa: E402
+from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters  # noqa: E402
+
 __version__ = "0.1.0"
 
 #: Where each public name comes from.
@@ -26,6 +31,9 @@ _SOURCES = {
         "OptionalIntParameter", "OptionalListParameter", "OptionalNumericalParameter", "OptionalParameter",
         "OptionalPathParameter", "OptionalStrParameter", "OptionalTupleParameter", "Parameter", "PathParameter",
         "StrParameter", "TaskParameter", "TimeDeltaParameter", "TupleParameter", "YearParameter"),
+    "luigi.util": ("copies",),
+    "b2batch.dispatch": ("DispatchableTask", "dispatch"),
+    "b2batch.generators": ("ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"),
     "b2batch.engine": ("JobStatus",),
     "b2batch.errors": ("B2BatchError", "BatchSystemError", "OutputPathError", "SchedulerCommandError",
                        "SettingError"),
@@ -77,7 +85,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         task,
     )
 
+    from luigi.util import copies
+
+    from b2batch.dispatch import DispatchableTask, dispatch
     from b2batch.engine import JobStatus
+    from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters
     from b2batch.errors import B2BatchError, BatchSystemError, OutputPathError, SchedulerCommandError, SettingError
     from b2batch.luigi_frontend.batch_process import BatchProcess
     from b2batch.luigi_frontend.workflow import process

@@ -26,7 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     for sub in (status, cancel):
         sub.add_argument("script", help="the workflow script")
         sub.add_argument("--task-file-dir", help="the workflow's task_file_dir, if its code sets it")
+    from b2batch import inspection
+
+    inspection.add_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in inspection.COMMANDS:
+        return inspection.run_command(args)
     if args.command in ("run", "status", "cancel"):
         from b2batch import console
 

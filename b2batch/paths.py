@@ -54,7 +54,7 @@ def parameter_parts(task: Any, strict: bool = True) -> list[str]:
     """The path components that stand for the task's parameters, e.g. ``["energy=10", "seed=3"]``.
 
     Parameters declared with ``hidden=True`` are left out, those with ``hashed=True`` become
-    ``hashed_<md5 of the value>``. A value that cannot be a folder name (one with a path separator, or ``.`` or
+    ``hashed_<md5 of the value>`` (or what their ``hash_function`` makes of the value). A value that cannot be a folder name (one with a path separator, or ``.`` or
     ``..`` without the parameter's name) is an error; with ``strict=False`` (log and job folders, which the
     task does not choose) it is hashed instead.
     """
@@ -64,11 +64,11 @@ def parameter_parts(task: Any, strict: bool = True) -> list[str]:
     for name, param in task.get_params():
         if not param.significant or getattr(param, "hidden", False):
             continue
-        value = param.serialize(getattr(task, name))
+        value = path_value(param, getattr(task, name))
         has_separator = os.sep in value or bool(os.altsep and os.altsep in value)
         is_dot = not with_names and value in (".", "..")
-        if getattr(param, "hashed", False) or (not strict and (has_separator or is_dot)):
-            value = "hashed_" + hashlib.md5(value.encode()).hexdigest()
+        if not strict and (has_separator or is_dot):
+            value = _md5(value)
         elif has_separator:
             raise OutputPathError(
                 f"Task {task.task_family}: the value {value!r} of parameter {name!r} contains a path "
@@ -83,6 +83,20 @@ def parameter_parts(task: Any, strict: bool = True) -> list[str]:
             )
         parts.append(f"{name}{separator}{value}" if with_names else value)
     return parts
+
+
+def path_value(param: Any, value: Any) -> str:
+    """The text that stands for ``value`` of the parameter ``param`` in paths: its serialized form, or for a
+    parameter with ``hashed=True`` a hash of it (``hash_function`` of the value when the parameter has one)."""
+    hash_function = getattr(param, "hash_function", None)
+    if hash_function is not None:
+        return str(hash_function(value))
+    serialized = param.serialize(value)
+    return _md5(serialized) if getattr(param, "hashed", False) else serialized
+
+
+def _md5(text: str) -> str:
+    return "hashed_" + hashlib.md5(text.encode()).hexdigest()
 
 
 def task_folder(task: Any, setting: str) -> Path:

@@ -104,6 +104,16 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+class DeprecatedSettingsWarning(DeprecationWarning):
+    """A setting was found under a former (b2luigi) name; the message names the current one."""
+
+
+#: Former names of settings (b2luigi's), still read under their current name with a
+#: :class:`DeprecatedSettingsWarning`.
+RENAMED_SETTINGS = {"result_path": "result_dir", "log_folder": "log_dir"}
+_FORMER_NAMES = {new: tuple(o for o, n in RENAMED_SETTINGS.items() if n == new) for new in RENAMED_SETTINGS.values()}
+
+
 class _SettingsFiles:
     """settings.json files found from a folder upward, parsed once and re-read only when they change."""
 
@@ -167,7 +177,7 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
         raise SettingError(f"The settings file {path} must hold one JSON object of setting names to values, "
                            f"not {type(data).__name__}.")
     for name in data:
-        if name not in SETTINGS and not name.startswith("_"):  # "_name" keys are comments
+        if name not in SETTINGS and name not in RENAMED_SETTINGS and not name.startswith("_"):  # "_x": comments
             warnings.warn(unknown_setting_message(name, f"in {path}"), UserWarning, stacklevel=2)
     return data
 
@@ -186,7 +196,7 @@ _code_settings: dict[str, Any] = {}
 
 def set_setting(key: str, value: Any) -> None:
     """Set a setting for all tasks, taking precedence over settings.json and defaults."""
-    if key not in SETTINGS:
+    if key not in SETTINGS and key not in RENAMED_SETTINGS:
         warnings.warn(unknown_setting_message(key, "passed to set_setting()"), UserWarning, stacklevel=2)
     _code_settings[key] = value
 
@@ -209,14 +219,31 @@ def _from_task(task: Any, key: str) -> Any:
     return value
 
 
+def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ()) -> Any:
+    """The value of ``key`` set on ``task``, in code or in a settings file (no defaults); a value found under
+    one of ``former_names`` or of b2luigi's former names of ``key`` warns with
+    :class:`DeprecatedSettingsWarning`. Raises ``KeyError`` when none is set."""
+    for name in (key, *former_names, *_FORMER_NAMES.get(key, ())):
+        for value in (_from_task(task, name), _code_settings.get(name, _NOT_SET),
+                      _files.get().get(name, _NOT_SET)):
+            if value is _NOT_SET:
+                continue
+            if name != key:
+                warnings.warn(f"The setting {name!r} is deprecated: it is now called {key!r}. Rename it.",
+                              DeprecatedSettingsWarning, stacklevel=3)
+            return value
+    raise KeyError(key)
+
+
 def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
     """The value of setting ``key`` for ``task`` (or globally), following the chain in this module's doc.
 
     Raises :class:`SettingError` when no source has a value and no default exists.
     """
-    for value in (_from_task(task, key), _code_settings.get(key, _NOT_SET), _files.get().get(key, _NOT_SET)):
-        if value is not _NOT_SET:
-            return value
+    try:
+        return find_setting(key, task)
+    except KeyError:
+        pass
     if default is not _NOT_SET:
         return default
     declared = SETTINGS.get(key)

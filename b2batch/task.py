@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 import shutil
 import tempfile
@@ -41,17 +42,36 @@ class LocalTarget(luigi.LocalTarget):
 # --- parameters with path options -------------------------------------------------------------------------
 
 class _PathOptions:
-    """Adds the options ``hashed`` (a hash of the value in output paths) and ``hidden`` (left out of paths)."""
+    """Adds the options ``hashed`` (a hash of the value in output paths), ``hash_function`` (a function of
+    one argument, the value, that gives the text put into output paths instead; it implies ``hashed``) and
+    ``hidden`` (left out of paths)."""
 
-    def __init__(self, *args: Any, hashed: bool = False, hidden: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, hashed: bool = False, hidden: bool = False,
+                 hash_function: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.hashed = hashed
+        if hash_function is not None:
+            if not callable(hash_function) or _positional_arity(hash_function) != 1:
+                raise TypeError(f"hash_function must be a function of one argument (the parameter's value), "
+                                f"not {hash_function!r}.")
+        self.hashed = hashed or hash_function is not None
+        self.hash_function = hash_function
         self.hidden = hidden
+
+
+def _positional_arity(function: Callable[..., Any]) -> int:
+    """How many arguments ``function`` takes without defaults (1 for a one-argument function)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return 1
+    return sum(1 for p in parameters if p.default is p.empty
+               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def with_path_options(base: type) -> type:
     """A subclass of the luigi parameter class ``base``, of the same name, with the path options."""
     return type(base.__name__, (_PathOptions, base), {"__module__": "b2batch.parameters", "__doc__": base.__doc__})
+
 
 
 # --- output helpers --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import b2batch
 from b2batch import cli
 
 FRESH = ["part.json"] * 3
+TAB = " " * 8  # b2luigi prints a tab before each task; rich (which both use) expands it
 
 
 def results(folder: Path) -> Path:
@@ -54,19 +55,18 @@ def test_dry_run_lists_what_would_run_and_exits_1(flow) -> None:
     run = flow.run("--dry-run")
     assert run.returncode == 1, run.stderr
     for n in range(3):
-        assert f"would run: Part(tag=none, n={n})" in run.stdout
-    assert "would run: Total(tag=none)" in run.stdout
-    assert "Part: 3 task(s) would run" in run.stdout
-    assert "Total: 1 task(s) would run" in run.stdout
-    assert "In total 4 task(s) would run." in run.stdout
+        assert f"{TAB}Would run Part(tag=none, n={n})\n" in run.stdout
+    assert f"Part\n{TAB}Would run Part(tag=none, n=0)\n" in run.stdout  # grouped by class, as b2luigi does
+    assert f"Total\n{TAB}Would run Total(tag=none)\n" in run.stdout
+    assert run.stdout.rstrip().endswith("In total 4")
     assert not (flow.folder / "results").exists()
 
 
 def test_dry_run_of_a_complete_workflow_exits_0(done) -> None:
     run = done.run("--dry-run")
     assert run.returncode == 0, run.stderr
-    assert "All tasks are complete." in run.stdout
-    assert "would run" not in run.stdout
+    assert "All tasks are finished!" in run.stdout
+    assert "Would run" not in run.stdout
 
 
 def test_dry_run_lists_only_what_is_missing(done) -> None:
@@ -74,8 +74,8 @@ def test_dry_run_lists_only_what_is_missing(done) -> None:
     (results(done.folder) / "n=1" / "part.json").unlink()
     run = done.run("--dry-run")
     assert run.returncode == 1
-    assert re.findall(r"would run: (.*)", run.stdout) == ["Total(tag=none)", "Part(tag=none, n=1)"]
-    assert "In total 2 task(s) would run." in run.stdout
+    assert re.findall(r"Would run (.*)", run.stdout) == ["Part(tag=none, n=1)", "Total(tag=none)"]
+    assert "In total 2" in run.stdout
 
 
 # --- show output -------------------------------------------------------------------------------------------
@@ -98,8 +98,8 @@ def test_remove_with_yes_removes_the_given_task_outputs_then_runs(done) -> None:
     before = {p: load(p)["pid"] for p in results(done.folder).rglob("*.json")}
     run = done.run("--remove", "--yes")
     assert run.returncode == 0, run.stderr
-    assert f"will remove {results(done.folder) / 'total.json'}" in run.stdout
-    assert "Removed 1 output(s)." in run.stdout
+    assert f"Total\n{TAB}Removing... Total(tag=none)\n{TAB}call: remove_output()\n" in run.stdout
+    assert "Removed outputs for 1 tasks." in run.stdout
     after = {p: load(p)["pid"] for p in results(done.folder).rglob("*.json")}
     assert after.keys() == before.keys()
     changed = sorted(p.name for p in after if after[p] != before[p])
@@ -117,24 +117,25 @@ def test_remove_without_yes_and_without_a_terminal_removes_nothing(done) -> None
     for flag in ("--remove-only", "--remove"):
         run = done.run(flag)  # stdin is /dev/null
         assert run.returncode == 0, run.stderr
-        assert "Nothing removed" in run.stdout
+        assert "No tasks were removed" in run.stdout
         assert (results(done.folder) / "total.json").is_file()
 
 
 def test_remove_after_answering_no_and_yes(done) -> None:
     refused = done.run("--remove-only", input="n\n")
-    assert "Nothing removed" in refused.stdout
+    assert f"The following task outputs will be removed:\n{TAB}- Total\n" in refused.stdout
+    assert "No tasks were removed" in refused.stdout
     assert (results(done.folder) / "total.json").exists()
     answered = done.run("--remove-only", input="y\n")
     assert answered.returncode == 0, answered.stderr
-    assert "Removed 1 output(s)." in answered.stdout
+    assert "Removed outputs for 1 tasks." in answered.stdout
     assert not (results(done.folder) / "total.json").exists()
 
 
 def test_remove_when_nothing_exists(flow) -> None:
     run = flow.run("--remove-only", "--yes")
     assert run.returncode == 0
-    assert "Nothing to remove" in run.stdout
+    assert "Nothing to remove." in run.stdout
 
 
 # --- how tasks run --------------------------------------------------------------------------------------------
@@ -167,7 +168,7 @@ def test_test_mode_runs_everything_in_this_process_with_output_shown(flow) -> No
 def test_the_scripts_own_flags_are_left_to_it(flow) -> None:
     run = flow.run("--my-flag", "hello", "--show", "--dry-run")
     assert run.returncode == 1
-    assert "would run: Total(tag=hello)" in run.stdout
+    assert "Would run Total(tag=hello)" in run.stdout
     run = flow.run("--my-flag", "hello", "--show", "--count", "1")
     assert run.returncode == 0, run.stderr
     part = load(flow.folder / "results" / "tag=hello" / "n=0" / "part.json")
@@ -250,6 +251,6 @@ def test_dry_run_calls_the_tasks_dry_run_and_names_missing_inputs(monkeypatch: p
         b2batch.process(Previewed())
     assert exit_status.value.code == 1
     out = capsys.readouterr().out
-    assert "would run: Previewed()\npreviewing what I would do\n" in out
-    assert "missing input: Missing() (an external task whose output does not exist)" in out
-    assert "In total 1 task(s) would run." in out
+    assert f"Previewed\n{TAB}Would run Previewed()\n{TAB}call: dry_run()\npreviewing what I would do\n" in out
+    assert "Missing input Missing(): an external task whose output does not exist" in out
+    assert "In total 1" in out

@@ -61,22 +61,24 @@ def _describe(task: Any) -> str:
 
 
 def print_dry_run(tasks: list[Any]) -> int:
-    """Print the tasks that would run; how many there are."""
-    would_run = collections.Counter()
+    """Print, as b2luigi does, the tasks that would run, grouped by class (``Would run <task>``, and
+    ``call: dry_run()`` before calling a task's ``dry_run()`` method), then ``In total N`` or ``All tasks are
+    finished!``; how many would run. External tasks whose outputs are missing are named, not counted."""
+    from rich.text import Text
+
+    from b2batch.terminal import per_family, terminal
+
+    console = terminal()
+    would_run: dict[str, list[Any]] = collections.defaultdict(list)
+    missing = []
     for task, complete in walk(tasks, descend_into_complete=False):
-        if complete:
-            continue
-        if getattr(type(task), "run", None) is None:
-            print(f"  missing input: {_describe(task)} (an external task whose output does not exist)")
-            continue
-        would_run[task.task_family] += 1
-        print(f"  would run: {_describe(task)}")
-        if hasattr(task, "dry_run"):
-            task.dry_run()
-    total = sum(would_run.values())
-    for family, count in sorted(would_run.items()):
-        print(f"{family}: {count} task(s) would run")
-    print(f"In total {total} task(s) would run." if total else "All tasks are complete.")
+        if not complete:
+            (would_run[task.task_family] if getattr(type(task), "run", None) else missing).append(task)
+    per_family(console, would_run, "Would run", "dry_run")
+    for task in missing:
+        console.print(Text(f"Missing input {task}: an external task whose output does not exist", style="red"))
+    total = sum(len(family_tasks) for family_tasks in would_run.values())
+    console.print(f"In total {total}" if total else "All tasks are finished!")
     return total
 
 
@@ -91,26 +93,42 @@ def print_outputs(tasks: list[Any]) -> None:
 
 
 def remove_outputs(tasks: list[Any], ask: bool) -> int:
-    """Remove the outputs of ``tasks`` (not of their requirements); how many paths were removed."""
-    existing = [(t, Path(getattr(o, "path", o))) for t in tasks for o in luigi.task.flatten(t.output())]
-    existing = [(t, p) for t, p in existing if p.exists()]
-    if not existing:
-        print("Nothing to remove: no output of the given tasks exists.")
+    """Remove the outputs of ``tasks`` (not of their requirements), saying what it does as b2luigi does; how
+    many tasks had outputs removed."""
+    from rich.text import Text
+
+    from b2batch.terminal import per_family, terminal
+
+    console = terminal()
+    by_family: dict[str, list[Any]] = collections.defaultdict(list)
+    for task in {t.task_id: t for t in tasks}.values():
+        if any(target.exists() for target in luigi.task.flatten(task.output())):
+            by_family[task.task_family].append(task)
+    if not by_family:
+        console.print("Nothing to remove.")
         return 0
-    for _task, path in existing:
-        print(f"  will remove {path}")
-    if ask and not cli.confirm(f"Remove these {len(existing)} output(s)?"):
-        print("Nothing removed (pass --yes to remove without asking).")
-        return 0
-    for task in {t.task_id: t for t, _ in existing}.values():
-        if hasattr(task, "remove_output"):
-            task.remove_output()
-        else:
-            for target in luigi.task.flatten(task.output()):
-                if target.exists():
-                    target.remove()
-    print(f"Removed {len(existing)} output(s).")
-    return len(existing)
+    if ask:
+        console.print("The following task outputs will be removed:")
+        for family in sorted(by_family):
+            console.print(Text(f"\t- {family}", style="bold"))
+            for task in by_family[family]:
+                for target in luigi.task.flatten(task.output()):
+                    if target.exists():
+                        console.print(Text(f"\t    {getattr(target, 'path', target)}"))
+        console.print()
+        if not cli.confirm("Remove these outputs?"):
+            console.print("No tasks were removed (pass --yes to remove without asking).", style="yellow")
+            return 0
+
+    def remove_targets(task: Any) -> None:
+        for target in luigi.task.flatten(task.output()):
+            if target.exists():
+                target.remove()
+
+    per_family(console, by_family, "Removing...", "remove_output", otherwise=remove_targets)
+    removed = sum(len(family_tasks) for family_tasks in by_family.values())
+    console.print(f"Removed outputs for {removed} tasks.", style="green")
+    return removed
 
 
 @contextlib.contextmanager

@@ -1,0 +1,166 @@
+"""``@dispatch`` and ``DispatchableTask``: a task's ``run()`` in a child process of its own.
+
+A crash of the child (a segmentation fault in a library, ``os._exit``, the out-of-memory killer) fails the
+task with an error naming the signal or the exit status; the workflow goes on. Locally the child's stdout
+and stderr go to the task's log files, ``<log_dir>/<parameters>/<TaskFamily>/stdout`` and ``stderr``; in a
+batch job they stay the job's, which are those files already. With ``--test`` (or the setting
+``_dispatch_local_execution``, b2luigi's name) ``run()`` runs in the process itself, output to the terminal::
+
+    class Reconstruct(b2batch.Task):
+        @b2batch.dispatch
+        def run(self):
+            call_a_library_that_may_crash()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import signal
+import sys
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from b2batch import cli, paths
+from b2batch.errors import B2BatchError
+from b2batch.settings import get_setting
+from b2batch.task import Task
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Exit status of the child when ``run()`` raised (the traceback is in its stderr).
+RAISED = 1
+
+
+class DispatchError(B2BatchError, RuntimeError):
+    """The child process that ran a dispatched ``run()`` failed or was killed."""
+
+
+def _in_a_job() -> bool:
+    try:
+        from b2batch.luigi_frontend.node import active_spec
+    except ImportError:  # pragma: no cover - the job module moved: then no job is recognised
+        return False
+    return active_spec() is not None
+
+
+def _runs_in_place(task: Any) -> bool:
+    """``--test`` (or ``_dispatch_local_execution``): no child process, output to the terminal."""
+    if get_setting("_dispatch_local_execution", default=False, task=task):
+        return True
+    args, _rest = cli.parse(sys.argv[1:])
+    return bool(args.test)
+
+
+def log_files(task: Any) -> tuple[Path, Path]:
+    """The task's stdout and stderr log files (as b2luigi lays them out, and as b2batch's jobs write them)."""
+    folder = paths.log_folder(task)
+    return folder / "stdout", folder / "stderr"
+
+
+def dispatch(run: F) -> F:
+    """Decorate ``run()`` so that it runs in a child process: a crash of the child fails the task cleanly."""
+
+    @functools.wraps(run)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _runs_in_place(self):
+            return run(self, *args, **kwargs)
+        logs = None if _in_a_job() else log_files(self)
+        run_in_child(lambda: run(self, *args, **kwargs), logs, describe=str(self))
+        return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class DispatchableTask(Task):
+    """A task whose work, in :meth:`process`, runs in a child process (see :func:`dispatch`). Override
+    ``process()``, not ``run()``."""
+
+    def process(self) -> None:
+        """The task's work; runs in a child process."""
+        raise NotImplementedError(f"{type(self).__name__} must override process() (not run()).")
+
+    def run(self) -> None:
+        dispatch(type(self).process)(self)
+
+
+def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, describe: str) -> None:
+    """Call ``function`` in a forked child, its stdout and stderr appended to ``logs`` (if given); raise
+    :class:`DispatchError` when the child does not end with status 0."""
+    if logs is not None:
+        for log in logs:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_bytes(b"")  # each run starts with empty logs, as a job does
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # "fork() of a multi-threaded process"
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        _child(function, logs)
+    try:
+        _pid, status = os.waitpid(pid, 0)
+    except BaseException:  # interrupted: the child must not outlive the task
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+        raise
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        raise DispatchError(f"{describe}: the dispatched run() was killed by signal {number} "
+                            f"({_signal_name(number)}){_where(logs)}")
+    code = os.waitstatus_to_exitcode(status)
+    if code == RAISED:
+        raise DispatchError(f"{describe}: the dispatched run() raised an exception{_where(logs)}")
+    if code:
+        raise DispatchError(f"{describe}: the dispatched run() exited with status {code}{_where(logs)}")
+
+
+def _child(function: Callable[[], Any], logs: tuple[Path, Path] | None) -> None:  # pragma: no cover
+    code = 0
+    try:
+        if logs is not None:
+            for fd, log in zip((1, 2), logs):
+                handle = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                os.dup2(handle, fd)
+                os.close(handle)
+            # Python-level writes too (sys.stdout may be another file, e.g. under pytest).
+            sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+            sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        function()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else RAISED)
+    except BaseException:
+        traceback.print_exc()
+        code = RAISED
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "unknown signal"
+
+
+def _where(logs: tuple[Path, Path] | None) -> str:
+    """Where the child's output is, with the end of its stderr."""
+    if logs is None:
+        return "; its output is in the job's log files."
+    try:
+        with open(logs[1], errors="replace") as f:
+            tail = "".join(deque(f, maxlen=10)).rstrip()
+    except OSError:
+        tail = ""
+    where = f"; its output is in {logs[0]} and {logs[1]}"
+    return where + (f"; the end of its stderr:\n{tail}" if tail else ".")

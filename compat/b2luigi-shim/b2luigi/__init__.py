@@ -1,0 +1,19 @@
+"""``b2luigi``, played by b2batch: ``import b2luigi`` gives b2batch's API, and b2luigi's module paths
+(``b2luigi.core.utils``, ``b2luigi.core.settings``, ``b2luigi.batch.processes`` ...) give the modules of
+``b2batch.compat.b2luigi``. Not installed with b2batch: ``pip install ./compat/b2luigi-shim``.
+"""
+
+from typing import Any
+
+import b2batch
+from b2batch import *  # noqa: F401,F403
+from b2batch import __all__, __version__  # noqa: F401
+from b2batch.compat.b2luigi import install_aliases
+
+
+def __getattr__(name: str) -> Any:
+    """Anything else of b2batch's (looked up when asked for, so that later b2batch names are there too)."""
+    return getattr(b2batch, name)
+
+
+install_aliases(__name__)
