@@ -11,10 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# b2luigi's names beyond luigi's and the above (docs/migrating.md).
-from luigi.util import copies  # noqa: E402
-from b2batch.dispatch import DispatchableTask, dispatch  # noqa: E402
-from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -22,7 +18,7 @@ __version__ = "0.1.0"
 _SOURCES = {
     "luigi": ("Config", "DynamicRequirements", "Event", "LuigiStatusCode", "RPCError", "RemoteScheduler", "Target",
               "auto_namespace", "build", "configuration", "event", "interface", "local_target", "namespace",
-              "parameter", "range", "rpc", "run", "target", "task"),
+              "parameter", "range", "rpc", "run", "target"),  # b2batch.task is b2batch's own module
     "b2batch.parameters": (
         "BoolParameter", "ChoiceListParameter", "ChoiceParameter", "DateHourParameter", "DateIntervalParameter",
         "DateMinuteParameter", "DateParameter", "DateSecondParameter", "DictParameter", "EnumListParameter",
@@ -32,7 +28,7 @@ _SOURCES = {
         "OptionalPathParameter", "OptionalStrParameter", "OptionalTupleParameter", "Parameter", "PathParameter",
         "StrParameter", "TaskParameter", "TimeDeltaParameter", "TupleParameter", "YearParameter"),
     "luigi.util": ("copies",),
-    "b2batch.dispatch": ("DispatchableTask", "dispatch"),
+    "b2batch.dispatching": ("DispatchableTask", "dispatch"),
     "b2batch.generators": ("ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"),
     "b2batch.engine": ("JobStatus",),
     "b2batch.errors": ("B2BatchError", "BatchSystemError", "OutputPathError", "SchedulerCommandError",
@@ -82,12 +78,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         rpc,
         run,
         target,
-        task,
     )
 
     from luigi.util import copies
 
-    from b2batch.dispatch import DispatchableTask, dispatch
+    from b2batch.dispatching import DispatchableTask, dispatch
     from b2batch.engine import JobStatus
     from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters
     from b2batch.errors import B2BatchError, BatchSystemError, OutputPathError, SchedulerCommandError, SettingError

@@ -90,6 +90,7 @@ def render_wrapper(task: Any, job_files: Any) -> str:
         "executable_wrapper.sh.j2",
         shell=get_setting("shell", task=task),
         task_id=task.task_id,
+        log_folder=job_files.log_folder,
         stdout=job_files.stdout,
         stderr=job_files.stderr,
         exit_code_file=job_files.exit_code,

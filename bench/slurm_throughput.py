@@ -6,7 +6,7 @@ requires them all. The benchmark writes them as a module and a workflow script i
 and measures, one after the other, with the queue free of this benchmark's jobs before each:
 
   raw array   the limit: the same N job wrappers that b2batch writes for the trivial tasks (written by
-              b2batch's own JobFiles.prepare, so every job runs the same node-side command, the same work),
+              b2batch's own TaskJobs.write_files, so every job runs the same node-side command, the same work),
               submitted as ONE ``sbatch --array=1-N`` whose element k execs wrapper k; the wait watches the
               jobs' exit-code files locally and asks ``squeue`` every 2 s (and at once when all are written);
   b2batch     ``python workflow.py``: ``b2batch.process(Aggregate(n=N), batch=True, workers=N+1,
@@ -96,7 +96,7 @@ WORKFLOW = textwrap.dedent(f'''
     import time
 
     import b2batch
-    from b2batch import commands
+    from b2batch.systems import commands
 
     import {TASK_MODULE} as tasks
 
@@ -114,27 +114,40 @@ WORKFLOW = textwrap.dedent(f'''
 
     def prepare():
         """Write the job files of the trivial tasks as a batch run does, submit nothing; list the wrappers."""
-        from b2batch.jobfiles import JobFiles
+        from b2batch.engine import Run
+        from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
 
+        jobs = TaskJobs(Run(), RunContext.of_main())
         rows = []
         for i in range(N):
-            task = tasks.Trivial(i=i)
-            files = JobFiles.for_task(task)
-            files.prepare(task)
-            rows.append([str(files.wrapper), str(files.exit_code), str(files.result)])
+            job = jobs.make(tasks.Trivial(i=i))
+            jobs.write_files(job)
+            job.files.reset()
+            rows.append([str(job.files.wrapper), str(job.files.exit_code), str(job.files.result)])
         return {{"jobs": rows}}
 
 
-    def run():
-        from b2batch.events import RUN
-        from b2batch.systems.slurm import SlurmProcess
+    def calls_of(counts, program):
+        return counts.get(program, 0)
 
+
+    def run():
+        from b2batch.display import report
+
+        runs = []  # the engine's run of process(), taken from the report it writes
+        original = report.RunReport.__enter__
+
+        def remember(self):
+            runs.append(self)
+            return original(self)
+
+        report.RunReport.__enter__ = remember
         commands.call_counts.clear()
         cpu_self, cpu_children, start = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.time()
         result = b2batch.process(tasks.Aggregate(n=N), batch=True, workers=N + 1, batch_system="slurm",
                                  exit_on_failure=False)
         end = time.time()
-        records = list(RUN.jobs.values())
+        records = list(runs[0].run.jobs.values())
         trivial_ends = [r.ended_at for r in records if r.family == "Trivial" and r.ended_at]
         trivial_submits = [r.submitted_at for r in records if r.family == "Trivial" and r.submitted_at]
         aggregate = [r for r in records if r.family == "Aggregate"]
@@ -145,8 +158,8 @@ WORKFLOW = textwrap.dedent(f'''
             "script_cpu": cpu(resource.RUSAGE_SELF),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "calls": dict(commands.call_counts),
-            "polls": SlurmProcess.monitor().polls,
-            "submissions": getattr(SlurmProcess.submitter(), "submissions", None),
+            "polls": calls_of(commands.call_counts, "squeue"),
+            "submissions": calls_of(commands.call_counts, "sbatch"),
             "status": str(getattr(result, "status", result)),
             "states": {{s: sum(r.state == s for r in records) for s in {{r.state for r in records}}}},
             "first_submitted": min(trivial_submits) - start if trivial_submits else None,

@@ -20,7 +20,7 @@ from conftest import clean_env
 
 import b2batch
 from b2batch import settings
-from b2batch.dispatch import DispatchError
+from b2batch.dispatching import DispatchError
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIM = ROOT / "compat" / "b2luigi-shim"

@@ -50,6 +50,7 @@ class InstantJobs:
 class Done(luigi.Task):
     """Complete once the stand-in ran it; counts its completeness checks and requirement look-ups."""
 
+    task_namespace = "graph_runner_test"  # unique names: dynamic requirements are loaded by name
     ids: ClassVar[set[str]] = set()
     checks: ClassVar[Counter[str]] = Counter()
     lookups: ClassVar[Counter[str]] = Counter()
@@ -204,7 +205,7 @@ def test_without_keep_alive_a_failure_leaves_its_dependents_pending() -> None:
 def test_dynamic_requirements_join_the_graph() -> None:
     def dynamic(task: Any) -> TaskResult:
         if task == Top(n=0) and Leaf(i=7).task_id not in Done.ids:
-            return TaskResult(task, PENDING, "", [(Leaf.__module__, "Leaf", {"i": "7"})])
+            return TaskResult(task, PENDING, "", [(Leaf.__module__, Leaf.get_task_family(), {"i": "7"})])
         return TaskResult(task, DONE)
 
     jobs = InstantJobs(dynamic)
@@ -257,11 +258,12 @@ def test_luigis_events_fire_on_the_new_path() -> None:
     finally:
         for event, handler in handlers.items():
             luigi.Task._event_callbacks[luigi.Task][event].discard(handler)
+    ns = "graph_runner_test."
     assert (luigi.Event.DEPENDENCY_DISCOVERED, "Events") in fired
-    assert (luigi.Event.DEPENDENCY_PRESENT, "Leaf") in fired
+    assert (luigi.Event.DEPENDENCY_PRESENT, ns + "Leaf") in fired
     assert (luigi.Event.DEPENDENCY_MISSING, "Missing") in fired
-    assert (luigi.Event.BROKEN_TASK, "Raising") in fired
-    assert (luigi.Event.START, "Here") in fired and (luigi.Event.SUCCESS, "Here") in fired
+    assert (luigi.Event.BROKEN_TASK, ns + "Raising") in fired
+    assert (luigi.Event.START, ns + "Here") in fired and (luigi.Event.SUCCESS, ns + "Here") in fired
     result = runner.result()
     assert result.status == luigi.LuigiStatusCode.SCHEDULING_FAILED
     assert not result.scheduling_succeeded

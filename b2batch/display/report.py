@@ -216,9 +216,10 @@ class RunReport:
                 stem = stem.split("_")[0] + f"_{n}"
             self.paths = {"trace": folder / f"{stem}.trace.json", "report": folder / f"{stem}.report.json"}
             records = list(self.run.jobs.values())
+            indent = 1 if len(records) <= 1000 else None  # large files: json's fast encoder, no indent
             self.paths["trace"].write_text(json.dumps(trace(records, self.history, self.started_at,
-                                                            self.ended_at), indent=1))
-            self.paths["report"].write_text(json.dumps(self.report(outcomes), indent=1, default=str))
+                                                            self.ended_at), indent=indent))
+            self.paths["report"].write_text(json.dumps(self.report(outcomes), indent=indent, default=str))
         except OSError as e:
             logger.warning("Could not write the run's timeline and report: %s", e)
             self.paths = {}

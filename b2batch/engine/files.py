@@ -9,6 +9,7 @@ previous job's as ``.previous``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -19,12 +20,27 @@ from pathlib import Path
 from typing import Any
 
 
+_HOST = socket.gethostname()
+
+
 def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old file or the whole new one."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(text)
     os.chmod(temporary, mode)
     os.replace(temporary, path)
+
+
+def _write_new(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write a file that no job may be reading: at once when it is new, else by an atomic replace (a running
+    job of an earlier run may be reading the old one; a shell reads its script while it runs)."""
+    try:
+        with open(path, "x") as f:
+            f.write(text)
+    except FileExistsError:
+        atomic_write(path, text, mode)
+        return
+    os.chmod(path, mode)
 
 
 @dataclass
@@ -39,19 +55,25 @@ class JobFiles:
         """The files of the job ``key`` of ``family`` under ``task_file_dir``."""
         return cls(folder=Path(task_file_dir) / family / key, log_folder=Path(log_folder))
 
-    spec = property(lambda self: self.folder / "job.json")
-    wrapper = property(lambda self: self.folder / "executable_wrapper.sh")
-    exit_code = property(lambda self: self.folder / "exit_code")
-    result = property(lambda self: self.folder / "result.json")
-    submission = property(lambda self: self.folder / "submission.json")
-    stdout = property(lambda self: self.log_folder / "stdout")
-    stderr = property(lambda self: self.log_folder / "stderr")
+    spec = functools.cached_property(lambda self: self.folder / "job.json")
+    wrapper = functools.cached_property(lambda self: self.folder / "executable_wrapper.sh")
+    exit_code = functools.cached_property(lambda self: self.folder / "exit_code")
+    result = functools.cached_property(lambda self: self.folder / "result.json")
+    submission = functools.cached_property(lambda self: self.folder / "submission.json")
+    stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
+    stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
+
+    def make_folders(self) -> None:
+        """Create the job folder (once per JobFiles object). The log folder is the job's to create: a
+        wrapper makes it on the node, so that the submit host creates one folder per job, not three."""
+        if not getattr(self, "_made", False):
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._made = True
 
     def reset(self) -> None:
         """Before a new job: remove what an earlier job left (exit code, result) and keep its logs as
         ``.previous``, so that each job starts with empty logs."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.log_folder.mkdir(parents=True, exist_ok=True)
+        self.make_folders()
         for stale in (self.exit_code, self.result):
             stale.unlink(missing_ok=True)
         for log in (self.stdout, self.stderr):
@@ -59,10 +81,10 @@ class JobFiles:
                 os.replace(log, self.previous_log(log))
 
     def write_spec(self, spec: dict[str, Any]) -> None:
-        atomic_write(self.spec, json.dumps(spec, indent=1, default=str))
+        _write_new(self.spec, json.dumps(spec, indent=1, default=str))
 
     def write_wrapper(self, text: str) -> None:
-        atomic_write(self.wrapper, text, mode=0o755)
+        _write_new(self.wrapper, text, mode=0o755)
 
     @staticmethod
     def previous_log(log: Path) -> Path:
@@ -71,9 +93,11 @@ class JobFiles:
 
     def record_submission(self, system: str, job_id: str) -> None:
         """Note the job in the run's journal: which batch system has it under which id, since when."""
-        record = {"system": system, "job_id": job_id, "submitted_at": time.time(), "host": socket.gethostname(),
+        record = {"system": system, "job_id": job_id, "submitted_at": time.time(), "host": _HOST,
                   "steering_pid": os.getpid()}
-        atomic_write(self.submission, json.dumps(record))
+        # A new journal is written at once: a crash while writing it is no worse than one just before (after
+        # the batch system took the job); a journal of an earlier job is replaced atomically.
+        _write_new(self.submission, json.dumps(record))
 
     def unfinished_submissions(self, system: str) -> list[str]:
         """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` and

@@ -124,7 +124,8 @@ class Run:
         self.systems[job.system].forget(job)
         self.submitters[job.system].done(job)
         reason = state.scheduler_side
-        if not reason and job.files.read_exit_code() not in (None, 0) and job.setting("resubmit_failed_tasks"):
+        if (not reason and state.status == JobStatus.aborted and job.setting("resubmit_failed_tasks")
+                and job.files.read_exit_code() not in (None, 0)):
             reason = "the task failed and resubmit_failed_tasks is set"
         limit = int(job.setting("max_resubmissions"))
         if reason and job.resubmissions < limit and not self.interrupted:

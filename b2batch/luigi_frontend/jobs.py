@@ -82,6 +82,8 @@ class TaskJobs:
         self.jobs: dict[str, Job] = {}  # by task id, while the task is a job
         self._awaiting_outputs: dict[str, float] = {}  # task id -> deadline
         self._results: list[TaskResult] = []
+        #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs.
+        self.settings = settings_snapshot()
 
     def system_of(self, task: Any) -> str:
         """The name of the task's batch system, which the run then has."""
@@ -109,8 +111,7 @@ class TaskJobs:
         from b2batch import wrapper  # rendering needs jinja: imported only on the steering side
 
         task, files = job.payload, job.files
-        files.folder.mkdir(parents=True, exist_ok=True)
-        files.log_folder.mkdir(parents=True, exist_ok=True)
+        files.make_folders()
         files.write_spec({
             "task_module": task.task_module,
             "task_family": task.task_family,
@@ -118,7 +119,7 @@ class TaskJobs:
             "script": self.context.script,
             "argv": self.context.argv,
             "base_dir": str(paths.base_dir()),
-            "settings": settings_snapshot(),
+            "settings": self.settings,
             "result_file": str(files.result),
         })
         files.write_wrapper(wrapper.render_wrapper(task, files))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Job wrapper of b2batch for task Reconstruct_mu_mu_42_16271d1000.
 # Every value below is shell-quoted by the one `quote` filter of b2batch.wrapper.
+mkdir -p '<BASE>/logs/run_number=42/channel=mu mu/Reconstruct'
 exec >>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stdout' 2>>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stderr'
 exit_code_file=<BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/exit_code
 child=

@@ -1,0 +1,35 @@
+"""``import b2batch`` re-exports its API explicitly: luigi's public names, b2batch's own, each resolvable."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import luigi
+
+import b2batch
+
+
+def test_every_public_name_of_luigi_is_offered() -> None:
+    # luigi's ``task`` module is the one name b2batch uses for its own module (b2batch.task), as before.
+    missing = set(luigi.__all__) - set(b2batch.__all__) - {"task", "__version__"}
+    assert not missing, f"add these to b2batch/__init__.py: {sorted(missing)}"
+
+
+def test_every_listed_name_resolves_and_parameters_have_path_options() -> None:
+    for name in b2batch.__all__:
+        assert getattr(b2batch, name) is not None, name
+    assert b2batch.IntParameter is not luigi.IntParameter and issubclass(b2batch.IntParameter, luigi.IntParameter)
+    assert b2batch.IntParameter(hashed=True).hashed
+    assert b2batch.Event is luigi.Event and b2batch.build is luigi.build
+    assert callable(b2batch.dispatch) and callable(b2batch.process)
+
+
+def test_names_are_loaded_when_used_and_submodules_do_not_shadow_them() -> None:
+    code = ("import sys, b2batch; import b2batch.dispatching, b2batch.engine; "
+            "print('luigi' in sys.modules, callable(b2batch.dispatch), b2batch.Task.__module__)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "True", "b2batch.task"]
+    done = subprocess.run([sys.executable, "-c", "import sys, b2batch.emulators; print('luigi' in sys.modules)"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
