@@ -80,7 +80,7 @@ def child(mode: str, n: int, rate: float, profile: str | None) -> dict[str, Any]
             with self.output().open("w") as f:
                 f.write(f"{total}\n")
 
-    stats: dict[str, float] = {"queries": 0, "submissions": 0, "node_cpu": 0.0}
+    stats: dict[str, float] = {"queries": 0, "submissions": 0, "node_cpu": 0.0, "node_sys": 0.0}
 
     class Simulated(BatchSystem):
         """A scheduler that takes arrays and finishes its queued jobs at ``rate`` per second, in submission
@@ -119,11 +119,12 @@ def child(mode: str, n: int, rate: float, profile: str | None) -> dict[str, Any]
             while self.order and self.queue.get(self.order[0], (now + 1,))[0] <= now:
                 job_id = self.order.popleft()
                 _finish, job = self.queue.pop(job_id)
-                node_started = cpu()  # what the job would write, on its node: not the steering process's
+                node_started, node_sys = cpu(), sys_cpu()  # what the job would do on its node
                 job.payload.run()
                 job.files.result.write_text('{"status": "DONE"}')
                 job.files.exit_code.write_text("0\n")
                 stats["node_cpu"] += cpu() - node_started
+                stats["node_sys"] += sys_cpu() - node_sys
                 found[job] = JobState(JobStatus.successful)
             return found
 
@@ -135,10 +136,13 @@ def child(mode: str, n: int, rate: float, profile: str | None) -> dict[str, Any]
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime
 
+    def sys_cpu() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_stime
+
     import cProfile
 
     profiler = cProfile.Profile() if profile else None
-    start_cpu, start = cpu(), time.monotonic()
+    start_cpu, start_sys, start = cpu(), sys_cpu(), time.monotonic()
     if profiler:
         profiler.enable()
     if mode == "luigi":
@@ -154,7 +158,7 @@ def child(mode: str, n: int, rate: float, profile: str | None) -> dict[str, Any]
     if profiler:
         profiler.disable()
         profiler.dump_stats(profile)
-    return {"cpu": cpu() - start_cpu - stats["node_cpu"], "wall": time.monotonic() - start,
+    return {"cpu": cpu() - start_cpu - stats["node_cpu"], "sys": sys_cpu() - start_sys - stats["node_sys"], "wall": time.monotonic() - start,
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "complete": Aggregate(n=n).complete() and bool(ok), **stats}
 
@@ -218,8 +222,9 @@ def main() -> int:
             rss = statistics.median(row["rss_mb"] for row in rows)
             wall = statistics.median(row["wall"] for row in rows)
             per_job[mode][n] = cpu / n
-            extra = (f"   status queries {rows[0].get('queries')}, submissions {rows[0].get('submissions')}"
-                     if mode == "b2batch" else "")
+            sys_part = statistics.median(row.get("sys", float("nan")) for row in rows)
+            extra = (f"   of which kernel (file system) {1000 * sys_part / n:5.2f} ms/job   status queries "
+                     f"{rows[0].get('queries')}, submissions {rows[0].get('submissions')}" if mode == "b2batch" else "")
             print(f"  {mode:8} N={n:<6} CPU {cpu:8.2f} s = {1000 * cpu / n:6.2f} ms/job   wall {wall:7.1f} s   "
                   f"peak RSS {rss:6.0f} MB   complete {complete}{extra}", flush=True)
         if n in per_job["luigi"] and n in per_job["b2batch"]:

@@ -35,12 +35,12 @@ def _write_new(path: Path, text: str, mode: int = 0o644) -> None:
     """Write a file that no job may be reading: at once when it is new, else by an atomic replace (a running
     job of an earlier run may be reading the old one; a shell reads its script while it runs)."""
     try:
-        with open(path, "x") as f:
-            f.write(text)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:
         atomic_write(path, text, mode)
         return
-    os.chmod(path, mode)
+    with os.fdopen(descriptor, "w") as f:
+        f.write(text)
 
 
 @dataclass
@@ -66,16 +66,31 @@ class JobFiles:
     def make_folders(self) -> None:
         """Create the job folder (once per JobFiles object). The log folder is the job's to create: a
         wrapper makes it on the node, so that the submit host creates one folder per job, not three."""
-        if not getattr(self, "_made", False):
+        if getattr(self, "_made", False):
+            return
+        try:
+            self.folder.mkdir()
+            self._new = True  # nothing of an earlier job can be in it
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self._made = True
+            self._new = True
+        self._made = True
+
+    @property
+    def new(self) -> bool:
+        """Whether this object created the job folder (so it holds no journal, exit code or result)."""
+        return getattr(self, "_new", False)
 
     def reset(self) -> None:
         """Before a new job: remove what an earlier job left (exit code, result) and keep its logs as
         ``.previous``, so that each job starts with empty logs."""
         self.make_folders()
-        for stale in (self.exit_code, self.result):
-            stale.unlink(missing_ok=True)
+        if not self.new or getattr(self, "_used", False):
+            for stale in (self.exit_code, self.result):
+                stale.unlink(missing_ok=True)
+        self._used = True
         for log in (self.stdout, self.stderr):
             if log.exists() and log.stat().st_size:
                 os.replace(log, self.previous_log(log))
@@ -113,6 +128,8 @@ class JobFiles:
         return ids
 
     def read_submission(self) -> dict[str, Any] | None:
+        if self.new:
+            return None
         try:
             return json.loads(self.submission.read_text())
         except (OSError, ValueError):
