@@ -125,9 +125,13 @@ class TaskJobs:
         files.write_wrapper(wrapper.render_wrapper(task, files))
 
     def start(self, task: Any) -> None:
-        """Submit ``task`` as a job (a job whose files cannot be written fails at the next poll)."""
+        """Submit ``task`` as a job (a job whose files cannot be written fails at the next poll). A task whose
+        job of an earlier run ended since the graph was walked is not submitted again when its outputs are
+        there; one whose earlier job failed says so before it is submitted again."""
         job = self.make(task)
         self.jobs[task.task_id] = job
+        if self._ended_earlier(job):
+            return
         try:
             self.write_files(job)
         except B2BatchError as e:
@@ -136,6 +140,26 @@ class TaskJobs:
             self._end(job, FAILED, f"Task {task} could not be submitted to {job.system}: {e}")
             return
         self.run.submit(job)
+
+    def _ended_earlier(self, job: Job) -> bool:
+        """Whether an earlier run's job of this task ended successfully with the outputs there (the task is
+        then done); logs an earlier job that failed."""
+        journal = job.files.read_submission()
+        exit_code = job.files.read_exit_code() if journal else None
+        if journal is None or exit_code is None:
+            return False
+        task, earlier = job.payload, f"{journal.get('system')} job {journal.get('job_id')}"
+        if exit_code == 0 and task.complete():
+            logger.info("Task %s: its %s of an earlier run ended successfully and its outputs are there; not "
+                        "submitted again", task, earlier)
+            self.jobs.pop(task.task_id, None)
+            self.run.record.settle(task.task_id)
+            self._results.append(TaskResult(task, DONE))
+            return True
+        if exit_code != 0:
+            logger.warning("Task %s: its %s of an earlier run failed with exit code %d (logs: %s); submitting it "
+                           "again", task, earlier, exit_code, job.files.stderr)
+        return False
 
     def poll(self) -> list[TaskResult]:
         """Poll the run; the results of tasks whose job ended (and whose outputs showed or timed out)."""
