@@ -41,10 +41,15 @@ _SOURCES = {
 }
 _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 
-__all__ = sorted([*_MODULE_OF, "__version__"])
+#: luigi's ``task`` module is offered as b2batch's own ``b2batch.task`` (its Task classes replace luigi's).
+_SUBMODULES = ("task",)
+
+__all__ = sorted([*_MODULE_OF, *_SUBMODULES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"b2batch.{name}")
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'b2batch' has no attribute {name!r}")
@@ -54,7 +59,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF})
+    return sorted({*globals(), *_MODULE_OF, *_SUBMODULES})
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
