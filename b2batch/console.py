@@ -133,6 +133,8 @@ def _scheduler_states(system: str, group: list[Job]) -> None:
 
     try:
         cls: Any = system_class(system)
+        if not hasattr(cls, "query_states"):  # a plugin without a status query of its own (a BatchProcess)
+            raise NotImplementedError(f"{system} is a plugin that b2batch cannot ask outside a run")
         states = cls(Run()).query_states([job.job_id for job in group])
     except (B2BatchError, NotImplementedError, AttributeError, ValueError) as e:  # ValueError: unreadable output
         for job in group:

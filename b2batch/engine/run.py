@@ -110,7 +110,7 @@ class Run:
                 submitter.flush()
             if not submitter.in_flight:
                 continue
-            for job, state in system.states(list(submitter.in_flight.values())).items():
+            for job, state in system.states(submitter.in_flight.values()).items():
                 self._observe(job, state)
         ended, self._ended = self._ended, []
         return ended

@@ -9,6 +9,7 @@ front-end.
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from b2batch.engine.state import JobState
@@ -38,9 +39,10 @@ class BatchSystem(abc.ABC):
         :class:`~b2batch.errors.B2BatchError` fails the group's jobs with its message."""
 
     @abc.abstractmethod
-    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
-        """The states of ``jobs`` (all submitted, none over) with at most one status query for all of them.
-        Jobs whose state did not change since the last call may be left out."""
+    def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
+        """The states of ``jobs`` (all submitted, none over; a live view, not a copy) with at most one
+        status query for all of them. Jobs whose state did not change since the last call may be left out;
+        a system that knows which changed should not go over all of ``jobs``."""
 
     @abc.abstractmethod
     def cancel(self, jobs: list[Job]) -> None:

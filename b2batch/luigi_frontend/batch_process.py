@@ -21,6 +21,7 @@ from __future__ import annotations
 import abc
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus
@@ -97,7 +98,7 @@ class ProcessSystem(BatchSystem):
             job.job_id = str(process.job_id) if process.job_id is not None else f"{self.name}-{id(process):x}"
             self.processes[id(job)] = process
 
-    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
+    def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         if time.monotonic() - self._asked_at < float(get_setting("poll_interval")):
             return {}
         self._asked_at = time.monotonic()

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -188,20 +189,23 @@ class LocalSystem(BatchSystem):
     def __init__(self, run: Any) -> None:
         super().__init__(run)
         self.pool = _Pool()
+        self._by_id: dict[str, Job] = {}
 
     def submit(self, group: list[Job]) -> None:
         for job in group:
             job.job_id = self.pool.submit(job)
+            self._by_id[job.job_id] = job
         self.pool.update(force=True)
 
-    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
+    def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
+        """The jobs that started or ended since the last call (the pool looks at its processes at most every
+        UPDATE_INTERVAL seconds)."""
         self.pool.update()
-        changed = self.pool.take_changed()
         found = {}
-        for job in jobs:
-            if job.job_id in changed:
-                status = self.pool.status(str(job.job_id))
-                found[job] = JobState(status)
+        for job_id in self.pool.take_changed():
+            job = self._by_id.get(job_id)
+            if job is not None:
+                found[job] = JobState(self.pool.status(job_id))
         return found
 
     def cancel(self, jobs: list[Job]) -> None:
@@ -209,6 +213,7 @@ class LocalSystem(BatchSystem):
 
     def forget(self, job: Job) -> None:
         self.pool.ended.pop(str(job.job_id), None)
+        self._by_id.pop(str(job.job_id), None)
 
     def attach(self, job: Job, journal: dict[str, Any]) -> bool:
         """Follow the job of a steering process that was killed: its wrapper runs on in a session of its
@@ -219,5 +224,6 @@ class LocalSystem(BatchSystem):
         if process is None:
             return False
         job.job_id = str(journal.get("job_id"))
+        self._by_id[job.job_id] = job
         self.pool.adopt(job.job_id, process, job.files.exit_code)
         return True

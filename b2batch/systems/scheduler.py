@@ -19,6 +19,7 @@ import getpass
 import logging
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 class _Watch:
     """What a system remembers of a job between two looks while the job is in a passing state."""
 
+    job: Job
     left_queue_at: float | None = None
     completing_since: float | None = None
     history_checked_at_poll: int = -1
@@ -68,6 +70,7 @@ class SchedulerSystem(BatchSystem):
         super().__init__(run)
         self.monitor = JobMonitor(self.name, self.query_states)
         self._watching: dict[int, _Watch] = {}
+        self._by_id: dict[str, Job] = {}  # the jobs followed, by job id
         self._warned_states: set[str] = set()
         #: What the scheduler said of the jobs of earlier runs: looked up once for all of them.
         self._earlier: dict[str, NativeState | None] = {}
@@ -206,6 +209,7 @@ class SchedulerSystem(BatchSystem):
 
     def _track(self, job: Job, job_id: str) -> None:
         job.job_id = job_id
+        self._by_id[job_id] = job
         self.monitor.track(job_id)
 
     def _run_submit(self, command: list[str], stdin: str | None, what: str) -> Any:
@@ -221,19 +225,22 @@ class SchedulerSystem(BatchSystem):
 
     # --- following jobs -------------------------------------------------------------------------------
 
-    def states(self, jobs: list[Job]) -> dict[Job, JobState]:
+    def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         """One status query (when due) for all jobs; states only of the jobs whose answer changed, that are
-        in a passing state (left the queue, completing), or all when the scheduler stopped answering."""
+        in a passing state (left the queue, completing), or all when the scheduler stopped answering. The
+        work is that of the jobs judged, not of all jobs in flight."""
         monitor = self.monitor
         monitor.poll_if_due()
         changed = monitor.take_changed()
         unreachable = monitor.failures_since is not None and (
             monitor.unreachable_for() > float(get_setting("scheduler_unreachable_timeout")))
-        found = {}
-        for job in jobs:
-            if unreachable or job.job_id in changed or id(job) in self._watching:
-                found[job] = self._state(job)
-        return found
+        if unreachable:
+            candidates = list(jobs)
+        else:
+            chosen = {id(job): job for job in (self._by_id.get(i) for i in changed) if job is not None}
+            chosen.update((key, watch.job) for key, watch in self._watching.items())
+            candidates = list(chosen.values())
+        return {job: self._state(job) for job in candidates}
 
     def _state(self, job: Job) -> JobState:
         assert job.job_id is not None
@@ -270,7 +277,7 @@ class SchedulerSystem(BatchSystem):
         a failed one the final state (e.g. Slurm's TIMEOUT or OUT_OF_MEMORY rather than COMPLETING) says why,
         so it is awaited for up to :attr:`completing_grace` seconds."""
         exit_code = job.files.read_exit_code()
-        watch = self._watching.setdefault(id(job), _Watch())
+        watch = self._watching.setdefault(id(job), _Watch(job))
         if exit_code is None:
             return status
         if exit_code == 0:
@@ -285,7 +292,7 @@ class SchedulerSystem(BatchSystem):
         exit_code = job.files.read_exit_code()
         if exit_code is not None:
             return JobState(JobStatus.successful if exit_code == 0 else JobStatus.aborted)
-        watch = self._watching.setdefault(id(job), _Watch())
+        watch = self._watching.setdefault(id(job), _Watch(job))
         if monitor.polls == 0 or monitor.last_error is not None:
             return JobState(JobStatus.idle)  # no answer from the scheduler yet
         if watch.left_queue_at is None:
@@ -305,6 +312,7 @@ class SchedulerSystem(BatchSystem):
         """Stop following a job, and forget what was last heard of it (it is no job to re-attach)."""
         self._watching.pop(id(job), None)
         if job.job_id is not None:
+            self._by_id.pop(job.job_id, None)
             self.monitor.forget(job.job_id)
             self.monitor.seen.pop(job.job_id, None)
             self._earlier.pop(job.job_id, None)
