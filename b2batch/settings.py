@@ -25,6 +25,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from b2batch.errors import SettingError
@@ -36,14 +37,76 @@ SETTINGS_FILE_NAME = "settings.json"
 _NOT_SET: Any = object()
 
 
+class Kind:
+    """What values a setting takes: a check that converts an acceptable value (e.g. the string "2" of a
+    whole number) and refuses others with what was expected."""
+
+    def __init__(self, expects: str, accept: Callable[[Any], Any]) -> None:
+        self.expects = expects
+        self.accept = accept
+
+    def __call__(self, value: Any) -> Any:
+        return self.accept(value)
+
+
+def _number(integer: bool = False, minimum: float | None = None, above: float | None = None,
+            none: bool = False) -> Kind:
+    what = "a whole number" if integer else "a number"
+    if minimum is not None:
+        what += f" of at least {minimum:g}"
+    if above is not None:
+        what += f" above {above:g}"
+    if none:
+        what += ", or null for none"
+
+    def accept(value: Any) -> Any:
+        if value is None and none:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        number = (int(value) if integer else float(value)) if isinstance(value, str) else value
+        if integer and number != int(number):
+            raise ValueError
+        if (minimum is not None and number < minimum) or (above is not None and number <= above):
+            raise ValueError
+        return int(number) if integer else number
+
+    return Kind(what, accept)
+
+
+def _of(types: tuple[type, ...], expects: str, none: bool = True) -> Kind:
+    def accept(value: Any) -> Any:
+        if (value is None and none) or isinstance(value, types):
+            return value
+        raise ValueError
+
+    return Kind(expects + (", or null" if none else ""), accept)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise ValueError
+
+
+PATH = _of((str, os.PathLike), "a path (a string)")
+FOLDER = _of((str, os.PathLike), "a path (a string)", none=False)
+TEXT = _of((str,), "a string")
+DICT = _of((dict,), "a dict (a JSON object)", none=False)
+LIST = _of((list, tuple), "a list", none=False)
+FLAG = Kind("true or false", _flag)
+SECONDS = _number(minimum=0)
+
+
 @dataclass(frozen=True)
 class Setting:
-    """One declared setting: its name, default, and what it means."""
+    """One declared setting: its name, default, what it means, and what values it takes."""
 
     name: str
     default: Any
     help: str
     required: bool = False
+    kind: Kind | None = None
 
 
 SETTINGS: dict[str, Setting] = {
@@ -51,55 +114,60 @@ SETTINGS: dict[str, Setting] = {
     for s in [
         # Where things go.
         Setting("result_dir", "results", "Folder of the task outputs; relative paths are relative to the "
-                "workflow script's folder."),
-        Setting("log_dir", "logs", "Folder of the per-task job logs (stdout, stderr)."),
+                "workflow script's folder.", kind=FOLDER),
+        Setting("log_dir", "logs", "Folder of the per-task job logs (stdout, stderr).", kind=FOLDER),
         Setting("task_file_dir", "task_files", "Folder of the job files: wrappers, submit files, exit-code "
-                "and result files, the run journal."),
+                "and result files, the run journal.", kind=FOLDER),
         Setting("scratch_dir", None, "Folder for temporary files of on_temporary_files(); default: next to "
-                "each output."),
-        Setting("parameter_separator", "=", "Text between a parameter's name and value in output paths."),
+                "each output.", kind=PATH),
+        Setting("parameter_separator", "=", "Text between a parameter's name and value in output paths.", kind=TEXT),
         Setting("use_parameter_name_in_output", True, "Put 'name=value' (true) or only the value (false) "
-                "into output paths."),
+                "into output paths.", kind=FLAG),
         # How jobs run.
         Setting("batch_system", "auto", "Where --batch sends a task: local, slurm, sge, htcondor, lsf, auto "
                 "(the first of bsub, condor_submit, sbatch, qsub found on PATH, else local), or a plugin's name."),
-        Setting("env_script", None, "A shell script sourced by every job before the task runs."),
-        Setting("env", {}, "Environment variables exported by every job: a dict of name to value."),
+        Setting("env_script", None, "A shell script sourced by every job before the task runs.", kind=PATH),
+        Setting("env", {}, "Environment variables exported by every job: a dict of name to value.", kind=DICT),
         Setting("executable", None, "The command that runs the workflow script in a job, as a list or a "
                 "string; default: the Python interpreter running the workflow."),
         Setting("working_dir", None, "Folder a job changes into before it runs; default: the workflow "
-                "script's folder."),
-        Setting("job_name", None, "Name of the task's job on the batch system; default: the task family."),
-        Setting("shell", "bash", "Shell that runs the job wrapper."),
-        Setting("local_slots", None, "Jobs the local batch system runs at once; default: number of CPUs."),
+                "script's folder.", kind=PATH),
+        Setting("job_name", None, "Name of the task's job on the batch system; default: the task family.", kind=TEXT),
+        Setting("shell", "bash", "Shell that runs the job wrapper.", kind=TEXT),
+        Setting("local_slots", None, "Jobs the local batch system runs at once; 0 or null: the number of "
+                "CPUs.", kind=_number(integer=True, minimum=0, none=True)),
         Setting("poll_interval", 1.0, "Seconds between status queries of a batch system at the start of a "
-                "run."),
-        Setting("max_poll_interval", 30.0, "Longest wait between status queries while nothing changes."),
+                "run.", kind=SECONDS),
+        Setting("max_poll_interval", 30.0, "Longest wait between status queries while nothing changes.",
+                kind=_number(above=0)),
         Setting("max_resubmissions", 2, "How often a job that failed for a scheduler-side reason (node "
-                "failure, preemption, a held or lost job) is submitted again."),
+                "failure, preemption, a held or lost job) is submitted again.", kind=_number(integer=True, minimum=0)),
         Setting("resubmit_failed_tasks", False, "Also submit again jobs whose task itself failed (up to "
-                "max_resubmissions times)."),
+                "max_resubmissions times).", kind=FLAG),
         Setting("max_jobs_in_flight", None, "Most jobs of one batch system submitted and not yet over, "
-                "whatever luigi's workers; more wait in b2batch. None: no limit."),
+                "whatever luigi's workers; more wait in b2batch. None: no limit.",
+                kind=_number(integer=True, minimum=1, none=True)),
         Setting("max_scheduler_calls_per_second", 5.0, "Cap on scheduler commands (submit, status, cancel) "
-                "per second from one steering process."),
-        Setting("max_array_size", 1000, "Most jobs submitted together as one job array."),
+                "per second from one steering process.", kind=_number(above=0)),
+        Setting("max_array_size", 1000, "Most jobs submitted together as one job array.",
+                kind=_number(integer=True, minimum=1)),
         Setting("submission_window", 2.0, "Seconds a job that is ready to go waits for more ready tasks to "
                 "join its job array while luigi still starts tasks; the wait doubles while the start goes on, "
-                "and a full array (max_array_size) goes at once. 0 submits every job alone at once."),
+                "and a full array (max_array_size) goes at once. 0 submits every job alone at once.", kind=SECONDS),
         Setting("scheduler_unreachable_timeout", 600.0, "Seconds a batch system may keep failing (submit "
-                "or status commands) before its jobs fail with its last error."),
+                "or status commands) before its jobs fail with its last error.", kind=SECONDS),
         Setting("output_wait_timeout", 30.0, "Seconds to wait for outputs of a succeeded job to appear on "
-                "the submit host (shared file systems) before the task fails."),
+                "the submit host (shared file systems) before the task fails.", kind=SECONDS),
         # Per batch system.
-        Setting("slurm_settings", {}, "Extra sbatch options, e.g. {\"cpus-per-task\": 2, \"mem\": \"2G\"}."),
+        Setting("slurm_settings", {}, "Extra sbatch options, e.g. {\"cpus-per-task\": 2, \"mem\": \"2G\"}.", kind=DICT),
         Setting("sge_settings", {}, "Extra qsub options: queue, pe (\"smp 2\"), resources ({\"h_rt\": "
-                "\"01:00:00\"})."),
-        Setting("htcondor_settings", {}, "Extra submit description commands, e.g. {\"request_cpus\": 2}."),
-        Setting("transfer_files", [], "Files HTCondor transfers to the node (transfer_input_files)."),
-        Setting("queue", None, "LSF queue (bsub -q)."),
-        Setting("job_slots", None, "LSF job slots (bsub -n)."),
-        Setting("lsf_settings", {}, "Extra bsub options, e.g. {\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}."),
+                "\"01:00:00\"}).", kind=DICT),
+        Setting("htcondor_settings", {}, "Extra submit description commands, e.g. {\"request_cpus\": 2}.", kind=DICT),
+        Setting("transfer_files", [], "Files HTCondor transfers to the node (transfer_input_files).", kind=LIST),
+        Setting("queue", None, "LSF queue (bsub -q).", kind=_of((str, int), 'a queue name')),
+        Setting("job_slots", None, "LSF job slots (bsub -n).", kind=_number(integer=True, minimum=1, none=True)),
+        Setting("lsf_settings", {}, "Extra bsub options, e.g. {\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}.",
+                kind=DICT),
     ]
 }
 
@@ -220,19 +288,36 @@ def _from_task(task: Any, key: str) -> Any:
 
 
 def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ()) -> Any:
-    """The value of ``key`` set on ``task``, in code or in a settings file (no defaults); a value found under
-    one of ``former_names`` or of b2luigi's former names of ``key`` warns with
-    :class:`DeprecatedSettingsWarning`. Raises ``KeyError`` when none is set."""
+    """The value of ``key`` set on ``task``, in code or in a settings file (no defaults), checked against
+    its declared kind; a value found under one of ``former_names`` or of b2luigi's former names of ``key``
+    warns with :class:`DeprecatedSettingsWarning`. Raises ``KeyError`` when none is set, and
+    :class:`SettingError` (naming the task, the setting, the value, where it was set and what it must be)
+    when the value is of the wrong kind."""
     for name in (key, *former_names, *_FORMER_NAMES.get(key, ())):
-        for value in (_from_task(task, name), _code_settings.get(name, _NOT_SET),
-                      _files.get().get(name, _NOT_SET)):
+        for where, value in enumerate((_from_task(task, name), _code_settings.get(name, _NOT_SET),
+                                       _files.get().get(name, _NOT_SET))):
             if value is _NOT_SET:
                 continue
             if name != key:
                 warnings.warn(f"The setting {name!r} is deprecated: it is now called {key!r}. Rename it.",
                               DeprecatedSettingsWarning, stacklevel=3)
-            return value
+            declared = SETTINGS.get(key)
+            if declared is None or declared.kind is None:
+                return value
+            try:
+                return declared.kind(value)
+            except (ValueError, TypeError, OverflowError):
+                raise SettingError(_wrong_kind(key, name, value, task, where, declared.kind)) from None
     raise KeyError(key)
+
+
+def _wrong_kind(key: str, name: str, value: Any, task: Any, where: int, kind: Kind) -> str:
+    source = [f"as an attribute of task {task}", "with b2batch.set_setting()",
+              f"in {', '.join(str(f) for f in _files.files()) or 'settings.json'}"][where]
+    owner = f"Task {task}: the" if task is not None else "The"
+    return (f"{owner} setting {key!r} is {value!r} (set {source}{'' if name == key else f' as {name!r}'}), "
+            f"but it must be {kind.expects}. Fix the value there, e.g. {key!r}: "
+            f"{json.dumps(SETTINGS[key].default, default=str)} (its default).")
 
 
 def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
@@ -255,6 +340,16 @@ def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
         f"b2batch.set_setting({key!r}, ...), or in a settings.json in the working directory or a parent "
         f"(or the file named by ${SETTINGS_ENV_VARS[0]})."
     )
+
+
+def check_settings() -> None:
+    """Check every declared setting set in code or in settings files now, so that a wrong value stops a run
+    before it starts (task attributes are checked when a task's setting is looked up)."""
+    for key in SETTINGS:
+        try:
+            find_setting(key)
+        except KeyError:
+            pass
 
 
 def load_settings_files() -> dict[str, Any]:
@@ -289,9 +384,10 @@ def example_settings() -> str:
 
 def settings_reference_markdown() -> str:
     """The settings reference of the docs, as a Markdown table."""
-    rows = ["| Setting | Default | Meaning |", "| --- | --- | --- |"]
+    rows = ["| Setting | Default | Takes | Meaning |", "| --- | --- | --- | --- |"]
     for s in SETTINGS.values():
-        rows.append(f"| `{s.name}` | `{json.dumps(s.default)}` | {s.help} |")
+        takes = s.kind.expects if s.kind is not None else "see the meaning"
+        rows.append(f"| `{s.name}` | `{json.dumps(s.default)}` | {takes} | {s.help} |")
     return "\n".join(rows) + "\n"
 
 

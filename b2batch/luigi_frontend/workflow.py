@@ -22,7 +22,7 @@ from b2batch.luigi_frontend import node, seam
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
-from b2batch.settings import load_settings_files, set_setting
+from b2batch.settings import check_settings, load_settings_files, set_setting
 
 logger = logging.getLogger(__name__)
 
@@ -195,6 +195,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
 
     try:
         load_settings_files()  # a broken settings.json stops the run here, with one message
+        check_settings()  # as does a value of the wrong kind
     except SettingError as e:
         sys.exit(f"ERROR: {e}")
 
