@@ -66,8 +66,9 @@ def test_settings_page_lists_every_declared_setting(site: Path) -> None:
     text = text_of(site / "settings" / "index.html")
     assert "b2batch: settings table" not in text  # the marker was replaced
     for setting in SETTINGS.values():
+        takes = setting.kind.expects if setting.kind is not None else "see the meaning"
         assert re.search(rf"{re.escape(setting.name)}\s+{re.escape(json.dumps(setting.default))}\s+"
-                         rf"{re.escape(setting.help[:40])}", text), setting.name
+                         rf"{re.escape(takes)}\s+{re.escape(setting.help[:40])}", text), setting.name
 
 
 def test_settings_hook_refuses_a_page_without_its_marker() -> None:
