@@ -94,6 +94,7 @@ def render_wrapper(task: Any, job_files: Any) -> str:
         stdout=job_files.stdout,
         stderr=job_files.stderr,
         exit_code_file=job_files.exit_code,
+        setup_failed_file=job_files.setup_failed,
         env_script=env_script_of(task),
         env=env_of(task),
         working_dir=paths.resolve(working_dir) if working_dir else paths.base_dir(),

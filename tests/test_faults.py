@@ -619,7 +619,7 @@ def test_env_script_that_exits_fails_with_3_naming_it(flows) -> None:
     (flow := flows("lsf", env_script="setup.sh")).folder.joinpath("setup.sh").write_text("echo setting up\nexit 1\n")
     done = flow.run("--n", "1")
     assert done.returncode == 1
-    assert "exited with code 3; the job could not set up its environment (env_script" in done.stderr, \
+    assert "exited with code 3; the job could not set up its environment: env_script" in done.stderr, \
         done.stderr[-4000:]
     assert f"b2batch: env_script {flow.folder / 'setup.sh'} exited (status 1) while being sourced" in done.stderr
     assert flow.exit_code(0) == "3" and flow.starts(0) == 0
@@ -638,6 +638,6 @@ def test_env_script_deleted_before_the_job_starts_fails_with_3_naming_it(slurm, 
         assert steering.wait() == 1
     finally:
         steering.kill()
-    assert "exited with code 3; the job could not set up its environment (env_script" in steering.output
+    assert "exited with code 3; the job could not set up its environment: sourcing env_script" in steering.output
     assert f"b2batch: sourcing env_script {flow.folder / 'setup.sh'} failed" in steering.output
     assert flow.exit_code(0) == "3" and flow.starts(0) == 0

@@ -60,6 +60,8 @@ class JobFiles:
     exit_code = functools.cached_property(lambda self: self.folder / "exit_code")
     result = functools.cached_property(lambda self: self.folder / "result.json")
     submission = functools.cached_property(lambda self: self.folder / "submission.json")
+    #: Written by the wrapper when the job's own set-up (env_script, working_dir) failed, with the reason.
+    setup_failed = functools.cached_property(lambda self: self.folder / "setup_failed")
     stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
     stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
 
@@ -88,7 +90,7 @@ class JobFiles:
         ``.previous``, so that each job starts with empty logs."""
         self.make_folders()
         if not self.new or getattr(self, "_used", False):
-            for stale in (self.exit_code, self.result):
+            for stale in (self.exit_code, self.result, self.setup_failed):
                 stale.unlink(missing_ok=True)
         self._used = True
         for log in (self.stdout, self.stderr):
@@ -140,6 +142,13 @@ class JobFiles:
             return int(self.exit_code.read_text().strip())
         except (OSError, ValueError):
             return None
+
+    def read_setup_failure(self) -> str:
+        """Why the job's own set-up failed (empty if it did not)."""
+        try:
+            return self.setup_failed.read_text().strip()
+        except OSError:
+            return ""
 
     def read_result(self) -> dict[str, Any] | None:
         try:

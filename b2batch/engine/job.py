@@ -66,8 +66,8 @@ class Job:
         if exit_code == 127:
             what += (f"; the command was not found on the node: check the setting 'executable' "
                      f"(now {self.setting('executable')!r}) and env_script")
-        elif exit_code == 3 and not error:
-            what += "; the job could not set up its environment (env_script or working_dir, see stderr)"
+        elif exit_code == 3 and self.files.read_setup_failure():
+            what += f"; the job could not set up its environment: {self.files.read_setup_failure()}"
         lines = [f"Task {self.family} ({params}) failed: job {self.job_id} on {self.system} {what}."]
         if reason:
             lines.append(f"Batch system: {reason}")

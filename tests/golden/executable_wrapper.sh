@@ -4,12 +4,21 @@
 mkdir -p '<BASE>/logs/run_number=42/channel=mu mu/Reconstruct'
 exec >>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stdout' 2>>'<BASE>/logs/run_number=42/channel=mu mu/Reconstruct/stderr'
 exit_code_file=<BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/exit_code
+setup_failed_file=<BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/setup_failed
 child=
 b2batch_sourcing=
+# The job's own set-up failed (not the task): say why in stderr and in a marker file, exit with 3.
+setup_failed() {
+    echo "b2batch: $1" >&2
+    printf '%s\n' "$1" > "$setup_failed_file"
+    exit 3
+}
 write_exit_code() {
     code=$?
     if [ -n "$b2batch_sourcing" ]; then
-        echo "b2batch: env_script $b2batch_sourcing exited (status $code) while being sourced" >&2
+        reason="env_script $b2batch_sourcing exited (status $code) while being sourced"
+        echo "b2batch: $reason" >&2
+        printf '%s\n' "$reason" > "$setup_failed_file"
         code=3
     fi
     printf '%s\n' "$code" > "$exit_code_file.tmp.$$" && mv -f "$exit_code_file.tmp.$$" "$exit_code_file"
@@ -30,11 +39,11 @@ trap 'forward_signal 140' USR2
 echo "b2batch: job of task "Reconstruct_mu_mu_42_16271d1000" started on $(hostname) at $(date -Is)"
 # An `exit` in env_script ends the job here: write_exit_code turns it into exit code 3.
 b2batch_sourcing=<BASE>/setup.sh
-source <BASE>/setup.sh || { b2batch_sourcing=; echo "b2batch: sourcing env_script "<BASE>/setup.sh" failed" >&2; exit 3; }
+source <BASE>/setup.sh || { b2batch_sourcing=; setup_failed "sourcing env_script "<BASE>/setup.sh" failed"; }
 b2batch_sourcing=
 export OMP_NUM_THREADS=1
 export LABEL='it'"'"'s $HOME; `x`'
-cd <BASE> || { echo "b2batch: cannot change into working_dir "<BASE> >&2; exit 3; }
+cd <BASE> || setup_failed "cannot change into working_dir "<BASE>
 <PYTHON> <ENTRY_POINT> <BASE>/task_files/Reconstruct/Reconstruct_mu_mu_42_16271d1000/job.json &
 child=$!
 wait "$child"
