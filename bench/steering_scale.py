@@ -210,6 +210,14 @@ def main() -> int:
                 print(f"  luigi    N={n:<6} not run: it did not finish a smaller N within {args.luigi_limit:g} s",
                       flush=True)
                 continue
+            smaller = [m for m in per_job["luigi"] if m < n]
+            if mode == "luigi" and smaller:  # its CPU per job grows about with N: the time with N squared
+                m = max(smaller)
+                expected = per_job["luigi"][m] * n * n / m
+                if expected > 3 * args.luigi_limit:
+                    print(f"  luigi    N={n:<6} not run: from N={m} it would take about {expected / 3600:.1f} h, "
+                          f"far beyond --luigi-limit {args.luigi_limit:g} s", flush=True)
+                    continue
             limit = args.luigi_limit if mode == "luigi" else None
             rows = [measure(mode, n, args.rate, None, limit) for _ in range(args.repeat)]
             if mode == "luigi" and any(row.get("timed_out") for row in rows):

@@ -31,3 +31,35 @@ def test_a_task_that_exits_with_3_is_not_taken_for_a_failed_set_up(tmp_path: Pat
     assert done.returncode == 1
     assert "exited with code 3." in done.stderr, done.stderr[-3000:]
     assert "could not set up its environment" not in done.stderr
+
+
+HALF = '''
+from pathlib import Path
+import b2batch
+
+class Half(b2batch.Task):
+    def output(self):
+        yield self.add_to_output("written.txt")
+        yield self.add_to_output("forgotten.txt")
+
+    def run(self):
+        Path(self.get_output_file_name("written.txt")).write_text("x")
+
+if __name__ == "__main__":
+    b2batch.set_setting("output_wait_timeout", 60)
+    b2batch.process(Half(), batch=True, batch_system="local")
+'''
+
+
+def test_a_local_job_without_all_its_outputs_fails_at_once_naming_the_missing_one(tmp_path: Path) -> None:
+    import time
+
+    (tmp_path / "half.py").write_text(HALF)
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "half.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert time.monotonic() - started < 40, "it waited output_wait_timeout on the local file system"
+    assert "its job ended without writing the outputs it declares: " in done.stderr, done.stderr[-3000:]
+    line = next(l for l in done.stderr.splitlines() if "without writing the outputs" in l)
+    assert "forgotten.txt" in line and "written.txt" not in line

@@ -69,8 +69,9 @@ def task_files(task: Any) -> JobFiles:
                        paths.log_folder(task))
 
 
-def _output_paths(task: Any) -> list[str]:
-    return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output())]
+def _missing_outputs(task: Any) -> list[str]:
+    """The declared outputs of ``task`` that do not exist."""
+    return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]
 
 
 class TaskJobs:
@@ -191,7 +192,9 @@ class TaskJobs:
             self._results.append(TaskResult(task, PENDING, "", [tuple(d) for d in result["new_deps"]]))
             return
         if result is not None and result.get("status") == DONE and exit_code == 0:
-            deadline = time.monotonic() + float(get_setting("output_wait_timeout", task=task))
+            # Local jobs share this host's file system: their outputs are there at once, or never.
+            wait = 0.0 if job.system == "local" else float(get_setting("output_wait_timeout", task=task))
+            deadline = time.monotonic() + wait
             self._check_outputs(job, deadline, time.monotonic())
             return
         self._end(job, FAILED, job.failure_message(error=(result or {}).get("error", "")))
@@ -203,11 +206,15 @@ class TaskJobs:
         elif now < deadline:
             self._awaiting_outputs[task.task_id] = deadline
         else:
-            timeout = get_setting("output_wait_timeout", task=task)
-            self._end(job, FAILED, f"Job {job.job_id} of task {task} succeeded, but its outputs did not appear "
-                      f"within {timeout} s (setting output_wait_timeout): {', '.join(_output_paths(task))}. Check "
-                      f"that result_dir is on a file system the submit host sees, or that the task writes the "
-                      f"outputs it declares.")
+            missing = ", ".join(_missing_outputs(task))
+            if job.system == "local":
+                what = f"its job ended without writing the outputs it declares: {missing}"
+            else:
+                timeout = get_setting("output_wait_timeout", task=task)
+                what = (f"its outputs did not appear within {timeout} s (setting output_wait_timeout): {missing}. "
+                        f"Check that result_dir is on a file system the submit host sees, or that the task "
+                        f"writes the outputs it declares")
+            self._end(job, FAILED, f"Job {job.job_id} of task {task} succeeded, but {what}.")
 
     def _end(self, job: Job, status: str, explanation: str = "") -> None:
         task = job.payload
