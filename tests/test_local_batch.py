@@ -204,7 +204,7 @@ def test_interrupted_run_kills_every_job_it_started(workflow, tmp_path: Path, si
 
         steering.send_signal(signum)
         code = steering.wait(timeout=60)
-        assert code != 0
+        assert code == 130  # an interrupted run: its summary, then exit status 130
         wait_for(lambda: not any(alive(pid) for pid in job_pids), 15, "the jobs to end")
         wait_for(lambda: not live_processes_mentioning(flow.folder), 15, "no process of the run to remain")
     finally:
@@ -215,6 +215,10 @@ def test_interrupted_run_kills_every_job_it_started(workflow, tmp_path: Path, si
             process.kill()
     log = stderr.read_text()
     assert "Interrupted: killed 2 running job(s)" in log, log
+    assert "Traceback" not in log, log  # the summary is the end of the output
+    summary = log[log.index("===== b2batch summary ====="):]
+    assert summary.count("cancelled when the run was interrupted") == 2, summary
+    assert "still running when the run ended" not in summary
     for n in range(2):  # each killed job is named, by its task or its task id
         assert any("kill" in line.lower() and (f"Part(n={n})" in line or f"Part_{n}_" in line)
                    for line in log.splitlines()), log

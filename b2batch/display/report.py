@@ -136,6 +136,8 @@ class RunReport:
         for record in list(self.run.jobs.values()):
             if record.state in ("done", "failed"):
                 outcome, reason = record.state, record.reason
+            elif record.state == "cancelled":
+                outcome, reason = "unfinished", record.reason
             elif record.task_id in account.pending:
                 outcome, reason = "not run", account.pending[record.task_id]
             else:
@@ -286,7 +288,7 @@ def attempts(history: list[tuple[float, str, str | None]], end: float) -> list[A
                 current = Attempt(job_id=job_id, submitted=at)
             if state == "running" and current.started is None:
                 current.started = at
-        elif state in ("done", "failed", "resubmitted", "waiting"):
+        elif state in ("done", "failed", "resubmitted", "waiting", "cancelled"):
             if current is not None:
                 current.ended, current.state = at, {"waiting": "new requirements"}.get(state, state)
                 found.append(current)

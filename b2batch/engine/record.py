@@ -22,7 +22,7 @@ class JobRecord:
     params: dict[str, str]
     system: str
     job_ids: list[str] = field(default_factory=list)
-    state: str = "waiting"  # waiting, submitted, queued, running, done, failed, resubmitted
+    state: str = "waiting"  # waiting, submitted, queued, running, done, failed, resubmitted, cancelled
     submitted_at: float | None = None
     started_at: float | None = None
     ended_at: float | None = None
@@ -86,7 +86,7 @@ class RunRecord:
                 record.job_ids.append(job.job_id)
         elif state == "running" and record.started_at is None:
             record.started_at = now
-        elif state in ("done", "failed"):
+        elif state in ("done", "failed", "cancelled"):
             record.ended_at = now
             record.reason = reason
             if state == "failed":

@@ -149,13 +149,16 @@ class Run:
             logger.error("%s%s", f"Job {job.job_id}: " if job.job_id else "", reason)
         self.record.update(job, "done" if ok else "failed", reason)
 
-    def cancel(self, jobs: Iterable[Job]) -> None:
+    def cancel(self, jobs: Iterable[Job], reason: str = "") -> None:
         """Stop these jobs (waiting ones are dropped, submitted ones cancelled with one command per batch
-        system); they are not handed back by :meth:`poll`."""
+        system); they are not handed back by :meth:`poll`. With a ``reason``, the record says they were
+        cancelled and why."""
         by_system: dict[str, list[Job]] = {}
         for job in jobs:
             if self.live.pop(id(job), None) is None:
                 continue
+            if reason:
+                self.record.update(job, "cancelled", reason)
             self.submitters[job.system].done(job)
             if job.job_id is not None:
                 by_system.setdefault(job.system, []).append(job)
@@ -171,7 +174,7 @@ class Run:
         self.interrupted = True
         jobs = list(self.live.values())
         killed = [f"{job.system} job {job.job_id} ({job.key})" for job in jobs if job.job_id is not None]
-        self.cancel(jobs)
+        self.cancel(jobs, reason="cancelled when the run was interrupted")
         return killed
 
     def wait(self, seconds: float | None = None) -> None:

@@ -260,6 +260,8 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                 report.outcomes_of_tasks = luigi_outcomes(report.result, batch)
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
+    except KeyboardInterrupt:
+        sys.exit(130)  # the summary said what was stopped; no traceback after it
     if report.failed and exit_on_failure:
         sys.exit(1)
     return report.result
