@@ -197,3 +197,36 @@ def test_held_job_fails_with_its_hold_reason_and_leaves_the_queue(workflow, tmp_
     assert done.returncode == 1
     assert "JobStatus 5 (Held): Job has gone over memory limit of 2048 megabytes" in done.stderr
     assert not emulated.tool("condor_q", "-json").stdout.strip()
+
+
+def active_jobs(emulated: Emulated) -> list[str]:
+    """The emulated queue's idle and running jobs."""
+    if emulated.system == "htcondor":
+        out = emulated.tool("condor_q", "-json", "-attributes", "ClusterId,ProcId,JobStatus").stdout
+        return [f"{ad['ClusterId']}.{ad['ProcId']}" for ad in (json.loads(out) if out.strip() else [])
+                if ad["JobStatus"] in (1, 2)]
+    out = json.loads(emulated.tool("bjobs", "-json", "-o", "jobid stat").stdout)
+    return [r["JOBID"] for r in out["RECORDS"] if r.get("STAT") in ("PEND", "RUN")]
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_the_emulate_wrapper_reaches_the_workflow_once(emulated: Emulated) -> None:
+    """A Ctrl-C in the terminal goes to the whole foreground process group: the wrapper must let the workflow
+    cancel its jobs and write its summary, and wait for it."""
+    import os
+    import signal
+
+    steering = subprocess.Popen(emulated.command("--n", "4", "--mode", "sleep", "--seconds", "120"),
+                                cwd=emulated.wf.folder, env=emulated.env, text=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        emulated.wait_for_running_job()
+        os.killpg(steering.pid, signal.SIGINT)
+        _, stderr = steering.communicate(timeout=120)
+    finally:
+        steering.kill()
+    assert steering.returncode == 130, stderr[-3000:]
+    assert "Interrupted: killed 4 running job(s)" in stderr, stderr[-3000:]
+    assert "===== b2batch summary =====" in stderr and "Traceback" not in stderr, stderr[-3000:]
+    assert any((emulated.wf.folder / "logs").glob("b2batch-run-*.report.json"))
+    assert active_jobs(emulated) == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,4 +63,31 @@ def run_with_emulator(system: str, cmd: list[str]) -> int:
         env = dict(os.environ)
         env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
         logger.info("Running %s with the %s emulator (tools in %s)", shlex.join(cmd), system, bin_dir)
-        return subprocess.call(cmd, env=env)
+        return _run_to_its_end(cmd, env)
+
+
+def _status(code: int) -> int:
+    """An exit status for a child's return code (killed by signal N: 128 + N, as a shell says)."""
+    return 128 - code if code < 0 else code
+
+
+def _run_to_its_end(cmd: list[str], env: dict[str, str]) -> int:
+    """Run ``cmd`` and wait for it, however it is stopped: a Ctrl-C in the terminal reaches it (it is in the
+    terminal's process group) once, SIGTERM and SIGHUP sent to this process are passed on to it, and either
+    way this process waits while the command cleans up (cancels its jobs, writes its summary)."""
+    child = subprocess.Popen(cmd, env=env)
+
+    def pass_on(signum: int, frame: object) -> None:
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    handlers = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: pass_on, signal.SIGHUP: pass_on}
+    try:
+        previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
+    except ValueError:  # not the main thread: nothing to catch
+        return _status(child.wait())
+    try:
+        return _status(child.wait())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
