@@ -69,6 +69,16 @@ def task_files(task: Any) -> JobFiles:
                        paths.log_folder(task))
 
 
+def _remove_outputs(task: Any) -> list[str]:
+    """Remove the outputs of ``task`` that exist; their paths."""
+    removed = []
+    for target in luigi.task.flatten(task.output()):
+        if target.exists():
+            target.remove()
+            removed.append(str(getattr(target, "path", target)))
+    return removed
+
+
 def _missing_outputs(task: Any) -> list[str]:
     """The declared outputs of ``task`` that do not exist."""
     return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]
@@ -162,6 +172,28 @@ class TaskJobs:
                            "again", task, earlier, exit_code, job.files.stderr)
         return False
 
+    def outputs_count(self, task: Any) -> bool:
+        """Whether the outputs of a task that looks complete count. They do not while a job of an earlier
+        run of the task has not ended (it is followed instead), nor when the task's last job did not end
+        successfully (killed, cancelled, timed out or failed: its outputs may be partial, so they are
+        removed, with a log line, and the task runs again)."""
+        files = task_files(task)
+        journal = files.read_submission()
+        if journal is None:
+            return True  # no job of b2batch made them (or a job of an older layout)
+        exit_code = files.read_exit_code()
+        earlier = f"{journal.get('system')} job {journal.get('job_id')}"
+        if exit_code is None:
+            logger.warning("Task %s: its %s of an earlier run has not ended; its outputs do not count until it "
+                           "has (it is followed)", task, earlier)
+            return False
+        if exit_code == 0:
+            return True
+        removed = _remove_outputs(task)
+        logger.warning("Task %s: its last job (%s) ended with exit code %d; its outputs may be partial and do not "
+                       "count%s", task, earlier, exit_code, f": removed {', '.join(removed)}" if removed else "")
+        return False
+
     def poll(self) -> list[TaskResult]:
         """Poll the run; the results of tasks whose job ended (and whose outputs showed or timed out)."""
         for job in self.run.poll():
@@ -218,6 +250,10 @@ class TaskJobs:
 
     def _end(self, job: Job, status: str, explanation: str = "") -> None:
         task = job.payload
+        if status == FAILED and not job.not_submitted:
+            removed = _remove_outputs(task)  # what a failed job wrote may be partial: it never counts
+            if removed:
+                logger.warning("Task %s failed: removed the outputs its job left, %s", task, ", ".join(removed))
         self.jobs.pop(task.task_id, None)
         self._awaiting_outputs.pop(task.task_id, None)
         self.run.settle(job, status == DONE, explanation)

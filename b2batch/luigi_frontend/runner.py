@@ -129,6 +129,8 @@ class GraphRunner:
             task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
             node.status, node.runnable = UNKNOWN, False
         else:
+            if complete and runs_as_job(task) and not self.jobs.outputs_count(task):
+                complete = False
             if complete:
                 node.status, node.runnable = DONE, False
                 task.trigger_event(luigi.Event.DEPENDENCY_PRESENT, task)
