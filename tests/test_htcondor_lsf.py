@@ -230,3 +230,12 @@ def test_ctrl_c_under_the_emulate_wrapper_reaches_the_workflow_once(emulated: Em
     assert "===== b2batch summary =====" in stderr and "Traceback" not in stderr, stderr[-3000:]
     assert any((emulated.wf.folder / "logs").glob("b2batch-run-*.report.json"))
     assert active_jobs(emulated) == []
+
+
+def test_the_summary_keeps_what_the_batch_system_said_of_a_rejected_job(workflow, tmp_path: Path) -> None:
+    emulated = Emulated("lsf", workflow("scheduler_jobs.py"), tmp_path)
+    done = emulated.run("--n", "1", "--system-settings", json.dumps({"W": "soon"}))
+    assert done.returncode == 1
+    summary = done.stderr[done.stderr.index("===== b2batch summary ====="):]
+    assert "not submitted to lsf" in summary and "Bad RUNLIMIT specification" in summary, summary
+    assert "stdout: " + str(tmp_path) not in summary  # no log paths of a job that never ran

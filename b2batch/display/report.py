@@ -373,6 +373,9 @@ def _failure(o: TaskOutcome) -> list[str]:
         return [f"  {o.name}: {o.reason or 'failed in this process (its error is in the log above)'}"]
     job = f"job {record.job_ids[-1]} on {record.system}" if record.job_ids else f"not submitted to {record.system}"
     lines = [f"  {o.name}: {job}"]
+    if not record.job_ids:  # the batch system's answer is the reason: all of it (its stderr says what is wrong)
+        lines += [f"    {line}" for line in record.reason.splitlines() if line.strip()][:12]
+        return lines  # no job: no logs
     reason = [line for line in record.reason.split("\nstdout: ")[0].splitlines() if line.strip()]
     if reason:
         lines.append(f"    {reason[0]}")
