@@ -6,7 +6,8 @@ A setting is looked up in this order:
 2. values set in code with :func:`set_setting`;
 3. ``settings.json`` files: the file named by ``$B2BATCH_SETTINGS`` (or b2luigi's
    ``$B2LUIGI_SETTINGS_JSON``) if set, else every ``settings.json`` from the working directory up to the
-   root, the nearest one winning;
+   root, the nearest one winning, then those from the workflow script's folder up to the root (so a
+   script finds the settings.json beside it wherever it is started from);
 4. the ``default`` passed to :func:`get_setting`;
 5. the default declared in :data:`SETTINGS`.
 
@@ -201,7 +202,12 @@ class _SettingsFiles:
             if os.environ.get(var):
                 return [Path(os.environ[var])]
         here = Path.cwd()
-        return [p / SETTINGS_FILE_NAME for p in [here, *here.parents] if (p / SETTINGS_FILE_NAME).is_file()]
+        folders = [here, *here.parents]
+        script = getattr(sys.modules.get("__main__"), "__file__", None)
+        if script:  # then the workflow script's folder and its parents, so that it runs from anywhere
+            there = Path(os.path.abspath(script)).parent
+            folders += [p for p in (there, *there.parents) if p not in folders]
+        return [p / SETTINGS_FILE_NAME for p in folders if (p / SETTINGS_FILE_NAME).is_file()]
 
     def get(self) -> dict[str, Any]:
         key = (os.getcwd(), tuple(os.environ.get(v) for v in SETTINGS_ENV_VARS))

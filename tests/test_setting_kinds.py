@@ -55,3 +55,19 @@ def test_every_declared_default_is_of_its_own_kind() -> None:
     for setting in SETTINGS.values():
         if setting.kind is not None:
             assert setting.kind(setting.default) == setting.default, setting.name
+
+
+def test_a_script_finds_the_settings_json_beside_it_from_anywhere(workflow, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import clean_env
+
+    flow = workflow("flags.py", folder=tmp_path / "project")
+    (flow.folder / "settings.json").write_text(json.dumps({"result_dir": "beside"}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, str(flow.script), "--show-output"], cwd=elsewhere, env=clean_env(),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert str(flow.folder / "beside") in done.stdout, done.stdout
