@@ -264,6 +264,23 @@ def unknown_setting_message(name: str, where: str) -> str:
     return f"Unknown setting {name!r} {where}.{hint} Known settings: {known}."
 
 
+def misspelt_settings(cls: type, stop: tuple[type, ...] = ()) -> list[str]:
+    """Messages for attributes of the task class ``cls`` (and its bases up to ``stop``) that look like a
+    misspelt setting (``htcondor_setings``): as settings they would be silently ignored."""
+    messages = []
+    for klass in cls.__mro__:
+        if klass in stop or klass is object:
+            break
+        for name in vars(klass):
+            if name.startswith("_") or name in SETTINGS:
+                continue
+            close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.85)
+            if close:
+                messages.append(f"Task class {cls.__name__}: the attribute {name!r} is not a setting b2batch knows "
+                                f"and is ignored as one. Did you mean {close[0]!r}?")
+    return messages
+
+
 _files = _SettingsFiles()
 _code_settings: dict[str, Any] = {}
 

@@ -286,3 +286,19 @@ def test_the_run_stops_when_interrupted_from_a_signal_handler() -> None:
     with pytest.raises(KeyboardInterrupt):
         runner.run()
     assert len(jobs.started) == 3
+
+
+class Misspelt(Done):
+    htcondor_setings = {"request_cpus": 2}
+
+
+def test_a_misspelt_setting_on_a_task_class_is_warned_about_once(caplog) -> None:
+    import logging
+
+    runner = GraphRunner(InstantJobs(), workers=1)
+    with caplog.at_level(logging.WARNING):
+        runner.add(Misspelt())
+        runner.add(Leaf(i=99))
+    warnings = [r.getMessage() for r in caplog.records if "htcondor_setings" in r.getMessage()]
+    assert warnings == ["Task class Misspelt: the attribute 'htcondor_setings' is not a setting b2batch knows and "
+                        "is ignored as one. Did you mean 'htcondor_settings'?"]

@@ -44,6 +44,7 @@ from b2batch.engine import RunRecord
 from b2batch.luigi_frontend import seam
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.node import StatusReporter
+from b2batch.settings import misspelt_settings
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class GraphRunner:
         self._worker_config = luigi.worker.worker()
         self._retry_delay = float(luigi.scheduler.scheduler().retry_delay)
         self._sequence = 0
+        self._classes: set[type] = set()  # task classes whose attributes were checked for misspelt settings
         #: How many nodes the hand-out looked at, for tests that check it does no O(N) work per task.
         self.operations = 0
 
@@ -115,6 +117,10 @@ class GraphRunner:
     def _add_one(self, task: Any) -> tuple[Node, list[Any], bool]:
         """One task as luigi's worker adds it: its status, runnability and requirements, with luigi's events."""
         node = Node(task=task, priority=int(getattr(task, "priority", 0) or 0))
+        if type(task) not in self._classes:
+            self._classes.add(type(task))
+            for message in misspelt_settings(type(task), stop=(luigi.Task,)):
+                logger.warning("%s", message)
         self.nodes[task.task_id] = node
         deps: list[Any] = []
         ok = True
