@@ -302,3 +302,25 @@ def test_a_misspelt_setting_on_a_task_class_is_warned_about_once(caplog) -> None
     warnings = [r.getMessage() for r in caplog.records if "htcondor_setings" in r.getMessage()]
     assert warnings == ["Task class Misspelt: the attribute 'htcondor_setings' is not a setting b2batch knows and "
                         "is ignored as one. Did you mean 'htcondor_settings'?"]
+
+
+class Writer(Done):
+    def output(self) -> Any:
+        return luigi.LocalTarget("/tmp/b2batch-shared-output")
+
+
+class OtherWriter(Writer):
+    pass
+
+
+class BothWrite(luigi.WrapperTask):
+    def requires(self) -> Any:
+        return [Writer(), OtherWriter()]
+
+
+def test_two_tasks_that_would_write_the_same_output_stop_the_run() -> None:
+    from b2batch.errors import OutputPathError
+
+    runner = GraphRunner(InstantJobs(), workers=2)
+    with pytest.raises(OutputPathError, match="both declare the output /tmp/b2batch-shared-output"):
+        runner.add(BothWrite())

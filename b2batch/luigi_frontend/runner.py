@@ -41,6 +41,7 @@ import luigi.worker
 from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 
 from b2batch.engine import RunRecord
+from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.node import StatusReporter
@@ -86,7 +87,8 @@ class GraphRunner:
         self._worker_config = luigi.worker.worker()
         self._retry_delay = float(luigi.scheduler.scheduler().retry_delay)
         self._sequence = 0
-        self._classes: set[type] = set()  # task classes whose attributes were checked for misspelt settings
+        self._classes: set[type] = set()
+        self._outputs: dict[str, Any] = {}  # output path -> the task that will write it  # task classes whose attributes were checked for misspelt settings
         #: How many nodes the hand-out looked at, for tests that check it does no O(N) work per task.
         self.operations = 0
 
@@ -159,6 +161,8 @@ class GraphRunner:
                     node.status, node.runnable = UNKNOWN, False
         if getattr(task, "disabled", False):
             node.status = DISABLED
+        if node.status == PENDING and node.runnable:
+            self._claim_outputs(task)
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
         node.deps = deps  # type: ignore[assignment]  # tasks until linked
@@ -170,6 +174,16 @@ class GraphRunner:
             except Exception:  # an unknown batch system stops the run when the task is handed out
                 pass
         return node, deps, ok
+
+    def _claim_outputs(self, task: Any) -> None:
+        """Two tasks that will run must not write the same output: their jobs would race."""
+        for target in luigi.task.flatten(task.output()):
+            path = str(getattr(target, "path", target))
+            owner = self._outputs.setdefault(path, task)
+            if owner is not task and owner != task:
+                raise OutputPathError(f"Tasks {owner} and {task} both declare the output {path}: their jobs would "
+                                      f"write it at the same time. Give the tasks parameters that tell their "
+                                      f"outputs apart (or different result_dir settings).")
 
     def _link(self, node: Node) -> None:
         """Replace the node's requirement tasks by their nodes, count those not done, raise priorities."""
