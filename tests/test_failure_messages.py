@@ -63,3 +63,29 @@ def test_a_local_job_without_all_its_outputs_fails_at_once_naming_the_missing_on
     assert "its job ended without writing the outputs it declares: " in done.stderr, done.stderr[-3000:]
     line = next(l for l in done.stderr.splitlines() if "without writing the outputs" in l)
     assert "forgotten.txt" in line and "written.txt" not in line
+
+
+SEPARATOR = '''
+import b2batch
+
+class Named(b2batch.Task):
+    name = b2batch.Parameter()
+
+    def output(self):
+        yield self.add_to_output("out.txt")
+
+    def run(self):
+        pass
+
+if __name__ == "__main__":
+    b2batch.process(Named(name="a/b"), batch=True, batch_system="local")
+'''
+
+
+def test_a_task_that_cannot_be_scheduled_has_its_reason_in_the_summary(tmp_path: Path) -> None:
+    (tmp_path / "separator.py").write_text(SEPARATOR)
+    done = subprocess.run([sys.executable, "separator.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    summary = done.stderr[done.stderr.index("===== b2batch summary ====="):]
+    assert "its complete() raised OutputPathError" in summary and "a/b" in summary, summary

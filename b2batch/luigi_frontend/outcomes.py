@@ -40,8 +40,9 @@ def luigi_sets(result: Any) -> dict[str, set[Any]]:
         return {}
 
 
-def luigi_outcomes(result: Any, batch: bool) -> FrontEndAccount:
-    """The account of a luigi run: pending tasks with reasons, the tasks that had no job, failure."""
+def luigi_outcomes(result: Any, batch: bool, errors: dict[str, str] | None = None) -> FrontEndAccount:
+    """The account of a luigi run: pending tasks with reasons, the tasks that had no job, failure;
+    ``errors`` says why tasks could not be scheduled, where known."""
     sets = luigi_sets(result)
     pending_reason: dict[str, str] = {}
     for name, reason in PENDING_REASONS.items():
@@ -51,7 +52,8 @@ def luigi_outcomes(result: Any, batch: bool) -> FrontEndAccount:
     tasks = []
     for name, outcome in BY_SET:
         for task in sorted(sets.get(name, ()), key=lambda t: t.task_id):
-            reason = {"scheduling_error": "its complete() or requires() raised an error (see the log)",
+            unknown = "its complete() or requires() raised an error (see the log)"
+            reason = {"scheduling_error": (errors or {}).get(task.task_id, unknown),
                       "still_pending_ext": "external data that does not exist",
                       "still_pending_not_ext": pending_reason.get(task.task_id, "")}.get(name, "")
             params = task.to_str_params(only_significant=True)

@@ -88,7 +88,9 @@ class GraphRunner:
         self._retry_delay = float(luigi.scheduler.scheduler().retry_delay)
         self._sequence = 0
         self._classes: set[type] = set()
-        self._outputs: dict[str, Any] = {}  # output path -> the task that will write it  # task classes whose attributes were checked for misspelt settings
+        self._outputs: dict[str, Any] = {}  # output path -> the task that will write it
+        #: Why tasks could not be scheduled (their complete() or requires() raised), by task id.
+        self.errors: dict[str, str] = {}  # task classes whose attributes were checked for misspelt settings
         #: How many nodes the hand-out looked at, for tests that check it does no O(N) work per task.
         self.operations = 0
 
@@ -130,8 +132,9 @@ class GraphRunner:
             complete = task.complete()
             if complete not in (True, False):
                 raise TypeError(f"Return value of Task.complete() must be boolean (was {complete!r})")
-        except Exception:
+        except Exception as e:
             ok = False
+            self.errors[task.task_id] = f"its complete() raised {type(e).__name__}: {e}"
             logger.warning("Will not run %s or any dependencies due to error in complete() method:\n%s", task,
                            traceback.format_exc())
             task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
@@ -155,6 +158,7 @@ class GraphRunner:
                             raise TypeError(f"requires() must return Task objects but {dep} is a {type(dep)}")
                 except Exception as e:
                     ok, deps = False, []
+                    self.errors[task.task_id] = f"its requires() raised {type(e).__name__}: {e}"
                     logger.warning("Will not run %s or any dependencies due to error in deps() method:\n%s", task,
                                    traceback.format_exc())
                     task.trigger_event(luigi.Event.BROKEN_TASK, task, e)

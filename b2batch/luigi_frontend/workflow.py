@@ -150,10 +150,12 @@ def _sigterm_as_interrupt(run: Run) -> Iterator[None]:
             signal.signal(sig, old_handler)
 
 
-def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any]) -> Any:
-    """A batch run with the local scheduler: b2batch's own graph runner (linear in the graph's size)."""
+def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any], errors: dict[str, str]) -> Any:
+    """A batch run with the local scheduler: b2batch's own graph runner (linear in the graph's size);
+    ``errors`` gets why tasks could not be scheduled."""
     seam.setup_logging(build_params)
     runner = GraphRunner(jobs, workers=build_params["workers"], record=jobs.run.record)
+    runner.errors = errors
     for task in tasks:
         runner.add(task)
     runner.run()
@@ -238,11 +240,12 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     jobs = TaskJobs(run, context) if batch else None
     mode = "batch" if batch else "test" if test else "local"
     report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv)
+    errors: dict[str, str] = {}
     try:
         with _sigterm_as_interrupt(run), report:
             try:
                 if batch and build_params["local_scheduler"]:
-                    report.result = _run_graph(tasks, jobs, build_params)  # type: ignore[arg-type]
+                    report.result = _run_graph(tasks, jobs, build_params, errors)  # type: ignore[arg-type]
                 else:
                     report.result = _run_with_luigi(tasks, jobs, build_params)
             except KeyboardInterrupt:
@@ -257,7 +260,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                                  ", ".join(killed))
                 raise
             finally:
-                report.outcomes_of_tasks = luigi_outcomes(report.result, batch)
+                report.outcomes_of_tasks = luigi_outcomes(report.result, batch, errors)
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
     except KeyboardInterrupt:
