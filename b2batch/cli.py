@@ -3,7 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Sequence
+
+
+#: b2batch's flags: the names and argparse's keyword arguments of each.
+FLAGS: tuple[tuple[str, dict[str, object]], ...] = (
+    ("--batch", {"action": "store_true",
+                 "help": "Run each task as a job on its batch system (setting batch_system)."}),
+    ("--batch-system", {"help": "Use this batch system for every task that sets none of its own."}),
+    ("--test", {"action": "store_true",
+                "help": "Run locally in this process, one task at a time, output to the terminal."}),
+    ("--dry-run", {"action": "store_true",
+                   "help": "List the tasks that would run; exit 1 if any would, 0 if all is complete."}),
+    ("--show-output", {"action": "store_true",
+                       "help": "List every task with its output files, complete or not, and exit."}),
+    ("--remove", {"action": "store_true", "help": "Remove the outputs of the given tasks, then run."}),
+    ("--remove-only", {"action": "store_true", "help": "Remove the outputs of the given tasks and exit."}),
+    ("--yes", {"action": "store_true", "help": "Do not ask before removing outputs."}),
+    ("--workers", {"type": int, "help": "How many tasks run (or jobs are in flight) at once."}),
+    ("--scheduler-host", {"help": "Host of a luigi central scheduler (luigid)."}),
+    ("--scheduler-port", {"type": int, "help": "Port of the luigi central scheduler."}),
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -12,32 +33,28 @@ def parser() -> argparse.ArgumentParser:
         allow_abbrev=False,  # a flag of the script such as --show is the script's, not --show-output
         description="Flags of b2batch, understood by every workflow script that calls b2batch.process().",
     )
-    p.add_argument("--batch", action="store_true", default=None,
-                   help="Run each task as a job on its batch system (setting batch_system).")
-    p.add_argument("--batch-system", default=None,
-                   help="Use this batch system for every task that sets none of its own.")
-    p.add_argument("--test", action="store_true", default=None,
-                   help="Run locally in this process, one task at a time, output to the terminal.")
-    p.add_argument("--dry-run", action="store_true", default=None,
-                   help="List the tasks that would run; exit 1 if any would, 0 if all is complete.")
-    p.add_argument("--show-output", action="store_true", default=None,
-                   help="List every task with its output files, complete or not, and exit.")
-    p.add_argument("--remove", action="store_true", default=None,
-                   help="Remove the outputs of the given tasks, then run.")
-    p.add_argument("--remove-only", action="store_true", default=None,
-                   help="Remove the outputs of the given tasks and exit.")
-    p.add_argument("--yes", action="store_true", default=None,
-                   help="Do not ask before removing outputs.")
-    p.add_argument("--workers", type=int, default=None,
-                   help="How many tasks run (or jobs are in flight) at once.")
-    p.add_argument("--scheduler-host", default=None, help="Host of a luigi central scheduler (luigid).")
-    p.add_argument("--scheduler-port", type=int, default=None, help="Port of the luigi central scheduler.")
+    for flag, options in FLAGS:
+        p.add_argument(flag, default=None, **options)  # type: ignore[arg-type]
     return p
 
 
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """b2batch's flags from ``argv``, and the arguments left for the script."""
-    args, rest = parser().parse_known_args(list(argv))
+    """b2batch's flags from ``argv``, and the arguments left for the script. ``-h``/``--help`` prints the
+    flags and exits; a flag that is not b2batch's but close to one of them (``--bacth``) stops the run with
+    a "did you mean", so that a typo does not silently run the workflow in another way."""
+    p = parser()
+    args, rest = p.parse_known_args(list(argv))
+    if "-h" in rest or "--help" in rest:
+        p.print_help()
+        raise SystemExit(0)
+    flags = [flag for flag, _options in FLAGS]
+    for arg in rest:
+        name = arg.split("=", 1)[0]
+        if name.startswith("--") and name not in flags:
+            close = difflib.get_close_matches(name, flags, n=1, cutoff=0.8)
+            if close:
+                raise SystemExit(f"ERROR: unknown flag {name!r}. Did you mean {close[0]!r}? (python SCRIPT --help "
+                                 f"lists b2batch's flags.)")
     return args, rest
 
 

@@ -6,6 +6,7 @@ import sys
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import clean_env
 
 SCRIPT = '''
@@ -89,3 +90,35 @@ def test_a_task_that_cannot_be_scheduled_has_its_reason_in_the_summary(tmp_path:
     assert done.returncode == 1
     summary = done.stderr[done.stderr.index("===== b2batch summary ====="):]
     assert "its complete() raised OutputPathError" in summary and "a/b" in summary, summary
+
+
+PLAIN = '''
+import b2batch
+
+class Nothing(b2batch.WrapperTask):
+    pass
+
+if __name__ == "__main__":
+    print("the workflow ran")
+    b2batch.process(Nothing())
+'''
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_prints_the_flags_and_runs_nothing(tmp_path: Path, flag: str) -> None:
+    (tmp_path / "plain.py").write_text(PLAIN)
+    done = subprocess.run([sys.executable, "plain.py", flag], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0
+    assert "--batch" in done.stdout and "--dry-run" in done.stdout
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("--bacth", "--batch"), ("--dryrun", "--dry-run")])
+def test_a_flag_close_to_one_of_b2batchs_stops_with_did_you_mean(tmp_path: Path, typo: str, meant: str) -> None:
+    (tmp_path / "plain.py").write_text(PLAIN)
+    done = subprocess.run([sys.executable, "plain.py", typo], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert f"unknown flag {typo!r}. Did you mean {meant!r}?" in done.stderr
+    assert "summary" not in done.stderr  # nothing ran
