@@ -493,6 +493,38 @@ def test_restarted_steering_process_follows_the_jobs_of_the_killed_one(system, n
     assert sorted(flow.jobs()) == sorted(jobs.values())  # no job was submitted again
 
 
+@pytest.mark.parametrize("system", [
+    pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.slow]),
+    pytest.param("sge", marks=[pytest.mark.sge, pytest.mark.slow]),
+    pytest.param("lsf", marks=pytest.mark.slow),
+])
+def test_jobs_that_ended_between_the_kill_and_the_restart_are_not_submitted_again(system, flows, request) -> None:
+    need_real_cluster(system, request)
+    flow = flows(system)
+    tasks = range(2)
+    flow.gate(*tasks)
+    first = flow.start("--n", "2")
+    try:
+        flow.wait_started(*tasks)
+        jobs = {i: flow.job_id(i) for i in tasks}
+        first.popen.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        first.kill()
+    flow.open(*tasks)  # the orphaned jobs finish before the new steering process starts
+    wait_for(lambda: all(flow.exit_code(i) == "0" for i in tasks), 90, "the orphaned jobs to end")
+    second = flow.start("--n", "2")
+    try:
+        assert second.wait() == 0, second.output[-4000:]
+    finally:
+        second.kill()
+    assert "submitted task Step" not in second.output, second.output[-4000:]
+    flow.assert_complete_once(tasks)
+    assert [flow.starts(i) for i in tasks] == [1, 1]
+    wait_for(lambda: set(jobs.values()) <= set(flow.jobs()), 30, f"the scheduler's records of {jobs}")
+    assert sorted(flow.jobs()) == sorted(jobs.values())  # no job was submitted again
+
+
 # --- 6. the steering process stopped with SIGTERM or Ctrl-C ------------------------------------------------
 
 
