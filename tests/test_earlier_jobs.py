@@ -7,6 +7,8 @@ import logging
 from pathlib import Path
 
 import b2batch
+import pytest
+
 from b2batch.engine import Run
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
 from luigi.scheduler import DONE
@@ -96,3 +98,59 @@ def test_outputs_of_a_job_that_succeeded_or_of_no_job_count() -> None:
     written(plain)
     jobs = TaskJobs(Run(), RunContext())
     assert jobs.outputs_count(done) and jobs.outputs_count(plain)
+
+
+DIRECT = """
+import os
+import sys
+import time
+from pathlib import Path
+
+import b2batch
+
+class Direct(b2batch.Task):
+    def output(self):
+        yield self.add_to_output("direct.txt")
+
+    def run(self):  # writes its output directly (no on_temporary_files)
+        with open(self.get_output_file_name("direct.txt"), "w") as f:
+            f.write("partial")
+            f.flush()
+            if os.environ.get("SLOW"):
+                time.sleep(120)
+            f.write(" and complete")
+
+if __name__ == "__main__":
+    b2batch.process(Direct(), batch=True, batch_system="local")
+"""
+
+
+@pytest.mark.slow
+def test_a_task_killed_while_writing_directly_runs_again_on_the_rerun(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import clean_env
+
+    (tmp_path / "direct.py").write_text(DIRECT)
+    output = tmp_path / "results" / "direct.txt"
+    steering = subprocess.Popen([sys.executable, "direct.py"], cwd=tmp_path, env=clean_env(SLOW="1"),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (output.exists() and output.read_text() == "partial") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        steering.send_signal(signal.SIGINT)
+        _, stderr = steering.communicate(timeout=60)
+    finally:
+        steering.kill()
+    assert steering.returncode == 130, stderr[-3000:]
+    assert output.read_text() == "partial"  # what the killed job left
+    rerun = subprocess.run([sys.executable, "direct.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
+                           text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "its outputs may be partial and do not count: removed" in rerun.stderr
+    assert output.read_text() == "partial and complete"
