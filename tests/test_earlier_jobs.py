@@ -55,7 +55,7 @@ def test_a_task_whose_earlier_job_failed_is_submitted_again_with_a_warning(caplo
     with caplog.at_level(logging.WARNING):
         jobs.start(task)
     assert len(run.live) == 1
-    assert "local job 123.1 of an earlier run failed with exit code 1" in caplog.text
+    assert "its earlier local job 123.1 failed with exit code 1" in caplog.text
     run.interrupt()
 
 

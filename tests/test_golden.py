@@ -11,7 +11,6 @@ import pytest
 
 import b2batch
 from b2batch import paths, wrapper
-from b2batch.engine.files import JobFiles
 from b2batch.engine import Run
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
 from b2batch.systems.htcondor import submit_description

@@ -15,7 +15,7 @@ import os
 import socket
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,10 @@ class JobFiles:
 
     folder: Path
     log_folder: Path
+    #: Whether this object made the job folder and no job of it was prepared since: it then holds nothing of
+    #: an earlier job (no journal, exit code or result to look for or remove).
+    fresh: bool = field(default=False, init=False, repr=False, compare=False)
+    _made: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
     def at(cls, task_file_dir: Path, family: str, key: str, log_folder: Path) -> JobFiles:
@@ -68,31 +72,26 @@ class JobFiles:
     def make_folders(self) -> None:
         """Create the job folder (once per JobFiles object). The log folder is the job's to create: a
         wrapper makes it on the node, so that the submit host creates one folder per job, not three."""
-        if getattr(self, "_made", False):
+        if self._made:
             return
         try:
             self.folder.mkdir()
-            self._new = True  # nothing of an earlier job can be in it
+            self.fresh = True
         except FileExistsError:
             pass
         except FileNotFoundError:
             self.folder.mkdir(parents=True, exist_ok=True)
-            self._new = True
+            self.fresh = True
         self._made = True
 
-    @property
-    def new(self) -> bool:
-        """Whether this object created the job folder (so it holds no journal, exit code or result)."""
-        return getattr(self, "_new", False)
-
     def reset(self) -> None:
-        """Before a new job: remove what an earlier job left (exit code, result) and keep its logs as
-        ``.previous``, so that each job starts with empty logs."""
+        """Before a new job: remove what an earlier job left (exit code, result, set-up failure) and keep its
+        logs as ``.previous``, so that each job starts with empty logs."""
         self.make_folders()
-        if not self.new or getattr(self, "_used", False):
+        if not self.fresh:
             for stale in (self.exit_code, self.result, self.setup_failed):
                 stale.unlink(missing_ok=True)
-        self._used = True
+        self.fresh = False
         for log in (self.stdout, self.stderr):
             if log.exists() and log.stat().st_size:
                 os.replace(log, self.previous_log(log))
@@ -130,7 +129,7 @@ class JobFiles:
         return ids
 
     def read_submission(self) -> dict[str, Any] | None:
-        if self.new:
+        if self.fresh:
             return None
         try:
             return json.loads(self.submission.read_text())

@@ -36,11 +36,8 @@ class Job:
     payload: Any = None
 
     job_id: str | None = None
-    #: new, waiting, submitted, ended
-    state: str = "new"
     resubmissions: int = 0
-    submitted_at: float | None = None
-    #: How the batch job ended (set when :attr:`state` becomes ``ended``).
+    #: How the batch job ended (set when the run hands the job back).
     outcome: JobState | None = None
     #: Whether the batch system never took the job (the outcome's reason says why).
     not_submitted: bool = False

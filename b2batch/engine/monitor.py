@@ -3,8 +3,9 @@
 The run asks its batch systems about their jobs in every turn of its loop. A :class:`JobMonitor` answers
 from its cache and asks the scheduler again only when the poll interval has passed: one command for all
 tracked jobs, whatever their number. It also says which jobs' answers changed since they were last looked at
-(:meth:`JobMonitor.take_changed`), so that a poll costs the run work for the jobs that changed, not for all. The interval starts at ``poll_interval`` and grows by half after
-every poll that saw no change, up to ``max_poll_interval``; any change sets it back to the start.
+(:meth:`JobMonitor.take_changed`), so that a poll costs the run work for the jobs that changed, not for all.
+The interval starts at ``poll_interval`` and grows by half after every poll that saw no change, up to
+``max_poll_interval``; any change sets it back to the start.
 """
 
 from __future__ import annotations
@@ -62,18 +63,11 @@ class JobMonitor:
         """Poll at the next question (e.g. after submitting new jobs)."""
         self._last_poll = 0.0
 
-    def poll_if_older_than(self, seconds: float) -> None:
-        """Poll now unless the last poll is at most ``seconds`` old."""
-        if time.monotonic() - self._last_poll > seconds:
-            self._last_poll = 0.0
-            self._interval = None
-            self.poll_if_due()
-
     def poll_if_due(self) -> None:
         # Asked for every running job about once a second: the settings are read only when a poll is due.
         if self._interval is not None and time.monotonic() - self._last_poll < self._interval:
             return
-        minimum = float(get_setting("poll_interval"))
+        minimum = get_setting("poll_interval")
         if self._interval is None:
             self._interval = minimum
         if time.monotonic() - self._last_poll < self._interval or not self.tracked:
@@ -95,7 +89,7 @@ class JobMonitor:
         changed = bool(differ)
         self.changed |= differ
         self.states = mine
-        maximum = float(get_setting("max_poll_interval"))
+        maximum = get_setting("max_poll_interval")
         self._interval = minimum if changed else min(maximum, self._interval * 1.5)
 
     def unreachable_for(self) -> float:

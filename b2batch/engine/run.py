@@ -22,7 +22,6 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from b2batch.engine.job import Job
 from b2batch.engine.record import RunRecord
@@ -76,8 +75,8 @@ class Run:
         journal = job.files.read_submission()
         if (journal and journal.get("system") == system.name and job.files.read_exit_code() is None
                 and system.attach(job, journal)):
-            logger.info("Job %s: task %s is still queued or running from an earlier run; following it", job.job_id, job)
-            job.state, job.submitted_at = "submitted", time.time()
+            logger.info("Job %s: task %s is still queued or running from an earlier run; following it", job.job_id,
+                        job)
             self.submitters[job.system].add_in_flight(job)
             self.record.update(job, "submitted")
             return
@@ -85,14 +84,13 @@ class Run:
 
     def _queue(self, job: Job) -> None:
         job.files.reset()
-        job.job_id, job.state = None, "waiting"
+        job.job_id = None
         submitter = self.submitters[job.system]
         submitter.enqueue(job)
         if not self.interrupted:
             submitter.flush_if_due()
 
     def _submitted(self, job: Job) -> None:
-        job.state, job.submitted_at = "submitted", time.time()
         job.files.record_submission(job.system, str(job.job_id))
         self.record.update(job, "submitted")
         logger.info("Job %s: submitted task %s to %s", job.job_id, job, job.system)
@@ -127,18 +125,18 @@ class Run:
         if (not reason and state.status == JobStatus.aborted and job.setting("resubmit_failed_tasks")
                 and job.files.read_exit_code() not in (None, 0)):
             reason = "the task failed and resubmit_failed_tasks is set"
-        limit = int(job.setting("max_resubmissions"))
+        limit = job.setting("max_resubmissions")
         if reason and job.resubmissions < limit and not self.interrupted:
             job.resubmissions += 1
-            logger.warning("Job %s: %s; submitting task %s again (%d of %d)", job.job_id, reason, job, job.resubmissions,
-                           limit)
+            logger.warning("Job %s: %s; submitting task %s again (%d of %d)", job.job_id, reason, job,
+                           job.resubmissions, limit)
             self.record.update(job, "resubmitted", reason)
             self._queue(job)
             return
         self._end(job, state)
 
     def _end(self, job: Job, state: JobState) -> None:
-        job.state, job.outcome = "ended", state
+        job.outcome = state
         self.live.pop(id(job), None)
         self.submitters[job.system].done(job)
         self._ended.append(job)
@@ -162,7 +160,6 @@ class Run:
             self.submitters[job.system].done(job)
             if job.job_id is not None:
                 by_system.setdefault(job.system, []).append(job)
-            job.state = "ended"
         for name, chosen in by_system.items():
             logger.warning("Killing %d %s job(s)", len(chosen), name)
             self.systems[name].cancel(chosen)
@@ -181,10 +178,3 @@ class Run:
         """Pause between two polls."""
         time.sleep(self.poll_pause if seconds is None else seconds)
 
-    @property
-    def submissions(self) -> int:
-        """Calls of submit commands so far (for benchmarks)."""
-        return sum(s.submissions for s in self.submitters.values())
-
-    def describe(self) -> dict[str, Any]:
-        return {"tag": self.tag, "systems": list(self.systems), "live": len(self.live)}

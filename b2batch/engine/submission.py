@@ -40,7 +40,6 @@ class Submitter:
         self.attempts = 0
         self.failing_since: float | None = None
         self.next_attempt = 0.0
-        self.submissions = 0  # calls of the submit command, for benchmarks
         self._first_waiting_since = 0.0
         self._window = 0.0
         self._last_flush = float("-inf")
@@ -49,7 +48,7 @@ class Submitter:
         if not self.waiting:
             now = time.monotonic()
             if now - self._last_flush > self._window:  # not in a long start of tasks: a new window
-                self._window = float(get_setting("submission_window"))
+                self._window = get_setting("submission_window")
             self._first_waiting_since = now
         self.waiting.append(job)
         self._waiting_ids.add(id(job))
@@ -61,7 +60,7 @@ class Submitter:
         about log2(T) submissions more than N / max_array_size)."""
         if not self.waiting:
             return
-        if len(self.waiting) < int(get_setting("max_array_size")):
+        if len(self.waiting) < get_setting("max_array_size"):
             if time.monotonic() - self._first_waiting_since < self._window:
                 return
             self._window *= 2
@@ -81,7 +80,7 @@ class Submitter:
         if not self.waiting or time.monotonic() < self.next_attempt:
             return
         limit = get_setting("max_jobs_in_flight")
-        room = len(self.waiting) if not limit else int(limit) - len(self.in_flight)
+        room = len(self.waiting) if limit is None else limit - len(self.in_flight)
         if room <= 0:
             return
         batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
@@ -97,12 +96,11 @@ class Submitter:
 
     def _submit(self, group: list[Job]) -> bool:
         try:
-            self.submissions += 1
             self.system.submit(group)
         except TransientCommandError as e:
             now = time.monotonic()
             self.failing_since = self.failing_since or now
-            limit = float(get_setting("scheduler_unreachable_timeout"))
+            limit = get_setting("scheduler_unreachable_timeout")
             if now - self.failing_since > limit:
                 self._fail(group, f"{e}\nThe batch system kept failing for {limit:g} s "
                            f"(setting scheduler_unreachable_timeout); nothing was submitted.")

@@ -99,7 +99,7 @@ class ProcessSystem(BatchSystem):
             self.processes[id(job)] = process
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
-        if time.monotonic() - self._asked_at < float(get_setting("poll_interval")):
+        if time.monotonic() - self._asked_at < get_setting("poll_interval"):
             return {}
         self._asked_at = time.monotonic()
         found = {}

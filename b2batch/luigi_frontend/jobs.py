@@ -69,6 +69,15 @@ def task_files(task: Any) -> JobFiles:
                        paths.log_folder(task))
 
 
+def _last_job(files: JobFiles) -> tuple[str, int | None] | None:
+    """The last job recorded in a task's job folder ("slurm job 42") and its exit code (None: it has not
+    ended, or was lost); None without a journal."""
+    journal = files.read_submission()
+    if journal is None:
+        return None
+    return f"{journal.get('system')} job {journal.get('job_id')}", files.read_exit_code()
+
+
 def _remove_outputs(task: Any) -> list[str]:
     """Remove the outputs of ``task`` that exist; their paths."""
     removed = []
@@ -99,7 +108,7 @@ class TaskJobs:
     def system_of(self, task: Any) -> str:
         """The name of the task's batch system, which the run then has."""
         value = get_setting("batch_system", task=task)
-        cls = systems.system_class(value if isinstance(value, type) else systems.system_name_of(task), task)
+        cls = systems.system_class(value if isinstance(value, type) else str(value), task)
         if isinstance(cls, type) and issubclass(cls, BatchProcess):
             system = self.run.add_system(cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls))
         elif isinstance(cls, type) and issubclass(cls, BatchSystem):
@@ -155,11 +164,10 @@ class TaskJobs:
     def _ended_earlier(self, job: Job) -> bool:
         """Whether an earlier run's job of this task ended successfully with the outputs there (the task is
         then done); logs an earlier job that failed."""
-        journal = job.files.read_submission()
-        exit_code = job.files.read_exit_code() if journal else None
-        if journal is None or exit_code is None:
-            return False
-        task, earlier = job.payload, f"{journal.get('system')} job {journal.get('job_id')}"
+        last = _last_job(job.files)
+        if last is None or last[1] is None:
+            return False  # no earlier job, or one that may still run (the run follows it)
+        task, (earlier, exit_code) = job.payload, last
         if exit_code == 0 and task.complete():
             logger.info("Task %s: its %s of an earlier run ended successfully and its outputs are there; not "
                         "submitted again", task, earlier)
@@ -168,8 +176,8 @@ class TaskJobs:
             self._results.append(TaskResult(task, DONE))
             return True
         if exit_code != 0:
-            logger.warning("Task %s: its %s of an earlier run failed with exit code %d (logs: %s); submitting it "
-                           "again", task, earlier, exit_code, job.files.stderr)
+            logger.warning("Task %s: its earlier %s failed with exit code %d (logs: %s); submitting it again", task,
+                           earlier, exit_code, job.files.stderr)
         return False
 
     def outputs_count(self, task: Any) -> bool:
@@ -177,12 +185,10 @@ class TaskJobs:
         run of the task has not ended (it is followed instead), nor when the task's last job did not end
         successfully (killed, cancelled, timed out or failed: its outputs may be partial, so they are
         removed, with a log line, and the task runs again)."""
-        files = task_files(task)
-        journal = files.read_submission()
-        if journal is None:
+        last = _last_job(task_files(task))
+        if last is None:
             return True  # no job of b2batch made them (or a job of an older layout)
-        exit_code = files.read_exit_code()
-        earlier = f"{journal.get('system')} job {journal.get('job_id')}"
+        earlier, exit_code = last
         if exit_code is None:
             logger.warning("Task %s: its %s of an earlier run has not ended; its outputs do not count until it "
                            "has (it is followed)", task, earlier)
@@ -225,7 +231,7 @@ class TaskJobs:
             return
         if result is not None and result.get("status") == DONE and exit_code == 0:
             # Local jobs share this host's file system: their outputs are there at once, or never.
-            wait = 0.0 if job.system == "local" else float(get_setting("output_wait_timeout", task=task))
+            wait = 0.0 if job.system == "local" else get_setting("output_wait_timeout", task=task)
             deadline = time.monotonic() + wait
             self._check_outputs(job, deadline, time.monotonic())
             return
@@ -258,10 +264,6 @@ class TaskJobs:
         self._awaiting_outputs.pop(task.task_id, None)
         self.run.settle(job, status == DONE, explanation)
         self._results.append(TaskResult(task, status, explanation))
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.jobs) or bool(self._results)
 
 
 class JobTaskProcess:

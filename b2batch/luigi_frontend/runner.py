@@ -69,7 +69,8 @@ class Node:
 class GraphRunner:
     """Runs a luigi graph whose tasks become engine jobs (or run here), handing out ready tasks in O(1)."""
 
-    def __init__(self, jobs: TaskJobs, workers: int = 1, record: RunRecord | None = None) -> None:
+    def __init__(self, jobs: TaskJobs, workers: int = 1, record: RunRecord | None = None,
+                 errors: dict[str, str] | None = None) -> None:
         self.jobs = jobs
         self.workers = max(1, int(workers))
         self.record = record
@@ -87,10 +88,10 @@ class GraphRunner:
         self._worker_config = luigi.worker.worker()
         self._retry_delay = float(luigi.scheduler.scheduler().retry_delay)
         self._sequence = 0
-        self._classes: set[type] = set()
+        self._classes: set[type] = set()  # task classes whose attributes were checked for misspelt settings
         self._outputs: dict[str, Any] = {}  # output path -> the task that will write it
         #: Why tasks could not be scheduled (their complete() or requires() raised), by task id.
-        self.errors: dict[str, str] = {}  # task classes whose attributes were checked for misspelt settings
+        self.errors: dict[str, str] = {} if errors is None else errors
         #: How many nodes the hand-out looked at, for tests that check it does no O(N) work per task.
         self.operations = 0
 
@@ -99,7 +100,7 @@ class GraphRunner:
     def add(self, task: Any) -> bool:
         """Add ``task`` and everything it requires that is not complete; whether scheduling succeeded."""
         succeeded = True
-        added: list[Node] = []
+        added: list[tuple[Node, list[Any]]] = []
         stack = [task]
         while stack:
             current = stack.pop()
@@ -107,13 +108,11 @@ class GraphRunner:
                 continue
             node, deps, ok = self._add_one(current)
             succeeded &= ok
-            added.append(node)
-            for dep in deps:
-                if dep.task_id not in self.nodes:
-                    stack.append(dep)
-        for node in added:
-            self._link(node)
-        for node in added:
+            added.append((node, deps))
+            stack.extend(dep for dep in deps if dep.task_id not in self.nodes)
+        for node, deps in added:  # every requirement has its node now
+            self._link(node, deps)
+        for node, _deps in added:
             self._make_ready_if_due(node)
         self.scheduling_succeeded &= succeeded
         return succeeded
@@ -126,50 +125,13 @@ class GraphRunner:
             for message in misspelt_settings(type(task), stop=(luigi.Task,)):
                 logger.warning("%s", message)
         self.nodes[task.task_id] = node
-        deps: list[Any] = []
-        ok = True
-        try:
-            complete = task.complete()
-            if complete not in (True, False):
-                raise TypeError(f"Return value of Task.complete() must be boolean (was {complete!r})")
-        except Exception as e:
-            ok = False
-            self.errors[task.task_id] = f"its complete() raised {type(e).__name__}: {e}"
-            logger.warning("Will not run %s or any dependencies due to error in complete() method:\n%s", task,
-                           traceback.format_exc())
-            task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
-            node.status, node.runnable = UNKNOWN, False
-        else:
-            if complete and runs_as_job(task) and not self.jobs.outputs_count(task):
-                complete = False
-            if complete:
-                node.status, node.runnable = DONE, False
-                task.trigger_event(luigi.Event.DEPENDENCY_PRESENT, task)
-            elif task.run is None or task.run == NotImplemented:
-                node.status, node.runnable = PENDING, False
-                task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
-                logger.warning("Data for %s does not exist (yet?). The task is an external data dependency, so it "
-                               "cannot be run from this luigi process.", task)
-            else:
-                try:
-                    deps = list(task.deps())
-                    for dep in deps:
-                        if not isinstance(dep, luigi.Task):
-                            raise TypeError(f"requires() must return Task objects but {dep} is a {type(dep)}")
-                except Exception as e:
-                    ok, deps = False, []
-                    self.errors[task.task_id] = f"its requires() raised {type(e).__name__}: {e}"
-                    logger.warning("Will not run %s or any dependencies due to error in deps() method:\n%s", task,
-                                   traceback.format_exc())
-                    task.trigger_event(luigi.Event.BROKEN_TASK, task, e)
-                    node.status, node.runnable = UNKNOWN, False
+        deps, ok = self._classify(task, node)
         if getattr(task, "disabled", False):
             node.status = DISABLED
         if node.status == PENDING and node.runnable:
             self._claim_outputs(task)
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
-        node.deps = deps  # type: ignore[assignment]  # tasks until linked
         node.needs = frozenset((task.process_resources() or {}).items())
         self.summary.add(task, node.status, node.runnable)
         if self.record is not None and node.status == PENDING and node.runnable and runs_as_job(task):
@@ -178,6 +140,44 @@ class GraphRunner:
             except Exception:  # an unknown batch system stops the run when the task is handed out
                 pass
         return node, deps, ok
+
+    def _classify(self, task: Any, node: Node) -> tuple[list[Any], bool]:
+        """Set the node's status and runnability as luigi's worker would; the task's requirements (if it is to
+        run) and whether scheduling it succeeded."""
+        try:
+            complete = task.complete()
+            if complete not in (True, False):
+                raise TypeError(f"Return value of Task.complete() must be boolean (was {complete!r})")
+        except Exception as e:
+            self.errors[task.task_id] = f"its complete() raised {type(e).__name__}: {e}"
+            logger.warning("Will not run %s or any dependencies due to error in complete() method:\n%s", task,
+                           traceback.format_exc())
+            task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
+            node.status, node.runnable = UNKNOWN, False
+            return [], False
+        if complete and (not runs_as_job(task) or self.jobs.outputs_count(task)):
+            node.status, node.runnable = DONE, False
+            task.trigger_event(luigi.Event.DEPENDENCY_PRESENT, task)
+            return [], True
+        if task.run is None or task.run == NotImplemented:
+            node.status, node.runnable = PENDING, False
+            task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
+            logger.warning("Data for %s does not exist (yet?). The task is an external data dependency, so it "
+                           "cannot be run from this luigi process.", task)
+            return [], True
+        try:
+            deps = list(task.deps())
+            for dep in deps:
+                if not isinstance(dep, luigi.Task):
+                    raise TypeError(f"requires() must return Task objects but {dep} is a {type(dep)}")
+        except Exception as e:
+            self.errors[task.task_id] = f"its requires() raised {type(e).__name__}: {e}"
+            logger.warning("Will not run %s or any dependencies due to error in deps() method:\n%s", task,
+                           traceback.format_exc())
+            task.trigger_event(luigi.Event.BROKEN_TASK, task, e)
+            node.status, node.runnable = UNKNOWN, False
+            return [], False
+        return deps, True
 
     def _claim_outputs(self, task: Any) -> None:
         """Two tasks that will run must not write the same output: their jobs would race."""
@@ -189,11 +189,15 @@ class GraphRunner:
                                       f"write it at the same time. Give the tasks parameters that tell their "
                                       f"outputs apart (or different result_dir settings).")
 
-    def _link(self, node: Node) -> None:
-        """Replace the node's requirement tasks by their nodes, count those not done, raise priorities."""
-        tasks, node.deps = node.deps, []
-        for dep_task in tasks:
-            dep = self.nodes[dep_task.task_id]
+    def _link(self, node: Node, requirements: list[Any]) -> None:
+        """Make the tasks ``requirements`` (whose nodes exist) requirements of ``node`` (each once): count those
+        not done, raise their priorities to the node's."""
+        present = {id(dep) for dep in node.deps}
+        for task in requirements:
+            dep = self.nodes[task.task_id]
+            if id(dep) in present:
+                continue
+            present.add(id(dep))
             node.deps.append(dep)
             dep.dependents.append(node)
             if dep.status != DONE:
@@ -209,7 +213,7 @@ class GraphRunner:
             current.priority = value
             if current.queued:
                 self._push(current)  # a new entry in the higher bucket; the old one is skipped when popped
-            stack.extend((dep, value) for dep in current.deps if isinstance(dep, Node))
+            stack.extend((dep, value) for dep in current.deps)
 
     # --- the ready set --------------------------------------------------------------------------------
 
@@ -314,7 +318,7 @@ class GraphRunner:
                 self.add(dep)
             node.status = PENDING
             self.summary.add(task, PENDING, True)
-            self._link_new(node, new)
+            self._link(node, new)
             self._make_ready_if_due(node)
             return
         if result.status == DONE:
@@ -336,24 +340,6 @@ class GraphRunner:
                            retry_count, self._retry_delay)
         else:
             node.status = FAILED
-
-    def _link_new(self, node: Node, new: list[Any]) -> None:
-        """Link the dynamic requirements ``new`` of ``node``."""
-        present = {id(dep) for dep in node.deps}
-        for dep_task in new:
-            dep = self.nodes[dep_task.task_id]
-            if id(dep) in present:
-                continue
-            present.add(id(dep))
-            node.deps.append(dep)
-            dep.dependents.append(node)
-            if dep.status != DONE:
-                node.waiting_on += 1
-            self._raise_priority(dep, node.priority)
-
-    def interrupt(self) -> list[str]:
-        """Stop: cancel every job of the run; their descriptions."""
-        return self.jobs.run.interrupt()
 
     def result(self) -> Any:
         """luigi's run result, as ``luigi.build(detailed_summary=True)`` returns it."""

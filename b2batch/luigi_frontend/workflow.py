@@ -8,7 +8,6 @@ import logging
 import signal
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import luigi
@@ -154,8 +153,7 @@ def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any], e
     """A batch run with the local scheduler: b2batch's own graph runner (linear in the graph's size);
     ``errors`` gets why tasks could not be scheduled."""
     seam.setup_logging(build_params)
-    runner = GraphRunner(jobs, workers=build_params["workers"], record=jobs.run.record)
-    runner.errors = errors
+    runner = GraphRunner(jobs, workers=build_params["workers"], record=jobs.run.record, errors=errors)
     for task in tasks:
         runner.add(task)
     runner.run()

@@ -54,8 +54,7 @@ class _Pool:
         self.changed: set[str] = set()
 
     def slots(self) -> int:
-        value = get_setting("local_slots")
-        return int(value) if value else (os.cpu_count() or 1)
+        return get_setting("local_slots") or os.cpu_count() or 1  # 0 or null: the number of CPUs
 
     def submit(self, job: Job) -> str:
         with self.lock:

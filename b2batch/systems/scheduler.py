@@ -167,7 +167,7 @@ class SchedulerSystem(BatchSystem):
         """Jobs with the same name and options go together, as arrays of at most max_array_size."""
         if self.array_index is None:
             return [[job] for job in jobs]
-        size = max(1, int(get_setting("max_array_size")))
+        size = max(1, get_setting("max_array_size"))
         groups: dict[tuple[Any, ...], list[Job]] = {}
         for job in jobs:
             try:
@@ -233,7 +233,7 @@ class SchedulerSystem(BatchSystem):
         monitor.poll_if_due()
         changed = monitor.take_changed()
         unreachable = monitor.failures_since is not None and (
-            monitor.unreachable_for() > float(get_setting("scheduler_unreachable_timeout")))
+            monitor.unreachable_for() > get_setting("scheduler_unreachable_timeout"))
         if unreachable:
             candidates = list(jobs)
         else:
@@ -247,7 +247,7 @@ class SchedulerSystem(BatchSystem):
         monitor = self.monitor
         native = monitor.states.get(job.job_id)
         if monitor.failures_since is not None:
-            limit = float(get_setting("scheduler_unreachable_timeout"))
+            limit = get_setting("scheduler_unreachable_timeout")
             if monitor.unreachable_for() > limit and job.files.read_exit_code() is None:
                 return JobState(JobStatus.aborted, f"{self.name} did not answer status queries for {limit:g} s "
                                 f"(setting scheduler_unreachable_timeout); last error: {monitor.last_error}. The "
@@ -302,7 +302,7 @@ class SchedulerSystem(BatchSystem):
             record = self.history(job)
             if record is not None and record.exit_code not in (0, None):
                 return JobState(JobStatus.aborted, self.describe(record))
-        if time.monotonic() - watch.left_queue_at < float(job.setting("output_wait_timeout")):
+        if time.monotonic() - watch.left_queue_at < job.setting("output_wait_timeout"):
             return JobState(JobStatus.running)  # its exit-code file may still be on its way over a shared FS
         reason = (f"the job left {self.name}'s queue without writing its exit-code file {job.files.exit_code}: it "
                   f"was killed or lost by the batch system")

@@ -147,7 +147,8 @@ class SlurmSystem(SchedulerSystem):
             named = found.named
             state = named["state"].split()[0] if named["state"].strip() else "UNKNOWN"
             reason = named.get("reason", "")
-            states[named["id"].strip()] = NativeState(state=state, reason="" if reason in ("None", "(null)") else reason)
+            reason = "" if reason in ("None", "(null)") else reason
+            states[named["id"].strip()] = NativeState(state=state, reason=reason)
         return states
 
     @classmethod
