@@ -169,6 +169,20 @@ SETTINGS: dict[str, Setting] = {
         Setting("job_slots", None, "LSF job slots (bsub -n).", kind=_number(integer=True, minimum=1, none=True)),
         Setting("lsf_settings", {}, "Extra bsub options, e.g. {\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}.",
                 kind=DICT),
+        # Many tasks per job.
+        Setting("tasks_per_job", 1, "Tasks that are ready together run one after another in one batch job, up "
+                "to this many (bundles).", kind=_number(integer=True, minimum=1)),
+        Setting("pilot_jobs", 0, "Pilot jobs per batch system that pull ready tasks from a queue on the shared "
+                "file system until no work is left (0: no pilots).", kind=_number(integer=True, minimum=0)),
+        Setting("pilot_idle_timeout", 60.0, "Seconds a pilot waits with nothing to claim before it ends (a new one "
+                "is submitted when work comes).", kind=SECONDS),
+        Setting("pilot_walltime", None, "Seconds a pilot job may run (default: the scheduler's end time of the "
+                "job where it says, else unlimited); a pilot claims no task it could not finish in time.",
+                kind=_number(above=0, none=True)),
+        Setting("pilot_task_seconds", None, "Seconds a task needs at most in a pilot (default: the longest task "
+                "that pilot ran so far).", kind=_number(above=0, none=True)),
+        Setting("heartbeat_timeout", 60.0, "Seconds without a heartbeat after which a pilot or bundle job counts "
+                "as lost and its task is run again elsewhere.", kind=_number(minimum=1)),
     ]
 }
 

@@ -44,9 +44,13 @@ def render(template: str, **values: Any) -> str:
     return _environment.get_template(template).render(**values)
 
 
-def executable_of(task: Any) -> list[str]:
+def _lookup(task: Any) -> Any:
+    return lambda name: get_setting(name, task=task)
+
+
+def executable_of(task: Any, lookup: Any = None) -> list[str]:
     """The ``executable`` setting as an argument list; default: the Python running the workflow."""
-    value = get_setting("executable", task=task)
+    value = (lookup or _lookup(task))("executable")
     if value is None:
         return [sys.executable]
     if isinstance(value, str):
@@ -57,9 +61,9 @@ def executable_of(task: Any) -> list[str]:
     return list(value)
 
 
-def env_of(task: Any) -> list[tuple[str, str]]:
+def env_of(task: Any, lookup: Any = None) -> list[tuple[str, str]]:
     """The ``env`` setting as validated (name, value) pairs."""
-    env = get_setting("env", task=task) or {}
+    env = (lookup or _lookup(task))("env") or {}
     if not isinstance(env, dict):
         raise SettingError(f"Task {task}: the setting 'env' must be a dict of variable names to values, not "
                            f"{type(env).__name__}. Example: {{\"OMP_NUM_THREADS\": \"1\"}}.")
@@ -70,9 +74,9 @@ def env_of(task: Any) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in env.items()]
 
 
-def env_script_of(task: Any) -> Path | None:
+def env_script_of(task: Any, lookup: Any = None) -> Path | None:
     """The ``env_script`` setting resolved to a path; an error when it names a file that is not there."""
-    value = get_setting("env_script", task=task)
+    value = (lookup or _lookup(task))("env_script")
     if not value:
         return None
     script = paths.resolve(value)
@@ -84,19 +88,25 @@ def env_script_of(task: Any) -> Path | None:
 
 def render_wrapper(task: Any, job_files: Any) -> str:
     """The executable wrapper of ``task``'s job."""
-    executable = executable_of(task)
-    working_dir = get_setting("working_dir", task=task)
+    return render_job_wrapper(task, task.task_id, _lookup(task), job_files,
+                              [*executable_of(task), str(ENTRY_POINT), str(job_files.spec)])
+
+
+def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, command: list[str]) -> str:
+    """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
+    the settings ``lookup(name)`` of ``owner`` (named in errors)."""
+    working_dir = lookup("working_dir")
     return render(
         "executable_wrapper.sh.j2",
-        shell=get_setting("shell", task=task),
-        task_id=task.task_id,
+        shell=lookup("shell"),
+        task_id=label,
         log_folder=job_files.log_folder,
         stdout=job_files.stdout,
         stderr=job_files.stderr,
         exit_code_file=job_files.exit_code,
         setup_failed_file=job_files.setup_failed,
-        env_script=env_script_of(task),
-        env=env_of(task),
+        env_script=env_script_of(owner, lookup),
+        env=env_of(owner, lookup),
         working_dir=paths.resolve(working_dir) if working_dir else paths.base_dir(),
-        command=[*executable, str(ENTRY_POINT), str(job_files.spec)],
+        command=command,
     )

@@ -107,10 +107,11 @@ class JobFiles:
         """Where the log of the previous job is kept (one generation)."""
         return log.with_name(log.name + ".previous")
 
-    def record_submission(self, system: str, job_id: str) -> None:
-        """Note the job in the run's journal: which batch system has it under which id, since when."""
+    def record_submission(self, system: str, job_id: str, placement: dict[str, str] | None = None) -> None:
+        """Note the job in the run's journal: which batch system has it under which id (and where), since
+        when."""
         record = {"system": system, "job_id": job_id, "submitted_at": time.time(), "host": _HOST,
-                  "steering_pid": os.getpid()}
+                  "steering_pid": os.getpid(), **(placement or {})}
         # A new journal is written at once: a crash while writing it is no worse than one just before (after
         # the batch system took the job); a journal of an earlier job is replaced atomically.
         _write_new(self.submission, json.dumps(record))

@@ -8,6 +8,7 @@ batch system lost, and hands back those that ended.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,12 @@ class Job:
     params: dict[str, str] = field(default_factory=dict)
     #: The front-end's own object (e.g. the luigi task); the engine never looks at it.
     payload: Any = None
+    #: How a worker job (pilot or bundle) runs this unit in a child process: ``{"call": "module:function",
+    #: "args": [...]}`` or ``{"command": [...]}`` (see :mod:`b2batch.engine.worker`); None: own jobs only.
+    unit: dict[str, Any] | None = None
+    #: What a worker loads once before it runs such units (e.g. the workflow script); part of what decides
+    #: which units may share a worker.
+    bootstrap: dict[str, Any] | None = None
 
     job_id: str | None = None
     resubmissions: int = 0
@@ -41,6 +48,11 @@ class Job:
     outcome: JobState | None = None
     #: Whether the batch system never took the job (the outcome's reason says why).
     not_submitted: bool = False
+    #: Where a batch system put the job, beyond its id, for a later steering process to find it (written
+    #: into the journal; e.g. the work queue and unit name of a pilot).
+    placement: dict[str, str] = field(default_factory=dict)
+    #: The worker job that runs this unit, e.g. "pilot job 123 on slurm (log: ...)"; empty for own jobs.
+    carrier: str = ""
 
     def setting(self, name: str) -> Any:
         return self.settings(name)
@@ -60,12 +72,19 @@ class Job:
             what = "ended without an exit code (killed, or lost by the batch system)"
         else:
             what = f"exited with code {exit_code}"
+            if 128 < exit_code < 160:
+                try:
+                    what += f" (killed by {signal.Signals(exit_code - 128).name})"
+                except ValueError:
+                    pass
         if exit_code == 127:
             what += (f"; the command was not found on the node: check the setting 'executable' "
                      f"(now {self.setting('executable')!r}) and env_script")
         elif exit_code == 3 and self.files.read_setup_failure():
             what += f"; the job could not set up its environment: {self.files.read_setup_failure()}"
         lines = [f"Task {self.family} ({params}) failed: job {self.job_id} on {self.system} {what}."]
+        if self.carrier:
+            lines.append(f"Ran in {self.carrier}.")
         if reason:
             lines.append(f"Batch system: {reason}")
         if error:

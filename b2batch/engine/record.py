@@ -31,6 +31,8 @@ class JobRecord:
     stdout: str = ""
     stderr: str = ""
     stderr_tail: str = ""
+    #: The worker job (pilot or bundle) that ran the unit, e.g. "pilot job 123 on slurm"; empty for own jobs.
+    carrier: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -86,6 +88,9 @@ class RunRecord:
                 record.job_ids.append(job.job_id)
         elif state == "running" and record.started_at is None:
             record.started_at = now
+            if job.job_id and job.job_id not in record.job_ids:  # a unit in a worker job: that job's id
+                record.job_ids.append(job.job_id)
+            record.carrier = getattr(job, "carrier", "")
         elif state in ("done", "failed", "cancelled"):
             record.ended_at = now
             record.reason = reason

@@ -91,9 +91,12 @@ class Run:
             submitter.flush_if_due()
 
     def _submitted(self, job: Job) -> None:
-        job.files.record_submission(job.system, str(job.job_id))
+        job.files.record_submission(job.system, str(job.job_id), job.placement)
         self.record.update(job, "submitted")
-        logger.info("Job %s: submitted task %s to %s", job.job_id, job, job.system)
+        if job.job_id:
+            logger.info("Job %s: submitted task %s to %s", job.job_id, job, job.system)
+        else:
+            logger.info("Queued task %s for %s", job, job.system)
 
     def _submission_failed(self, job: Job, message: str) -> None:
         job.not_submitted = True
@@ -173,6 +176,15 @@ class Run:
         killed = [f"{job.system} job {job.job_id} ({job.key})" for job in jobs if job.job_id is not None]
         self.cancel(jobs, reason="cancelled when the run was interrupted")
         return killed
+
+    def close(self) -> None:
+        """The front-end has no more work for this run: batch systems let go of what they keep for it
+        (worker jobs end)."""
+        for system in self.systems.values():
+            try:
+                system.close()
+            except Exception:  # an account of the run must still be given
+                logger.exception("Could not close the batch system %s", system.name)
 
     def wait(self, seconds: float | None = None) -> None:
         """Pause between two polls."""

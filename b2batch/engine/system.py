@@ -55,3 +55,6 @@ class BatchSystem(abc.ABC):
 
     def forget(self, job: Job) -> None:
         """The run no longer follows ``job`` (it ended, or was cancelled)."""
+
+    def close(self) -> None:
+        """The run ends: let go of anything kept for more work (e.g. worker jobs)."""

@@ -1,17 +1,25 @@
-"""Node-side entry point of a b2batch job: ``<executable> b2batch_job.py <job.json>`` runs one task.
+"""Node-side entry point of a b2batch job: ``<executable> b2batch_job.py <job.json>`` runs one task, or a
+worker job (pilot or bundle) of units.
 
 It is a file, not a module, so that any executable that runs Python scripts can run it. Its folder holds
 nothing else, so nothing here shadows the user's modules.
 """
 
+import json
 import sys
 from pathlib import Path
 
 if __name__ == "__main__":
     del sys.path[0]
     try:
-        import b2batch.luigi_frontend.node
+        import b2batch
     except ImportError:  # b2batch used from a source checkout that is not installed
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        import b2batch.luigi_frontend.node
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    if "worker" in spec and spec.get("frontend") != "luigi":
+        import b2batch.engine.worker
+
+        sys.exit(b2batch.engine.worker.main(sys.argv[1:]))
+    import b2batch.luigi_frontend.node
+
     sys.exit(b2batch.luigi_frontend.node.main(sys.argv[1:]))

@@ -9,7 +9,9 @@ slow) within ``output_wait_timeout`` seconds.
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,6 +24,7 @@ from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch import paths, systems
 from b2batch.engine import BatchSystem, Job, JobFiles, Run
+from b2batch.engine.pooled import BundleSystem, PilotSystem
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.settings import get_setting, settings_snapshot
@@ -93,6 +96,11 @@ def _missing_outputs(task: Any) -> list[str]:
     return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]
 
 
+def _on_this_host(job: Job) -> bool:
+    """Whether the job ran on this machine (local jobs, or pilots and bundles of local jobs)."""
+    return job.system.partition("-")[0] == "local"
+
+
 class TaskJobs:
     """The jobs of one run's luigi tasks."""
 
@@ -116,15 +124,39 @@ class TaskJobs:
         else:
             raise SettingError(f"Task {task}: the batch_system {value!r} is neither a b2batch.BatchProcess nor an "
                                f"engine BatchSystem subclass; fix the setting 'batch_system' or the plugin.")
-        return system.name
+        pilots, per_job = get_setting("pilot_jobs", task=task), get_setting("tasks_per_job", task=task)
+        if not pilots and per_job <= 1:
+            return system.name
+        if isinstance(system, ProcessSystem):
+            raise SettingError(f"Task {task}: the batch_system {value!r} is a BatchProcess plugin, which runs one "
+                               f"task per job; unset pilot_jobs ({pilots}) and tasks_per_job ({per_job}) for it.")
+        pooled = PilotSystem if pilots else BundleSystem
+        inner = system
+        return self.run.add_system(f"{inner.name}-{pooled.kind}s", lambda run: pooled(run, inner)).name
 
     def make(self, task: Any) -> Job:
         """The engine job of ``task`` (its batch system is added to the run; an unknown one is an error that
         stops the run)."""
         system = self.system_of(task)
+        files = task_files(task)
         return Job(key=task.task_id, name=str(task), family=task.task_family, system=system,
-                   files=task_files(task), settings=lambda name, task=task: get_setting(name, task=task),
-                   params=task.to_str_params(only_significant=True), payload=task)
+                   files=files, settings=lambda name, task=task: get_setting(name, task=task),
+                   params=task.to_str_params(only_significant=True), payload=task,
+                   unit={"call": "b2batch.luigi_frontend.node:run_unit", "args": [str(files.spec)],
+                         "preload": [] if task.task_module == "__main__" else [task.task_module]},
+                   bootstrap=self.bootstrap)
+
+    @functools.cached_property
+    def bootstrap(self) -> dict[str, Any]:
+        """What a pilot or bundle job loads before it runs tasks: the workflow script as it is now (an edited
+        script gets new pilots), the base folder and the settings."""
+        script = self.context.script
+        try:
+            stamp = list(os.stat(script)[7:9]) if script else None  # size and mtime
+        except OSError:
+            stamp = None
+        return {"frontend": "luigi", "script": script, "script_stamp": stamp, "argv": self.context.argv,
+                "base_dir": str(paths.base_dir()), "settings": self.settings}
 
     def write_files(self, job: Job) -> None:
         """Write the job's spec and wrapper (a bad setting raises its SettingError)."""
@@ -142,7 +174,8 @@ class TaskJobs:
             "settings": self.settings,
             "result_file": str(files.result),
         })
-        files.write_wrapper(wrapper.render_wrapper(task, files))
+        if not getattr(self.run.systems[job.system], "pooled", False):  # pilots and bundles have their own
+            files.write_wrapper(wrapper.render_wrapper(task, files))
 
     def start(self, task: Any) -> None:
         """Submit ``task`` as a job (a job whose files cannot be written fails at the next poll). A task whose
@@ -231,7 +264,7 @@ class TaskJobs:
             return
         if result is not None and result.get("status") == DONE and exit_code == 0:
             # Local jobs share this host's file system: their outputs are there at once, or never.
-            wait = 0.0 if job.system == "local" else get_setting("output_wait_timeout", task=task)
+            wait = 0.0 if _on_this_host(job) else get_setting("output_wait_timeout", task=task)
             deadline = time.monotonic() + wait
             self._check_outputs(job, deadline, time.monotonic())
             return
@@ -245,7 +278,7 @@ class TaskJobs:
             self._awaiting_outputs[task.task_id] = deadline
         else:
             missing = ", ".join(_missing_outputs(task))
-            if job.system == "local":
+            if _on_this_host(job):
                 what = f"its job ended without writing the outputs it declares: {missing}"
             else:
                 timeout = get_setting("output_wait_timeout", task=task)

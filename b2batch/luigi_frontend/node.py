@@ -66,13 +66,29 @@ def run_task(spec: dict[str, Any]) -> int:
     return 0 if status in (DONE, PENDING) else 1
 
 
+def run_unit(spec_file: str) -> int:
+    """Run one task in a pilot or bundle job (in the child the worker forked for it)."""
+    return run_task(json.loads(Path(spec_file).read_text()))
+
+
+def run_spec(spec: dict[str, Any]) -> int:
+    """Run what a job's spec says: a worker (pilot or bundle) of tasks, or one task."""
+    if "worker" in spec:
+        from b2batch.engine import worker
+
+        return worker.serve(spec)
+    return run_task(spec)
+
+
 def main(argv: list[str]) -> int:
-    """Run the job described by the spec file ``argv[0]``."""
+    """Run the job described by the spec file ``argv[0]``: one task, or a pilot or bundle of tasks."""
     global _active_spec
     # A cancelled job gets SIGTERM: unwind, so that on_temporary_files removes its temporary outputs.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = json.loads(Path(argv[0]).read_text())
+    if "worker" in spec:
+        spec.setdefault("task_module", "__main__" if spec.get("script") else "")
     paths.pin_base_dir(spec["base_dir"])
     use_settings_snapshot(spec["settings"])
     script = spec.get("script")
@@ -86,6 +102,6 @@ def main(argv: list[str]) -> int:
         sys.argv = [script, *spec.get("argv", [])]
         # The script's process() call runs the task and exits; a script without one just defines tasks.
         runpy.run_path(script, run_name="__main__")
-    else:
+    elif spec["task_module"]:
         importlib.import_module(spec["task_module"])
-    return run_task(spec)
+    return run_spec(spec)

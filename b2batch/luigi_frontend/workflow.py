@@ -191,7 +191,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     """
     spec = node.active_spec()
     if spec is not None:
-        sys.exit(node.run_task(spec))
+        sys.exit(node.run_spec(spec))
 
     try:
         load_settings_files()  # a broken settings.json stops the run here, with one message
@@ -258,6 +258,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                                  ", ".join(killed))
                 raise
             finally:
+                run.close()
                 report.outcomes_of_tasks = luigi_outcomes(report.result, batch, errors)
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix

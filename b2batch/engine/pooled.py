@@ -1,0 +1,487 @@
+"""Many units of work per batch job: pilot jobs that pull units from a queue, and bundles of units.
+
+:class:`PilotSystem` and :class:`BundleSystem` are batch systems for the run, each wrapping one real batch
+system (the *inner* one). Units go to a :class:`~b2batch.engine.workqueue.WorkQueue` on the shared file
+system; worker jobs (:mod:`b2batch.engine.worker`), submitted to the inner system, run them. The run sees each
+unit as a job of its own: it ends when its unit's run ends, not when its worker job does.
+
+- **Pilots** (setting ``pilot_jobs``: M): one queue per kind of unit (same settings and workflow), at most M
+  worker jobs for it. A pilot ends when nothing came to claim for ``pilot_idle_timeout`` seconds, and a new
+  one is submitted when work comes again; lost pilots are replaced up to ``max_resubmissions`` times each.
+- **Bundles** (setting ``tasks_per_job``: K): up to K units that are ready together get a queue of their own
+  and one worker job, which ends when that queue is empty.
+
+A worker that stops refreshing its heartbeat for ``heartbeat_timeout`` seconds, or whose batch job ended, is
+given up: its claims are dropped and its units go back to the run as lost, to be submitted again (within
+``max_resubmissions``), never while the worker may still run them (it stops itself at half that time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from b2batch import paths
+from b2batch.engine.files import JobFiles, atomic_write
+from b2batch.engine.job import Job
+from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
+from b2batch.engine.system import BatchSystem
+from b2batch.engine.workqueue import WorkQueue
+from b2batch.errors import B2BatchError, TransientCommandError
+
+logger = logging.getLogger(__name__)
+
+#: Settings that shape a batch job (its submit options and environment): units that differ in one of them
+#: never share a worker job.
+JOB_SETTINGS = ("executable", "env_script", "env", "working_dir", "shell", "job_name", "slurm_settings",
+                "sge_settings", "htcondor_settings", "transfer_files", "queue", "job_slots", "lsf_settings",
+                "pilot_walltime", "pilot_task_seconds", "heartbeat_timeout", "pilot_idle_timeout")
+
+
+def signature(job: Job) -> str:
+    """What units must share to run in one worker job: their job settings and their bootstrap."""
+    values = [job.bootstrap, *(job.setting(name) for name in JOB_SETTINGS)]
+    return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def unit_name(job: Job, number: int) -> str:
+    return f"{number:09d}-{hashlib.sha1(job.key.encode()).hexdigest()[:16]}"
+
+
+@dataclass(eq=False)
+class Pool:
+    """One work queue, its units and its worker jobs."""
+
+    queue: WorkQueue
+    template: Job  # the unit whose settings the worker jobs take
+    members: dict[str, Job] = field(default_factory=dict)  # unit name -> unit
+    running: dict[str, str] = field(default_factory=dict)  # unit name -> worker
+    carriers: dict[str, Job] = field(default_factory=dict)  # live worker jobs by key
+    #: Workers seen: worker -> (heartbeat text, monotonic time it last changed, heartbeat).
+    beats: dict[str, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
+    started: set[str] = field(default_factory=set)  # keys of worker jobs that were seen at work
+    failed_starts: int = 0
+    lost: int = 0
+    next_check: float = 0.0
+    next_submit: float = 0.0
+    failing_since: float | None = None
+    given_up: str = ""
+
+    def waiting(self) -> int:
+        return len(self.members) - len(self.running)
+
+
+class PooledSystem(BatchSystem):
+    """Units run by worker jobs of the batch system ``inner``."""
+
+    kind = "worker"
+    pooled = True
+
+    def __init__(self, run: Any, inner: BatchSystem) -> None:
+        super().__init__(run)
+        self.inner = inner
+        self.name = f"{inner.name}-{self.kind}s"  # type: ignore[misc]
+        self.pools: dict[str, Pool] = {}
+        self._pool_of: dict[int, tuple[Pool, str]] = {}  # id(unit) -> (pool, unit name)
+
+    # --- worker jobs --------------------------------------------------------------------------------
+
+    def _carrier(self, pool: Pool, idle_timeout: float) -> Job:
+        """A new worker job for ``pool``: its spec and wrapper written, not submitted."""
+        from b2batch import wrapper  # rendering needs jinja: only on the steering side
+
+        template = pool.template
+        number = self.run.next_number()
+        key = f"{self.kind}-{self.run.tag}-{number}"
+        files = JobFiles.at(pool.queue.root, "jobs", key,
+                            paths.resolve(template.setting("log_dir")) / f"{self.kind}s" / key)
+        carrier = Job(key=key, name=f"{self.kind} job {number} for {template.family}", family=template.family,
+                      system=self.inner.name, files=files, settings=template.settings)
+        files.make_folders()
+        spec = dict(template.bootstrap or {})
+        spec["worker"] = {"queue": str(pool.queue.root), "idle_timeout": idle_timeout,
+                          "heartbeat_timeout": template.setting("heartbeat_timeout"),
+                          "walltime": template.setting("pilot_walltime"),
+                          "unit_seconds": template.setting("pilot_task_seconds"), "worker": key}
+        atomic_write(files.spec, json.dumps(spec, default=str))
+        command = [*wrapper.executable_of(template.name, template.setting), str(wrapper.ENTRY_POINT),
+                   str(files.spec)]
+        files.write_wrapper(wrapper.render_job_wrapper(template.name, key, template.setting, files, command))
+        files.reset()
+        return carrier
+
+    def _submit_carriers(self, pool: Pool, carriers: list[Job]) -> None:
+        """Submit worker jobs (as arrays where the inner system has them); errors propagate."""
+        for group in self.inner.groups(carriers):
+            self.inner.submit(group)
+            for carrier in group:
+                pool.carriers[carrier.key] = carrier
+                carrier.files.record_submission(self.inner.name, str(carrier.job_id))
+                logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
+
+    def _describe(self, pool: Pool, worker: str) -> tuple[str, str]:
+        """The batch job id of a worker, and how messages name it."""
+        carrier = pool.carriers.get(worker)
+        beat = pool.beats.get(worker, ("", 0.0, {}))[2]
+        job_id = str(carrier.job_id) if carrier is not None else str(beat.get("job_id", "?"))
+        log = carrier.files.stderr if carrier is not None else ""
+        return job_id, f"{self.kind} job {job_id} on {self.inner.name}" + (f" (its log: {log})" if log else "")
+
+    # --- following units ----------------------------------------------------------------------------
+
+    def _track(self, pool: Pool, name: str, job: Job) -> None:
+        pool.members[name] = job
+        self._pool_of[id(job)] = (pool, name)
+        job.placement = {"queue": str(pool.queue.root), "unit": name}
+
+    def _untrack(self, job: Job) -> tuple[Pool, str] | None:
+        found = self._pool_of.pop(id(job), None)
+        if found is not None:
+            pool, name = found
+            pool.members.pop(name, None)
+            pool.running.pop(name, None)
+        return found
+
+    def _entry(self, job: Job) -> dict[str, Any]:
+        if job.unit is None:
+            raise B2BatchError(f"{job.name} cannot run in a {self.kind} job: its front-end gives no way to run it "
+                               f"there. Set tasks_per_job = 1 and pilot_jobs = 0 for it.")
+        files = job.files
+        files.make_folders()
+        return {"key": job.key, "name": job.name, "unit": job.unit,
+                "files": {"exit_code": str(files.exit_code), "stdout": str(files.stdout), "stderr": str(files.stderr)}}
+
+    def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
+        changes: dict[Job, JobState] = {}
+        for key, pool in list(self.pools.items()):
+            self._follow(pool, changes)
+            if self._finished(pool):
+                del self.pools[key]
+        return changes
+
+    def _follow(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+        if pool.carriers:
+            for carrier, state in self.inner.states(list(pool.carriers.values())).items():
+                if state.final:
+                    self._carrier_ended(pool, carrier, state, changes)
+        now = time.monotonic()
+        if now >= pool.next_check:
+            pool.next_check = now + max(1.0, pool.template.setting("heartbeat_timeout") / 6)
+            self._check_heartbeats(pool, now, changes)
+        if not pool.members:
+            return
+        claims = pool.queue.claims()
+        for name in pool.queue.take_done():
+            job = pool.members.get(name)
+            if job is None:
+                continue
+            self._untrack(job)
+            code = job.files.read_exit_code()
+            changes[job] = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
+        for name, worker in claims.items():
+            job = pool.members.get(name)
+            if job is not None and pool.running.get(name) != worker:
+                pool.running[name] = worker
+                pool.started.add(worker)
+                job.job_id, job.carrier = self._describe(pool, worker)
+                changes[job] = RUNNING
+        for name in [n for n in pool.running if n not in claims]:
+            del pool.running[name]  # put back (the worker's allocation ended): it waits again
+            changes[pool.members[name]] = IDLE
+        self._top_up(pool, changes)
+
+    def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
+        pool.carriers.pop(carrier.key, None)
+        self.inner.forget(carrier)
+        claims = pool.queue.claims()
+        held = [name for name, worker in claims.items() if worker == carrier.key]
+        if held:
+            pool.lost += 1
+            why = state.scheduler_side or state.reason or f"exit code {carrier.files.read_exit_code()}"
+            self._lose(pool, carrier.key, held, f"its {self.kind} job {carrier.job_id} on {self.inner.name} ended "
+                       f"while running it ({why}); its log: {carrier.files.stderr}", changes)
+        elif carrier.key not in pool.started and not state.scheduler_side and carrier.files.read_exit_code() != 0:
+            pool.failed_starts += 1
+            carrier.outcome = state
+            limit = pool.template.setting("max_resubmissions")
+            message = carrier.failure_message().replace(f"Task {carrier.family} (no parameters) failed",
+                                                        f"The {self.kind} job could not run")
+            logger.warning("%s (%d of %d)", message.splitlines()[0], pool.failed_starts, limit + 1)
+            if pool.failed_starts > limit or self.kind == "bundle":
+                self._give_up(pool, message, changes)
+        pool.queue.forget_worker(carrier.key)
+        pool.beats.pop(carrier.key, None)
+        if carrier.files.read_exit_code() == 0:
+            _remove_tree(carrier.files.folder)  # a failed one keeps its files for a look
+
+    def _check_heartbeats(self, pool: Pool, now: float, changes: dict[Job, JobState]) -> None:
+        timeout = pool.template.setting("heartbeat_timeout")
+        beats = pool.queue.heartbeats()
+        for worker, (text, beat) in beats.items():
+            if pool.queue.is_revoked(worker):
+                continue
+            seen = pool.beats.get(worker)
+            if seen is None or seen[0] != text:
+                pool.beats[worker] = (text, now, beat)
+                pool.started.add(worker)
+            elif now - seen[1] > timeout:
+                pool.lost += 1
+                job_id, what = self._describe(pool, worker)
+                logger.warning("%s: no heartbeat for %.0f s (setting heartbeat_timeout); giving it up", what,
+                               now - seen[1])
+                pool.queue.revoke(worker)
+                carrier = pool.carriers.pop(worker, None) or Job(
+                    key=worker, name=what, family=pool.template.family, system=self.inner.name,
+                    files=pool.template.files, settings=pool.template.settings, job_id=job_id)
+                try:
+                    self.inner.cancel([carrier])
+                except B2BatchError as e:
+                    logger.warning("Could not cancel %s: %s", what, e)
+                self.inner.forget(carrier)
+                held = [name for name, w in pool.queue.claims().items() if w == worker]
+                self._lose(pool, worker, held, f"its {what} stopped sending heartbeats for {timeout:g} s", changes)
+        for worker in [w for w in pool.beats if w not in beats]:
+            del pool.beats[worker]  # it ended and cleaned up after itself
+
+    def _lose(self, pool: Pool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
+        """The units a worker held when it was lost go back to the run, which submits them again."""
+        limit = pool.template.setting("max_resubmissions") * max(1, pool.template.setting("pilot_jobs") or 1)
+        if self.kind == "pilot" and pool.lost > limit:
+            self._give_up(pool, f"{pool.lost} {self.kind} jobs were lost (at most max_resubmissions x pilot_jobs = "
+                                f"{limit}); the last: {reason}", changes)
+        for name in names:
+            pool.queue.drop_claim(worker, name)
+            job = pool.members.get(name)
+            if job is not None:
+                self._untrack(job)
+                changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
+
+    def _give_up(self, pool: Pool, message: str, changes: dict[Job, JobState]) -> None:
+        """No more worker jobs for this pool: its units that wait fail with ``message``."""
+        pool.given_up = message
+        for name, job in list(pool.members.items()):
+            if name not in pool.running and pool.queue.take_back(name):
+                self._untrack(job)
+                changes[job] = JobState(JobStatus.aborted, message)
+
+    def _top_up(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+        """Submit worker jobs while units wait and fewer than wanted are alive (pilots only)."""
+
+    def _finished(self, pool: Pool) -> bool:
+        return False
+
+    # --- the run's calls ----------------------------------------------------------------------------
+
+    def cancel(self, jobs: list[Job]) -> None:
+        touched = []
+        for job in jobs:
+            found = self._untrack(job)
+            if found is not None:
+                found[0].queue.cancel(found[1])
+                touched.append(found[0])
+        if self.run.interrupted:
+            self.close()
+
+    def forget(self, job: Job) -> None:
+        self._untrack(job)
+
+    def close(self) -> None:
+        """No more work: worker jobs end (queued ones are cancelled, running ones finish what they hold)."""
+        for pool in self.pools.values():
+            pool.queue.finish_all()
+            waiting = [c for c in pool.carriers.values() if c.key not in pool.started]
+            if waiting:
+                try:
+                    self.inner.cancel(waiting)
+                except B2BatchError as e:
+                    logger.warning("Could not cancel %d %s job(s) that wait: %s", len(waiting), self.kind, e)
+
+    def attach(self, job: Job, journal: dict[str, Any]) -> bool:
+        """Follow a unit that a steering process before this one queued, if it is still queued or held by a
+        live worker."""
+        root, name = journal.get("queue"), journal.get("unit")
+        if not root or not name or not Path(root, "todo").is_dir():
+            return False
+        pool = self._adopt(job, Path(root))
+        queue = pool.queue
+        if (queue.todo / f"{name}.json").exists() and (pool.carriers or pool.beats or self.kind == "pilot"):
+            self._track(pool, name, job)
+            job.job_id = ""
+            return True
+        holder = queue.claims().get(name)
+        if holder is not None and holder in pool.beats:
+            self._track(pool, name, job)
+            job.job_id = str(pool.beats[holder][2].get("job_id", ""))
+            return True
+        if holder is not None:
+            queue.drop_claim(holder, name)
+        queue.take_back(name)
+        return False
+
+    def _adopt(self, job: Job, root: Path) -> Pool:
+        """The pool at ``root`` of an earlier steering process, with its worker jobs that still run."""
+        pool = self.pools.get(str(root))
+        if pool is None:
+            pool = self.pools[str(root)] = Pool(queue=WorkQueue(root), template=job)
+            pool.queue.create()
+            pool.queue.stop_file.unlink(missing_ok=True)
+            pool.queue.take_done()  # results of units of earlier runs: their exit codes are in their own files
+            self._adopt_carriers(pool)
+        return pool
+
+    def _adopt_carriers(self, pool: Pool) -> None:
+        """Follow the worker jobs of earlier steering processes that the inner batch system still has."""
+        for journal_file in pool.queue.root.glob("jobs/*/submission.json"):
+            folder = journal_file.parent
+            if (folder / "exit_code").exists():
+                _remove_tree(folder)  # a worker job that ended: nothing to follow
+                continue
+            try:
+                journal = json.loads(journal_file.read_text())
+            except (OSError, ValueError):
+                continue
+            files = JobFiles(folder=folder, log_folder=paths.resolve(pool.template.setting("log_dir"))
+                             / f"{self.kind}s" / folder.name)
+            stub = Job(key=folder.name, name=f"{self.kind} job {journal.get('job_id')} of an earlier run",
+                       family=pool.template.family, system=self.inner.name, files=files,
+                       settings=pool.template.settings)
+            if journal.get("system") == self.inner.name and self.inner.attach(stub, journal):
+                stub.job_id = str(journal.get("job_id"))
+                pool.carriers[stub.key] = stub
+                logger.info("Following %s", stub.name)
+        self._check_heartbeats(pool, time.monotonic(), {})  # live workers of an earlier run count
+
+
+def _pool_root(job: Job, kind: str, name: str) -> Path:
+    return paths.resolve(job.setting("task_file_dir")) / f"_{kind}s" / name
+
+
+class PilotSystem(PooledSystem):
+    """Units pulled from one queue per kind by at most ``pilot_jobs`` pilot jobs."""
+
+    kind = "pilot"
+
+    def _pool(self, job: Job) -> Pool:
+        return self._adopt(job, _pool_root(job, self.kind, f"{self.inner.name}-{signature(job)}"))
+
+    def submit(self, group: list[Job]) -> None:
+        touched = {}
+        for job in group:
+            pool = self._pool(job)
+            if pool.given_up:
+                raise B2BatchError(pool.given_up)
+            name = unit_name(job, self.run.next_number())
+            pool.queue.put(name, self._entry(job))
+            self._track(pool, name, job)
+            job.job_id = ""
+            job.carrier = ""
+            touched[id(pool)] = pool
+        for pool in touched.values():
+            self._top_up(pool, {})
+
+    def _top_up(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+        now = time.monotonic()
+        if pool.given_up or now < pool.next_submit or self.run.interrupted:
+            return
+        alive = len(pool.carriers) + len([w for w in pool.beats if w not in pool.carriers])
+        wanted = min(pool.template.setting("pilot_jobs") - alive, pool.waiting())
+        if wanted <= 0:
+            return
+        try:
+            carriers = [self._carrier(pool, pool.template.setting("pilot_idle_timeout")) for _ in range(wanted)]
+            self._submit_carriers(pool, carriers)
+        except TransientCommandError as e:
+            pool.failing_since = pool.failing_since or now
+            limit = pool.template.setting("scheduler_unreachable_timeout")
+            if now - pool.failing_since > limit:
+                self._give_up(pool, f"{e}\nThe batch system kept failing for {limit:g} s (setting "
+                                    f"scheduler_unreachable_timeout); no pilot job was submitted.", changes)
+                return
+            pool.next_submit = now + min(60.0, 2.0 ** len(str(int(now - pool.failing_since))))
+            logger.warning("%s; submitting pilot jobs again later", e)
+            return
+        except B2BatchError as e:
+            self._give_up(pool, f"Task {pool.template.name}: {self.inner.name} did not take its pilot job: {e}",
+                          changes)
+            return
+        pool.failing_since = None
+
+
+class BundleSystem(PooledSystem):
+    """Up to ``tasks_per_job`` units that are ready together, run one after another in one job."""
+
+    kind = "bundle"
+
+    def groups(self, jobs: list[Job]) -> list[list[Job]]:
+        """Units that may share jobs, in groups whose bundles go to the inner system as one array."""
+        by_kind: dict[str, list[Job]] = {}
+        for job in jobs:
+            by_kind.setdefault(f"{signature(job)}-{job.setting('tasks_per_job')}", []).append(job)
+        groups = []
+        for members in by_kind.values():
+            size = max(1, members[0].setting("tasks_per_job")) * max(1, members[0].setting("max_array_size"))
+            groups += [members[i:i + size] for i in range(0, len(members), size)]
+        return groups
+
+    def submit(self, group: list[Job]) -> None:
+        size = max(1, group[0].setting("tasks_per_job"))
+        bundles: list[tuple[Pool, Job, list[tuple[str, Job]]]] = []
+        try:
+            for start in range(0, len(group), size):
+                members = [(unit_name(job, self.run.next_number()), job) for job in group[start:start + size]]
+                root = _pool_root(group[start], self.kind, f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
+                pool = Pool(queue=WorkQueue(root), template=group[start])
+                pool.queue.create()
+                for name, job in members:
+                    pool.queue.put(name, self._entry(job))
+                bundles.append((pool, self._carrier(pool, 0.0), members))
+            for pool, carrier, _members in bundles:
+                self._submit_carriers(pool, [carrier])
+        except B2BatchError:
+            for pool, _carrier, _members in bundles:
+                if not pool.carriers:
+                    _remove_tree(pool.queue.root)
+            raise
+        for pool, carrier, members in bundles:
+            self.pools[str(pool.queue.root)] = pool
+            for name, job in members:
+                self._track(pool, name, job)
+                job.job_id = str(carrier.job_id)
+                job.carrier = f"bundle job {carrier.job_id} on {self.inner.name} (its log: {carrier.files.stderr})"
+
+    def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
+        self._follow_done(pool, changes)
+        super()._carrier_ended(pool, carrier, state, changes)
+        # Units the bundle job did not get to (its allocation ended): submitted again by the run.
+        reason = f"its bundle job {carrier.job_id} on {self.inner.name} ended before it ran"
+        for name, job in list(pool.members.items()):
+            pool.queue.take_back(name)
+            self._untrack(job)
+            changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
+
+    def _follow_done(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+        for name in pool.queue.take_done():
+            job = pool.members.get(name)
+            if job is not None:
+                self._untrack(job)
+                changes[job] = JobState(JobStatus.successful if job.files.read_exit_code() == 0
+                                        else JobStatus.aborted)
+
+    def _finished(self, pool: Pool) -> bool:
+        if pool.carriers or pool.members:
+            return False
+        _remove_tree(pool.queue.root)
+        return True
+
+
+def _remove_tree(root: Path) -> None:
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)

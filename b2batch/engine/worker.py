@@ -1,0 +1,337 @@
+"""The node side of a worker job (a pilot, or a bundle): claim units from a :class:`WorkQueue` and run each in
+a child process of its own, until the work is done, the allocation ends, or nothing came for a while.
+
+What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; each unit then
+runs in a forked child, so a unit that crashes (a segfault, ``os._exit``) takes nothing else down, and each
+has its own stdout and stderr log, result and exit code.
+
+A unit is one of:
+
+- ``{"call": "module:function", "args": [...]}``: the function's return value is the exit code;
+- ``{"command": [...]}``: a command line, run in place of the child.
+
+The worker holds a lease on its claims: it rewrites its heartbeat every ``heartbeat_timeout / 6`` seconds,
+and when it cannot for ``heartbeat_timeout / 2`` seconds (the shared file system is gone) it stops its unit
+and ends, before the steering process (which waits ``heartbeat_timeout``) gives the unit to another worker.
+SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the end of the allocation, preemption, ``scancel``) stop the
+running unit and put it back in the queue; it is not counted as failed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from b2batch.engine.files import atomic_write
+from b2batch.engine.workqueue import WorkQueue
+
+logger = logging.getLogger(__name__)
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+#: Seconds a unit has to end after SIGTERM before its process group gets SIGKILL.
+KILL_GRACE = 10.0
+#: Environment variables in which batch systems give the job's id.
+JOB_ID_VARIABLES = ("SLURM_JOB_ID", "LSB_JOBID", "JOB_ID", "CONDOR_JOB_ID", "B2BATCH_LOCAL_JOB_ID")
+
+
+@dataclass
+class WorkerConfig:
+    """How a worker behaves; written by the steering process into the worker job's spec."""
+
+    queue: str
+    #: Seconds with nothing to claim before the worker ends (0: end as soon as the queue is empty).
+    idle_timeout: float = 60.0
+    heartbeat_timeout: float = 60.0
+    #: Seconds the allocation lasts, counted from the worker's start (None: ask the scheduler, or unlimited).
+    walltime: float | None = None
+    #: Seconds a unit needs at most (None: the longest unit this worker ran so far).
+    unit_seconds: float | None = None
+    #: The batch job's id, if known; else taken from the environment.
+    job_id: str | None = None
+    worker: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> WorkerConfig:
+        return cls(**{k: v for k, v in spec.items() if k in cls.__dataclass_fields__})
+
+
+def batch_job_id() -> str:
+    """This job's id, from the batch system's environment (HTCondor's as ``cluster.proc``)."""
+    for name in JOB_ID_VARIABLES:
+        if os.environ.get(name):
+            value = os.environ[name]
+            task = os.environ.get("SLURM_ARRAY_TASK_ID") if name == "SLURM_JOB_ID" else None
+            if name == "SLURM_JOB_ID" and task and os.environ.get("SLURM_ARRAY_JOB_ID"):
+                return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{task}"
+            if name == "JOB_ID" and os.environ.get("SGE_TASK_ID", "undefined") not in ("undefined", ""):
+                return f"{value}.{os.environ['SGE_TASK_ID']}"
+            if name == "LSB_JOBID" and os.environ.get("LSB_JOBINDEX", "0") != "0":
+                return f"{value}[{os.environ['LSB_JOBINDEX']}]"
+            return value
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def allocation_end(walltime: float | None, started: float) -> float | None:
+    """When the allocation ends (epoch seconds): ``walltime`` after the start, else Slurm's end time of the job
+    (``SLURM_JOB_END_TIME``, or ``squeue %e``), else None (unlimited)."""
+    if walltime:
+        return started + walltime
+    if os.environ.get("SLURM_JOB_END_TIME", "").isdigit():
+        return float(os.environ["SLURM_JOB_END_TIME"])
+    job = os.environ.get("SLURM_JOB_ID")
+    if job:
+        try:
+            answer = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
+                                    timeout=30).stdout.strip()
+            return datetime.fromisoformat(answer).timestamp()
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+    return None
+
+
+def run_unit(unit: dict[str, Any]) -> int:
+    """Run one unit in this (child) process; its exit code."""
+    if "command" in unit:
+        command = [str(part) for part in unit["command"]]
+        os.execvp(command[0], command)
+    module, _, name = unit["call"].partition(":")
+    function = getattr(importlib.import_module(module), name)
+    code = function(*unit.get("args", []))
+    return int(code or 0)
+
+
+class Worker:
+    """One worker process: its queue, its lease and the unit it runs."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.queue = WorkQueue(config.queue)
+        self.name = config.worker
+        self.job_id = config.job_id or batch_job_id()
+        self.started = time.time()
+        self.end = allocation_end(config.walltime, self.started)
+        self.beat_interval = max(0.2, config.heartbeat_timeout / 6)
+        self.lease = config.heartbeat_timeout / 2
+        self.beats = 0
+        self.last_beat = 0.0  # monotonic time of the last heartbeat written
+        self.stop_signal: int | None = None
+        self.child: int | None = None
+        self.current: str | None = None
+        self.longest = 0.0
+        self.ran = 0
+
+    # --- the lease --------------------------------------------------------------------------------------
+
+    def heartbeat(self, force: bool = False) -> bool:
+        """Rewrite the heartbeat if due; False when the lease is lost (stop at once)."""
+        now = time.monotonic()
+        if not force and now - self.last_beat < self.beat_interval:
+            return True
+        self.beats += 1
+        try:
+            self.queue.beat(self.name, {"worker": self.name, "job_id": self.job_id, "host": socket.gethostname(),
+                                        "pid": os.getpid(), "beat": self.beats, "unit": self.current,
+                                        "ran": self.ran, "started": self.started})
+            self.last_beat = now
+        except OSError as e:
+            logger.warning("Cannot write the heartbeat: %s", e)
+        if now - self.last_beat > self.lease:
+            logger.error("No heartbeat for %.0f s: the steering process may give my work away; stopping",
+                         now - self.last_beat)
+            return False
+        if self.queue.is_revoked(self.name):
+            logger.error("The steering process gave this worker up; stopping")
+            return False
+        return True
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.stop_signal = signum
+        if self.child is not None:
+            _kill_group(self.child, signal.SIGTERM)
+
+    # --- the loop ---------------------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._on_signal)
+        self.queue.join(self.name)
+        self.heartbeat(force=True)
+        logger.info("Worker %s (job %s) serves %s", self.name, self.job_id, self.queue.root)
+        idle_since = time.monotonic()
+        pause = 0.05
+        try:
+            while self.stop_signal is None:
+                if not self.heartbeat():
+                    return 0
+                if self.end is not None:
+                    needed = self.config.unit_seconds or self.longest
+                    if self.end - time.time() < needed * 1.1 + 5:
+                        logger.info("%.0f s left in the allocation, a unit needs up to %.0f s: ending",
+                                    self.end - time.time(), needed)
+                        break
+                claimed = self.queue.claim(self.name)
+                if claimed is None:
+                    idle = time.monotonic() - idle_since
+                    if self.queue.stopping() or idle >= self.config.idle_timeout:
+                        break
+                    time.sleep(min(pause, self.config.idle_timeout - idle))
+                    pause = min(pause * 2, 1.0, self.beat_interval)
+                    continue
+                pause = 0.05
+                if not self.run(*claimed):
+                    return 0
+                idle_since = time.monotonic()
+        finally:
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_DFL)
+        if self.stop_signal is None:
+            self.queue.forget_worker(self.name)
+        logger.info("Worker %s ends after %d unit(s)", self.name, self.ran)
+        return 0
+
+    def run(self, name: str, entry: dict[str, Any]) -> bool:
+        """Run one claimed unit in a child; whether the worker may go on."""
+        self.current = name
+        self.heartbeat(force=True)
+        begin = time.monotonic()
+        files = entry["files"]
+        for module in entry["unit"].get("preload", []):
+            importlib.import_module(module)  # once in the worker, not once per unit
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            _child(entry, self.job_id)
+        self.child = pid
+        status = self._wait(pid, name)
+        self.child = None
+        self.current = None
+        self.longest = max(self.longest, time.monotonic() - begin)
+        if status is None:  # the lease was lost: leave the claim, the steering process decides
+            return False
+        code = os.waitstatus_to_exitcode(status)
+        if code < 0 and self.stop_signal is None and -code in STOP_SIGNALS:
+            time.sleep(0.2)  # a signal to the whole job reached the child first: let ours arrive
+        if self.stop_signal is not None:
+            logger.info("Signal %d: putting %s back in the queue", self.stop_signal, name)
+            self.queue.release(self.name, name)
+            return False
+        code = 128 - code if code < 0 else code
+        atomic_write(Path(files["exit_code"]), f"{code}\n")
+        self.queue.finish(self.name, name)
+        self.ran += 1
+        return True
+
+    def _wait(self, pid: int, name: str) -> int | None:
+        """Wait for the child, keeping the lease and watching for a cancellation; its wait status, or None when
+        the lease was lost (the child was stopped)."""
+        try:
+            handle = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            handle = None
+        cancelled = False
+        try:
+            while True:
+                if handle is not None:
+                    try:
+                        select.select([handle], [], [], self.beat_interval)
+                    except InterruptedError:
+                        pass
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    return status
+                if handle is None:
+                    time.sleep(0.02)
+                if not self.heartbeat():
+                    _stop(pid)
+                    return None
+                if not cancelled and self.queue.is_cancelled(name):
+                    logger.info("%s was cancelled by the steering process", name)
+                    cancelled = True
+                    _kill_group(pid, signal.SIGTERM)
+        finally:
+            if handle is not None:
+                os.close(handle)
+
+
+def _child(entry: dict[str, Any], job_id: str) -> None:
+    """Run the unit ``entry`` in this forked child, with its own logs; exit with its exit code."""
+    code = 1
+    try:
+        os.setpgid(0, 0)  # a cancelled unit is stopped with everything it started
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        # Stopped, the unit unwinds (e.g. removing its temporary outputs) and exits with 128 + the signal.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        files = entry["files"]
+        Path(files["stdout"]).parent.mkdir(parents=True, exist_ok=True)
+        for fd, path in ((1, files["stdout"]), (2, files["stderr"])):
+            log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(log, fd)
+            os.close(log)
+        print(f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {socket.gethostname()} "
+              f"at {datetime.now().astimezone().isoformat(timespec='seconds')}", flush=True)
+        code = run_unit(entry["unit"])
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _kill_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM to the unit's process group, SIGKILL after the grace time; reap it."""
+    _kill_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return
+        time.sleep(0.05)
+    _kill_group(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def serve(spec: dict[str, Any]) -> int:
+    """Run a worker job described by ``spec["worker"]`` (what the front-end loads comes first)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return Worker(WorkerConfig.of(spec["worker"])).serve()
+
+
+def main(argv: list[str]) -> int:
+    """A worker job whose units need nothing loaded first: ``python -m b2batch.engine.worker <spec.json>``."""
+    return serve(json.loads(Path(argv[0]).read_text()))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,179 @@
+"""A queue of units of work on a shared file system, from which worker jobs (pilots, bundles) claim work.
+
+The steering process and the workers share nothing but this folder; every step is one file operation that
+is atomic on a local file system and on NFS (a rename within one folder tree, or an exclusive create):
+
+- ``todo/<name>.json``: a unit that waits. Names sort in the order units were queued.
+- ``claimed/<worker>/<name>.json``: a unit a worker claimed, by renaming it out of ``todo/``. Only one
+  rename of a file can succeed, so no two workers ever hold the same unit.
+- ``done/<name>.json``: a unit whose run ended; its exit code is in the unit's own ``exit_code`` file.
+- ``workers/<worker>.json``: a worker's heartbeat (its batch job, host, pid and a counter it raises). The
+  steering process judges a worker dead when the heartbeat has not changed for ``heartbeat_timeout``
+  seconds by its own clock (the clocks of the nodes and of the file server play no part).
+- ``workers/<worker>.revoked``: the steering process gave the worker up; it stops at once.
+- ``cancel/<name>``: the steering process no longer wants the unit; the worker running it stops it.
+- ``stop``: no more work will come; workers end when ``todo/`` is empty.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from b2batch.engine.files import atomic_write
+
+
+class WorkQueue:
+    """One queue folder, as seen from either side."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.todo = self.root / "todo"
+        self.claimed = self.root / "claimed"
+        self.done = self.root / "done"
+        self.workers = self.root / "workers"
+        self.cancelled = self.root / "cancel"
+        self.stop_file = self.root / "stop"
+        self._listing: deque[str] = deque()
+
+    def create(self) -> None:
+        for folder in (self.todo, self.claimed, self.done, self.workers, self.cancelled):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    # --- the steering side --------------------------------------------------------------------------
+
+    def put(self, name: str, unit: dict[str, Any]) -> None:
+        """Queue a unit under ``name`` (a worker may claim it as soon as the rename is done)."""
+        atomic_write(self.todo / f"{name}.json", json.dumps(unit))
+
+    def take_back(self, name: str) -> bool:
+        """Remove a unit that waits (not claimed yet); whether it was still waiting."""
+        try:
+            os.unlink(self.todo / f"{name}.json")
+            return True
+        except FileNotFoundError:
+            return False
+
+    def cancel(self, name: str) -> None:
+        """Ask the worker that holds ``name`` to stop it (a unit that still waits is removed instead)."""
+        if not self.take_back(name):
+            (self.cancelled / name).touch()
+
+    def drop_claim(self, worker: str, name: str) -> None:
+        """Forget the claim of a worker that is gone (its unit is queued again under a new name, if at all)."""
+        for path in (self.claimed / worker / f"{name}.json", self.cancelled / name):
+            path.unlink(missing_ok=True)
+
+    def revoke(self, worker: str) -> None:
+        (self.workers / f"{worker}.revoked").touch()
+
+    def finish_all(self) -> None:
+        """Say that no more work will come."""
+        self.stop_file.touch()
+
+    def waiting(self) -> list[str]:
+        return sorted(p[:-5] for p in os.listdir(self.todo) if p.endswith(".json"))
+
+    def claims(self) -> dict[str, str]:
+        """The claimed units: name -> worker."""
+        found: dict[str, str] = {}
+        try:
+            workers = os.listdir(self.claimed)
+        except FileNotFoundError:
+            return found
+        for worker in workers:
+            try:
+                for entry in os.listdir(self.claimed / worker):
+                    if entry.endswith(".json"):
+                        found[entry[:-5]] = worker
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+        return found
+
+    def take_done(self) -> list[str]:
+        """The units whose run ended since the last call (their entries are removed)."""
+        names = []
+        for entry in os.listdir(self.done):
+            if entry.endswith(".json"):
+                names.append(entry[:-5])
+                (self.done / entry).unlink(missing_ok=True)
+        return names
+
+    def heartbeats(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Every worker's heartbeat: worker -> (raw text, parsed)."""
+        beats: dict[str, tuple[str, dict[str, Any]]] = {}
+        for entry in os.listdir(self.workers):
+            if not entry.endswith(".json"):
+                continue
+            try:
+                text = (self.workers / entry).read_text()
+                beats[entry[:-5]] = (text, json.loads(text))
+            except (OSError, ValueError):
+                continue
+        return beats
+
+    def forget_worker(self, worker: str) -> None:
+        """Remove what is left of a worker that ended: its heartbeat, revocation and (empty) claim folder."""
+        for path in (self.workers / f"{worker}.json", self.workers / f"{worker}.revoked"):
+            path.unlink(missing_ok=True)
+        try:
+            (self.claimed / worker).rmdir()
+        except OSError:
+            pass
+
+    # --- the worker side ----------------------------------------------------------------------------
+
+    def join(self, worker: str) -> None:
+        (self.claimed / worker).mkdir(parents=True, exist_ok=True)
+
+    def claim(self, worker: str) -> tuple[str, dict[str, Any]] | None:
+        """Claim the first waiting unit: its name and description, or None when nothing waits. The folder is
+        listed once and the listing used up before it is listed again, so a claim costs O(1) amortised."""
+        if not self._listing:
+            self._listing.extend(self.waiting())
+        while self._listing:
+            name = self._listing.popleft()
+            target = self.claimed / worker / f"{name}.json"
+            try:
+                os.rename(self.todo / f"{name}.json", target)
+            except FileNotFoundError:
+                # Another worker took it, or the steering process took it back. On NFS a retried rename
+                # that had in fact succeeded also ends up here: the unit is then ours.
+                if not target.exists():
+                    continue
+            try:
+                return name, json.loads(target.read_text())
+            except (OSError, ValueError):
+                target.unlink(missing_ok=True)  # taken back between the rename and the read
+                continue
+        return None
+
+    def release(self, worker: str, name: str) -> None:
+        """Put a claimed unit back, e.g. when the worker's allocation ends (it is not counted as failed)."""
+        try:
+            os.rename(self.claimed / worker / f"{name}.json", self.todo / f"{name}.json")
+        except FileNotFoundError:
+            pass
+
+    def finish(self, worker: str, name: str) -> None:
+        """The unit's run ended (its exit code is written): hand it to the steering process."""
+        try:
+            os.rename(self.claimed / worker / f"{name}.json", self.done / f"{name}.json")
+        except FileNotFoundError:
+            pass  # the steering process gave this worker up meanwhile
+        (self.cancelled / name).unlink(missing_ok=True)
+
+    def is_cancelled(self, name: str) -> bool:
+        return (self.cancelled / name).exists()
+
+    def is_revoked(self, worker: str) -> bool:
+        return (self.workers / f"{worker}.revoked").exists()
+
+    def stopping(self) -> bool:
+        return self.stop_file.exists()
+
+    def beat(self, worker: str, content: dict[str, Any]) -> None:
+        atomic_write(self.workers / f"{worker}.json", json.dumps(content))
