@@ -333,6 +333,8 @@ def trace(records: list[JobRecord], history: dict[str, list[tuple[float, str, st
         events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": system}})
     rows = [(r, attempts(history.get(r.task_id) or _history_of(r), ended_at)) for r in records]
     rows.sort(key=lambda row: min([a.submitted or a.ended or ended_at for a in row[1]], default=ended_at))
+    pooled = [row for row in rows if row[0].carrier]
+    rows = [row for row in rows if not row[0].carrier]
     for tid, (record, jobs) in enumerate(rows, 1):
         pid = pids[record.system]
         name = describe(record.family, record.params)
@@ -360,8 +362,37 @@ def trace(records: list[JobRecord], history: dict[str, list[tuple[float, str, st
             if start is not None:
                 events.append({"name": "running", "cat": "running", "ph": "X", "ts": start, "dur": finish - start,
                                "pid": pid, "tid": tid, "args": {"job_id": job.job_id, "state": job.state}})
+    events += _worker_tracks(pooled, pids, len(rows) + 1, us, ended_at)
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"started": _iso(started_at), "ended": _iso(ended_at), "tool": "b2batch"}}
+
+
+def _worker_tracks(rows: list[tuple[JobRecord, list[Attempt]]], pids: dict[str, int], first_tid: int, us: Any,
+                   ended_at: float) -> list[dict[str, Any]]:
+    """Units that ran in worker jobs (pilots, bundles): one track per worker job, each unit a slice of it from
+    its start to its end as the worker saw them."""
+    events: list[dict[str, Any]] = []
+    tids: dict[tuple[str, str], int] = {}
+    for record, _jobs in rows:
+        if record.started_at is None or not record.job_ids:
+            continue
+        pid, job_id = pids[record.system], record.job_ids[-1]
+        tid = tids.get((record.system, job_id))
+        if tid is None:
+            tid = tids[(record.system, job_id)] = first_tid + len(tids)
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                           "args": {"name": record.carrier.split(" (")[0]}})
+            events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                           "args": {"sort_index": tid}})
+        begin = us(record.started_at)
+        finish = us(record.ended_at if record.ended_at is not None else ended_at)
+        state = record.state if record.state in ("done", "failed") else "unfinished"
+        events.append({"name": describe(record.family, record.params), "cat": "task", "ph": "X", "ts": begin,
+                       "dur": max(0, finish - begin), "pid": pid, "tid": tid, "cname": COLOURS.get(state, "generic_work"),
+                       "args": {"task_id": record.task_id, "job_id": job_id, "state": state, "carrier": record.carrier,
+                                "reason": record.reason.splitlines()[0] if record.reason else "",
+                                "stdout": record.stdout, "stderr": record.stderr}})
+    return events
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
@@ -372,6 +403,8 @@ def _failure(o: TaskOutcome) -> list[str]:
     if record is None:
         return [f"  {o.name}: {o.reason or 'failed in this process (its error is in the log above)'}"]
     job = f"job {record.job_ids[-1]} on {record.system}" if record.job_ids else f"not submitted to {record.system}"
+    if record.carrier:
+        job = f"in {record.carrier}"
     lines = [f"  {o.name}: {job}"]
     if not record.job_ids:  # the batch system's answer is the reason: all of it (its stderr says what is wrong)
         lines += [f"    {line}" for line in record.reason.splitlines() if line.strip()][:12]

@@ -53,6 +53,8 @@ class Job:
     placement: dict[str, str] = field(default_factory=dict)
     #: The worker job that runs this unit, e.g. "pilot job 123 on slurm (log: ...)"; empty for own jobs.
     carrier: str = ""
+    #: When the unit ran in its worker job (epoch seconds, start and end), as the worker measured it.
+    ran: tuple[float, float] | None = None
 
     def setting(self, name: str) -> Any:
         return self.settings(name)

@@ -126,11 +126,13 @@ class PooledSystem(BatchSystem):
                 carrier.files.record_submission(self.inner.name, str(carrier.job_id))
                 logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
 
-    def _describe(self, pool: Pool, worker: str) -> tuple[str, str]:
+    def _describe(self, pool: Pool, worker: str, job_id: str | None = None) -> tuple[str, str]:
         """The batch job id of a worker, and how messages name it."""
         carrier = pool.carriers.get(worker)
         beat = pool.beats.get(worker, ("", 0.0, {}))[2]
-        job_id = str(carrier.job_id) if carrier is not None else str(beat.get("job_id", "?"))
+        if carrier is not None and carrier.job_id:
+            job_id = str(carrier.job_id)  # the batch system's own name for it
+        job_id = str(job_id or beat.get("job_id", "?"))
         log = carrier.files.stderr if carrier is not None else ""
         return job_id, f"{self.kind} job {job_id} on {self.inner.name}" + (f" (its log: {log})" if log else "")
 
@@ -178,13 +180,7 @@ class PooledSystem(BatchSystem):
         if not pool.members:
             return
         claims = pool.queue.claims()
-        for name in pool.queue.take_done():
-            job = pool.members.get(name)
-            if job is None:
-                continue
-            self._untrack(job)
-            code = job.files.read_exit_code()
-            changes[job] = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
+        self._take_done(pool, changes)
         for name, worker in claims.items():
             job = pool.members.get(name)
             if job is not None and pool.running.get(name) != worker:
@@ -196,6 +192,21 @@ class PooledSystem(BatchSystem):
             del pool.running[name]  # put back (the worker's allocation ended): it waits again
             changes[pool.members[name]] = IDLE
         self._top_up(pool, changes)
+
+    def _take_done(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+        """Units whose run ended: successful with exit code 0, else aborted (the run and front-end judge)."""
+        for name, ran in pool.queue.take_done().items():
+            job = pool.members.get(name)
+            if job is None:
+                continue
+            worker = ran.get("worker") or pool.running.get(name, "")
+            self._untrack(job)
+            if worker:
+                job.job_id, job.carrier = self._describe(pool, worker, ran.get("job_id"))
+            if ran.get("started") and ran.get("ended"):
+                job.ran = (float(ran["started"]), float(ran["ended"]))
+            code = job.files.read_exit_code()
+            changes[job] = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
 
     def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         pool.carriers.pop(carrier.key, None)
@@ -457,7 +468,7 @@ class BundleSystem(PooledSystem):
                 job.carrier = f"bundle job {carrier.job_id} on {self.inner.name} (its log: {carrier.files.stderr})"
 
     def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
-        self._follow_done(pool, changes)
+        self._take_done(pool, changes)
         super()._carrier_ended(pool, carrier, state, changes)
         # Units the bundle job did not get to (its allocation ended): submitted again by the run.
         reason = f"its bundle job {carrier.job_id} on {self.inner.name} ended before it ran"
@@ -465,14 +476,6 @@ class BundleSystem(PooledSystem):
             pool.queue.take_back(name)
             self._untrack(job)
             changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
-
-    def _follow_done(self, pool: Pool, changes: dict[Job, JobState]) -> None:
-        for name in pool.queue.take_done():
-            job = pool.members.get(name)
-            if job is not None:
-                self._untrack(job)
-                changes[job] = JobState(JobStatus.successful if job.files.read_exit_code() == 0
-                                        else JobStatus.aborted)
 
     def _finished(self, pool: Pool) -> bool:
         if pool.carriers or pool.members:

@@ -94,6 +94,12 @@ class RunRecord:
         elif state in ("done", "failed", "cancelled"):
             record.ended_at = now
             record.reason = reason
+            if getattr(job, "carrier", ""):  # a unit in a worker job: as the worker saw it
+                record.carrier = job.carrier
+                if job.job_id and job.job_id not in record.job_ids:
+                    record.job_ids.append(job.job_id)
+                if job.ran:
+                    record.started_at, record.ended_at = job.ran
             if state == "failed":
                 record.stderr_tail = job.files.stderr_tail(10)
         elif state == "resubmitted":

@@ -208,6 +208,7 @@ class Worker:
         self.current = name
         self.heartbeat(force=True)
         begin = time.monotonic()
+        started = time.time()
         files = entry["files"]
         for module in entry["unit"].get("preload", []):
             importlib.import_module(module)  # once in the worker, not once per unit
@@ -232,7 +233,8 @@ class Worker:
             return False
         code = 128 - code if code < 0 else code
         atomic_write(Path(files["exit_code"]), f"{code}\n")
-        self.queue.finish(self.name, name)
+        self.queue.finish(self.name, name, entry, {"job_id": self.job_id, "worker": self.name, "started": started,
+                                                   "ended": time.time(), "exit_code": code})
         self.ran += 1
         return True
 
@@ -273,6 +275,7 @@ def _child(entry: dict[str, Any], job_id: str) -> None:
     code = 1
     try:
         os.setpgid(0, 0)  # a cancelled unit is stopped with everything it started
+        _die_with_parent()
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         # Stopped, the unit unwinds (e.g. removing its temporary outputs) and exits with 128 + the signal.
@@ -297,6 +300,20 @@ def _child(entry: dict[str, Any], job_id: str) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """Linux: the unit is killed when its worker dies (SIGKILL, OOM), so that it never runs on while the
+    steering process gives it to another worker."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the worker died before prctl took effect
+            os._exit(137)
+    except (OSError, AttributeError):
+        pass
 
 
 def _kill_group(pid: int, signum: int) -> None:

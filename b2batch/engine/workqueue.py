@@ -93,14 +93,19 @@ class WorkQueue:
                 continue
         return found
 
-    def take_done(self) -> list[str]:
-        """The units whose run ended since the last call (their entries are removed)."""
-        names = []
+    def take_done(self) -> dict[str, dict[str, Any]]:
+        """The units whose run ended since the last call, with what the worker said of the run (its job id,
+        start and end); their entries are removed."""
+        found: dict[str, dict[str, Any]] = {}
         for entry in os.listdir(self.done):
             if entry.endswith(".json"):
-                names.append(entry[:-5])
-                (self.done / entry).unlink(missing_ok=True)
-        return names
+                path = self.done / entry
+                try:
+                    found[entry[:-5]] = json.loads(path.read_text()).get("ran") or {}
+                except (OSError, ValueError):
+                    found[entry[:-5]] = {}
+                path.unlink(missing_ok=True)
+        return found
 
     def heartbeats(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Every worker's heartbeat: worker -> (raw text, parsed)."""
@@ -158,10 +163,14 @@ class WorkQueue:
         except FileNotFoundError:
             pass
 
-    def finish(self, worker: str, name: str) -> None:
-        """The unit's run ended (its exit code is written): hand it to the steering process."""
+    def finish(self, worker: str, name: str, entry: dict[str, Any], ran: dict[str, Any]) -> None:
+        """The unit's run ended (its exit code is written): hand it to the steering process, with ``ran`` (the
+        worker's job id, the start and the end of the run)."""
+        claim = self.claimed / worker / f"{name}.json"
         try:
-            os.rename(self.claimed / worker / f"{name}.json", self.done / f"{name}.json")
+            if claim.exists():
+                atomic_write(claim, json.dumps({**entry, "ran": ran}))
+            os.rename(claim, self.done / f"{name}.json")
         except FileNotFoundError:
             pass  # the steering process gave this worker up meanwhile
         (self.cancelled / name).unlink(missing_ok=True)
