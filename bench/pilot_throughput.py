@@ -15,12 +15,16 @@ Three parts (``--parts``), each against a reference measured in the same run:
                and ``pilot_jobs = M`` (``--pilot-jobs``, default 2: this machine has 2 cores);
    bundles     (``--tasks-per-job K``) the same with ``tasks_per_job = K`` and no pilots.
 
-   Each row gives its wall time (the whole workflow script for b2batch) and the machine's CPU time in that
-   window: the busy time of all CPUs from /proc/stat (every process: the jobs, slurmstepd, slurmd,
-   slurmctld, munged, the steering process, and whatever others run), from the submission until none of
-   this benchmark's jobs is left in the queue. The CPU rate of the machine while it idles (others' work)
-   is sampled just before each row (``--idle-sample`` seconds) and is also given subtracted. Targets
-   (issue 14): pilots' wall time at most 0.5x the raw array's, machine CPU at most 2x.
+   Each row gives its wall time (the whole workflow script for b2batch) and two CPU times of the window
+   from the submission until none of this benchmark's jobs is left in the queue: *machine*, the busy time
+   of all CPUs from /proc/stat (every process, others' included), and *Slurm + ours*, the CPU time of a
+   cpuacct cgroup into which the benchmark moves slurmctld, slurmd, munged and itself at the start (and out
+   again at the end; ``--no-cgroup`` leaves them alone): all that these start meanwhile is born in it and
+   counted, the job steps (slurmstepd), the jobs, the workflow script, the pilots, sbatch and squeue; of
+   others' work only their Slurm jobs (each row gives their number). On a shared machine the first counts
+   others' work too. How busy the machine is while this benchmark runs nothing is sampled before each row
+   (``--idle-sample`` seconds). Targets (issue 14): pilots' wall time at most 0.5x the raw array's, machine
+   CPU at most 2x.
 
 2. steering: the steering process's own CPU time (``getrusage(RUSAGE_SELF)`` inside the workflow script:
    not the pilots', not the scheduler commands') per task in pilot mode at N = ``--steering-n`` (default
@@ -217,6 +221,86 @@ def machine_cpu() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def slurm_daemons() -> list[str]:
+    """PIDs of slurmctld (and its slurmscriptd), slurmd and munged."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and Path(f"/proc/{pid}/comm").read_text().strip() in ("slurmctld", "slurmd", "munged"):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+class CpuMeter:
+    """The two CPU times of a window: the whole machine (/proc/stat), and Slurm + this benchmark's processes.
+
+    The second is a cpuacct cgroup (cgroup v1) made for the run, into which the Slurm daemons and this
+    process are moved: every process they start from then on (job steps, jobs, workflow scripts, pilots, sbatch)
+    is born in it and counted while it runs, wherever it is re-parented (slurmstepd goes to init). Only
+    accounting: the group has no limits. :meth:`close` moves whatever is in it back to the root group and
+    removes it. Unavailable (not root, no cpuacct hierarchy, ``--no-cgroup``): the figure is None."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self, name: str, enabled: bool) -> None:
+        self.group: Path | None = None
+        self.note = "not measured (--no-cgroup)" if not enabled else ""
+        if not enabled:
+            return
+        if not (self.ROOT / "cgroup.procs").exists() or os.geteuid() != 0:
+            self.note = f"not measured (needs root and {self.ROOT})"
+            return
+        group = self.ROOT / name
+        try:
+            group.mkdir()
+            self.group = group
+            daemons = slurm_daemons()
+            for pid in [*daemons, str(os.getpid())]:
+                try:
+                    (group / "cgroup.procs").write_text(pid)
+                except ProcessLookupError:
+                    continue
+            self.note = f"cgroup {group}: {len(daemons)} Slurm/munge daemon(s) and this benchmark"
+        except OSError as e:
+            self.note = f"not measured (cgroup {group}: {e})"
+            self.close()
+
+    def now(self) -> dict[str, float | None]:
+        ours = None
+        if self.group is not None:
+            ours = int((self.group / "cpuacct.usage").read_text()) / 1e9
+        return {"machine_cpu": machine_cpu(), "slurm_ours_cpu": ours}
+
+    def since(self, before: dict[str, float | None]) -> dict[str, float | None]:
+        now = self.now()
+        return {key: None if value is None or before[key] is None else value - before[key]  # type: ignore[operator]
+                for key, value in now.items()}
+
+    def close(self) -> None:
+        group, self.group = self.group, None
+        if group is None:
+            return
+        for _attempt in range(50):
+            try:
+                pids = (group / "cgroup.procs").read_text().split()
+            except OSError:
+                pids = []
+            for pid in pids:
+                try:
+                    (self.ROOT / "cgroup.procs").write_text(pid)
+                except OSError:
+                    continue  # it ended meanwhile
+            try:
+                group.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)  # a process was born in it meanwhile
+        log(f"could not remove the cgroup {group}; its processes are moved with: for p in $(cat "
+            f"{group}/cgroup.procs); do echo $p > {self.ROOT}/cgroup.procs; done; rmdir {group}")
+
+
 def background_rate(seconds: float) -> float:
     """CPUs' worth of work the machine does while this benchmark runs nothing (others' work, daemons)."""
     if seconds <= 0:
@@ -338,13 +422,15 @@ def runner_figures(results: Path) -> dict[str, Any]:
 class Bench:
     """The measurements of one run: they share the folder and the job-name prefix."""
 
-    def __init__(self, args: argparse.Namespace, folder: Path, cluster: Cluster | None, env: dict[str, str]) -> None:
+    def __init__(self, args: argparse.Namespace, folder: Path, cluster: Cluster | None, env: dict[str, str],
+                 meter: CpuMeter) -> None:
         self.args = args
         self.folder = folder
         self.cluster = cluster
         self.env = env
         self.ok = True
         self.rows: dict[str, dict[str, Any]] = {}
+        self.meter = meter
 
     def _start(self, what: str) -> dict[str, Any]:
         """Wait for a free queue, sample the idle machine; the row's context."""
@@ -363,10 +449,6 @@ class Bench:
         while self.cluster.ours(self.cluster.live_jobs()) and time.monotonic() < deadline:
             time.sleep(0.5)
 
-    @staticmethod
-    def _machine(row: dict[str, Any]) -> None:
-        row["machine_cpu_net"] = row["machine_cpu"] - row["background_cpus"] * row["cpu_window"]
-
     def raw(self, n: int) -> dict[str, Any]:
         assert self.cluster is not None
         raw = self.folder / "raw"
@@ -384,15 +466,14 @@ class Bench:
             Path(code).unlink()
             Path(out).unlink()
         context = self._start(f"raw array of {n} echo jobs")
-        cpu_before, start = machine_cpu(), time.perf_counter()
+        cpu_before, start = self.meter.now(), time.perf_counter()
         r = measure_raw(self.folder, jobs, self.cluster, f"{self.cluster.prefix}.raw", self.args.timeout)
         row = {**context, "label": "raw array", "n": n, "wall": r["wall"], "cpu_window": time.perf_counter() - start,
-               "machine_cpu": machine_cpu() - cpu_before, "failed": r["failed"], "calls": {"sbatch": 1,
-               "squeue": r["squeue"]}, "complete": r["failed"] == 0}
-        self._machine(row)
+               **self.meter.since(cpu_before), "failed": r["failed"], "calls": {"sbatch": 1, "squeue": r["squeue"]},
+               "complete": r["failed"] == 0}
         self.ok &= r["failed"] == 0
-        log(f"  raw array  wall {row['wall']:.1f} s, machine CPU {row['machine_cpu']:.1f} s "
-            f"({row['machine_cpu_net']:.1f} s less the idle machine's), failed {r['failed']}/{n}")
+        log(f"  raw array  wall {row['wall']:.1f} s, CPU: machine {row['machine_cpu']:.1f} s, Slurm + ours "
+            f"{fmt(row['slurm_ours_cpu'])} s; failed {r['failed']}/{n}")
         return row
 
     def b2batch(self, key: str, label: str, n: int, system: str, extra: dict[str, str]) -> dict[str, Any]:
@@ -401,23 +482,24 @@ class Bench:
         work.mkdir()
         env = {**self.env, **extra, "B2BENCH_N": str(n), "B2BENCH_WORKDIR": str(work), "B2BENCH_SYSTEM": system}
         context = self._start(f"{label}: N={n} on {system}")
-        cpu_before, start = machine_cpu(), time.perf_counter()
+        cpu_before, start = self.meter.now(), time.perf_counter()
         stats, wall, code = run_workflow(self.folder, env, "run", self.args.timeout, key)
         self._until_queue_free()
         row = {**context, **stats, "label": label, "n": n, "system": system, "wall": wall, "exit": code,
-               "cpu_window": time.perf_counter() - start, "machine_cpu": machine_cpu() - cpu_before}
-        self._machine(row)
+               "cpu_window": time.perf_counter() - start, **self.meter.since(cpu_before)}
         row["inside"] = runner_figures(work / "result_dir")
         self.ok &= code == 0 and bool(stats["complete"])
         calls = stats["calls"]
-        log(f"  {label}  wall {wall:.1f} s (script; process() {stats['process_wall']:.1f} s), machine CPU "
-            f"{row['machine_cpu']:.1f} s ({row['machine_cpu_net']:.1f} s less the idle machine's); exit {code}, "
-            f"complete {stats['complete']}, job states {stats['states']}")
-        log(f"    steering CPU: process() {stats['process_cpu']:.2f} s = {1000 * stats['process_cpu'] / n:.2f} ms/task, "
+        log(f"  {label}  wall {wall:.1f} s (script; process() {stats['process_wall']:.1f} s), CPU: machine "
+            f"{row['machine_cpu']:.1f} s, Slurm + ours {fmt(row['slurm_ours_cpu'])} s; exit {code}, complete "
+            f"{stats['complete']}, job states {stats['states']}")
+        log(f"    steering CPU: process() {stats['process_cpu']:.2f} s = {1000 * stats['process_cpu'] / n:.2f} "
+            f"ms/task, "
             f"whole script {stats['script_cpu']:.2f} s; its children {stats['children_cpu']:.2f} s; peak RSS "
             f"{stats['peak_rss_mb']:.0f} MB; scheduler calls {calls}")
         inside = row["inside"]
-        log(f"    inside the jobs: {inside['runners']} runner process(es), tasks each {inside['tasks_per_runner'][:8]}, "
+        log(f"    inside the jobs: {inside['runners']} runner process(es), tasks each "
+            f"{inside['tasks_per_runner'][:8]}, "
             f"{fmt_ms(inside['s_per_task'])} per task, CPU {fmt_ms(inside['cpu_per_task'])} per task; timeline (s "
             f"after process() began): first trivial submitted {fmt(stats['first_submitted'])}, last trivial done "
             f"{fmt(stats['last_trivial_done'])}, aggregate done {fmt(stats['aggregate_done'])}")
@@ -475,16 +557,15 @@ def report(args: argparse.Namespace, bench: Bench, header: str) -> dict[str, Any
     print(header)
     table = [row for key in ("raw", "pilots", "bundles", "steering") if (row := rows.get(key))]
     if table:
-        print(f"  {'row':<24} {'N':>6} {'wall s':>8} {'machine CPU s':>14} {'less idle':>10} {'steering CPU s':>15} "
-              f"{'ms/task':>8} {'sbatch':>7} {'squeue':>7}  complete")
+        print(f"  {'row':<20} {'N':>6} {'wall s':>8} {'machine CPU s':>14} {'Slurm+ours CPU s':>17} "
+              f"{'steering CPU s':>15} {'ms/task':>8} {'sbatch':>7} {'squeue':>7}  complete")
     for row in table:
         steering = row.get("process_cpu")
         cpu_text = "-" if steering is None else f"{steering:.2f}"
         ms_text = "-" if steering is None else f"{1000 * steering / row['n']:.2f}"
         calls = row.get("calls", {})
-        machine = "-" if "machine_cpu" not in row else f"{row['machine_cpu']:.1f}"
-        net = "-" if "machine_cpu_net" not in row else f"{row['machine_cpu_net']:.1f}"
-        print(f"  {row['label']:<24} {row['n']:>6} {row['wall']:>8.1f} {machine:>14} {net:>10} "
+        print(f"  {row['label']:<20} {row['n']:>6} {row['wall']:>8.1f} {row['machine_cpu']:>14.1f} "
+              f"{fmt(row['slurm_ours_cpu']):>17} "
               f"{cpu_text:>15} {ms_text:>8} {calls.get('sbatch', 0):>7} "
               f"{calls.get('squeue', 0):>7}  {row.get('complete')}")
     figures: dict[str, Any] = {"bench": "pilot_throughput", "n": args.n, "pilot_jobs": args.pilot_jobs,
@@ -496,18 +577,17 @@ def report(args: argparse.Namespace, bench: Bench, header: str) -> dict[str, Any
             row = rows.get(key)
             if not row:
                 continue
-            wall = ratio(row["wall"], raw["wall"])
-            cpu = ratio(row["machine_cpu"], raw["machine_cpu"])
-            net = ratio(row["machine_cpu_net"], raw["machine_cpu_net"]) if raw["machine_cpu_net"] > 0 else None
-            figures[f"{key}_over_raw"] = {"wall": wall, "machine_cpu": cpu, "machine_cpu_less_idle": net}
-            print(f"  ratio {row['label']} / raw array: wall {fmt_ratio(wall)}, machine CPU {fmt_ratio(cpu)} "
-                  f"(less the idle machine's: {fmt_ratio(net)})")
+            o = figures[f"{key}_over_raw"] = {
+                "wall": ratio(row["wall"], raw["wall"]), "machine_cpu": ratio(row["machine_cpu"], raw["machine_cpu"]),
+                "slurm_ours_cpu": ratio(row["slurm_ours_cpu"], raw["slurm_ours_cpu"])}
+            print(f"  ratio {row['label']} / raw array: wall {fmt_ratio(o['wall'])}, CPU: machine "
+                  f"{fmt_ratio(o['machine_cpu'])}, Slurm + ours {fmt_ratio(o['slurm_ours_cpu'])}")
         if pilots:
             o = figures["pilots_over_raw"]
-            cpu = o["machine_cpu_less_idle"] if o["machine_cpu_less_idle"] is not None else o["machine_cpu"]
             print(f"  target (issue 14): pilots' wall at most 0.5x the raw array: "
-                  f"{verdict(o['wall'], 0.5, args.n, 1000)}; machine CPU at most 2x: "
-                  f"{verdict(cpu, 2.0, args.n, 1000)}")
+                  f"{verdict(o['wall'], 0.5, args.n, 1000)}; CPU at most 2x: machine "
+                  f"{verdict(o['machine_cpu'], 2.0, args.n, 1000)}, Slurm + ours "
+                  f"{verdict(o['slurm_ours_cpu'], 2.0, args.n, 1000)}")
     steering = rows.get("steering")
     if steering:
         per_task = steering["process_cpu"] / steering["n"]
@@ -524,7 +604,8 @@ def report(args: argparse.Namespace, bench: Bench, header: str) -> dict[str, Any
         figures["luigi_cpu_per_task"] = reference["cpu_per_task"]
         figures["luigi_build_s_per_task"] = luigi["build_wall"] / luigi["n"]
         print(f"  per task, plain luigi (N={luigi['n']}, workers=1): {fmt_ms(reference['s_per_task'])} in its worker "
-              f"loop (CPU {fmt_ms(reference['cpu_per_task'])}); luigi.build {fmt_ms(figures['luigi_build_s_per_task'])}")
+              f"loop (CPU {fmt_ms(reference['cpu_per_task'])}); luigi.build "
+              f"{fmt_ms(figures['luigi_build_s_per_task'])}")
         for key in ("pilots", "steering", "bundles"):
             row = rows.get(key)
             if not row:
@@ -536,7 +617,7 @@ def report(args: argparse.Namespace, bench: Bench, header: str) -> dict[str, Any
             print(f"  per task inside {row['label']} (N={row['n']}, {inside['runners']} runners): "
                   f"{fmt_ms(inside['s_per_task'])} (CPU {fmt_ms(inside['cpu_per_task'])}); ratio to plain luigi "
                   f"{fmt_ratio(wall)} (CPU {fmt_ratio(cpu)})")
-    keep = ("label", "n", "system", "wall", "process_wall", "cpu_window", "machine_cpu", "machine_cpu_net",
+    keep = ("label", "n", "system", "wall", "process_wall", "cpu_window", "machine_cpu", "slurm_ours_cpu",
             "background_cpus", "others_jobs", "load", "process_cpu", "script_cpu", "children_cpu", "peak_rss_mb",
             "calls", "states", "complete", "failed", "build_wall", "build_cpu", "first_submitted",
             "last_trivial_done", "aggregate_done")
@@ -556,15 +637,19 @@ def main() -> int:
     parser.add_argument("--steering-system", default="slurm", help="batch system of part 2: slurm (default) or local")
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"which parts, comma-separated (default {','.join(PARTS)})")
-    parser.add_argument("--pilot-idle-timeout", type=float, default=None, help="pilot_idle_timeout (default: b2batch's)")
+    parser.add_argument("--pilot-idle-timeout", type=float, default=None,
+                        help="pilot_idle_timeout (default: b2batch's)")
     parser.add_argument("--heartbeat-timeout", type=float, default=None, help="heartbeat_timeout (default: b2batch's)")
     scheduling = parser.add_mutually_exclusive_group()
     scheduling.add_argument("--batch-sched-delay-0", action="store_true",
                             help="make sure slurmctld runs with batch_sched_delay=0 (restored at the end)")
     scheduling.add_argument("--scheduler-parameters", default=None, metavar="VALUE",
                             help="run with SchedulerParameters=VALUE ('default': unset); restored at the end")
-    parser.add_argument("--idle-sample", type=float, default=5.0,
-                        help="seconds the idle machine's CPU rate is sampled before each row (default 5)")
+    parser.add_argument("--idle-sample", type=float, default=3.0,
+                        help="seconds the idle machine's CPU use is sampled before each row, to show how busy "
+                             "others keep it (default 3; 0: not sampled)")
+    parser.add_argument("--no-cgroup", action="store_true",
+                        help="do not move the Slurm daemons into a cpuacct cgroup (no 'Slurm + ours' CPU figure)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per measurement (default 3600)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, job files)")
     args = parser.parse_args()
@@ -574,7 +659,8 @@ def main() -> int:
     if args.steering_n <= 0:
         parts.discard("steering")
 
-    needs_slurm = "throughput" in parts or ("steering" in parts and args.steering_system == "slurm")
+    # Part 3 without part 1 takes its pilots row from a run on --steering-system.
+    needs_slurm = "throughput" in parts or (args.steering_system == "slurm" and bool(parts & {"steering", "overhead"}))
     if needs_slurm:
         for tool in ("sbatch", "squeue", "scancel", "scontrol"):
             if shutil.which(tool) is None:
@@ -598,14 +684,15 @@ def main() -> int:
         wanted = (with_batch_sched_delay_0(scheduler_parameters()) if args.batch_sched_delay_0
                   else "" if args.scheduler_parameters == "default" else args.scheduler_parameters)
     config = SchedulerConfig(wanted)
-    bench = Bench(args, folder, cluster, env)
+    meter = CpuMeter(f"{prefix}", not args.no_cgroup)
+    bench = Bench(args, folder, cluster, env, meter)
     previous_sigterm = signal.signal(signal.SIGTERM, _interrupt)
-    header = "pilot_throughput: nothing measured"
     try:
         if needs_slurm:
             log(f"SchedulerParameters: {config.apply()}; in effect: {scheduler_parameters() or '(Slurm defaults)'}")
             env["B2BENCH_SCHEDULER_PARAMETERS"] = scheduler_parameters()
-        log(f"folder {folder}, job names {prefix}*; parts {', '.join(p for p in PARTS if p in parts)}")
+        log(f"folder {folder}, job names {prefix}*; parts {', '.join(p for p in PARTS if p in parts)}; CPU of "
+            f"Slurm + ours: {meter.note}")
         subprocess.run([sys.executable, "-c", "import b2batch, luigi"], check=True, timeout=120)  # warm the caches
         if "throughput" in parts:
             bench.rows["raw"] = bench.raw(args.n)
@@ -622,11 +709,6 @@ def main() -> int:
                 bench.rows["pilots"] = bench.b2batch("pilots", f"pilots (M={args.pilot_jobs})", args.n,
                                                      args.steering_system, pilots)
             bench.rows["luigi"] = bench.luigi(args.n)
-        header = (f"pilot_throughput: N={args.n} trivial tasks + 1 aggregate; pilot_jobs {args.pilot_jobs}"
-                  f"{f', tasks_per_job {args.tasks_per_job}' if args.tasks_per_job else ''}; steering N="
-                  f"{args.steering_n if 'steering' in parts else '-'} on {args.steering_system}; SchedulerParameters "
-                  f"{env.get('B2BENCH_SCHEDULER_PARAMETERS') or '-'}; {os.cpu_count()} CPUs; numbers are noisy when "
-                  f"others use the machine")
     except KeyboardInterrupt:
         log("interrupted")
         bench.ok = False
@@ -639,6 +721,7 @@ def main() -> int:
             cancelled = cluster.cancel_ours()
             if cancelled:
                 log(f"cancelled {cancelled} leftover job(s)/array(s) named {prefix}*")
+        meter.close()
         try:
             config.restore()
         except (RuntimeError, subprocess.SubprocessError, OSError) as e:
@@ -648,6 +731,11 @@ def main() -> int:
             log(f"kept {folder}")
         else:
             shutil.rmtree(folder, ignore_errors=True)
+    header = (f"pilot_throughput: N={args.n} trivial tasks + 1 aggregate; pilot_jobs {args.pilot_jobs}"
+              f"{f', tasks_per_job {args.tasks_per_job}' if args.tasks_per_job else ''}; steering N="
+              f"{args.steering_n if 'steering' in parts else '-'} on {args.steering_system}; SchedulerParameters "
+              f"{env.get('B2BENCH_SCHEDULER_PARAMETERS') or '-'}; {os.cpu_count()} CPUs; numbers are noisy when "
+              f"others use the machine")
     report(args, bench, header)
     return 0 if bench.ok else 1
 

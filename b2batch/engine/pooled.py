@@ -117,12 +117,13 @@ class PooledSystem(BatchSystem):
         files.reset()
         return carrier
 
-    def _submit_carriers(self, pool: Pool, carriers: list[Job]) -> None:
-        """Submit worker jobs (as arrays where the inner system has them); errors propagate."""
+    def _submit_carriers(self, pools: dict[str, Pool], carriers: list[Job]) -> None:
+        """Submit worker jobs (as arrays where the inner system has them), each for the pool ``pools[key]``;
+        errors propagate."""
         for group in self.inner.groups(carriers):
             self.inner.submit(group)
             for carrier in group:
-                pool.carriers[carrier.key] = carrier
+                pools[carrier.key].carriers[carrier.key] = carrier
                 carrier.files.record_submission(self.inner.name, str(carrier.job_id))
                 logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
 
@@ -307,7 +308,9 @@ class PooledSystem(BatchSystem):
         """No more work: worker jobs end (queued ones are cancelled, running ones finish what they hold)."""
         for pool in self.pools.values():
             pool.queue.finish_all()
-            waiting = [c for c in pool.carriers.values() if c.key not in pool.started]
+            # A bundle job whose units all ended has run and ends by itself; only pilots may wait for nothing.
+            waiting = [c for c in pool.carriers.values()
+                       if c.key not in pool.started and (self.kind == "pilot" or pool.members)]
             if waiting:
                 try:
                     self.inner.cancel(waiting)
@@ -407,7 +410,7 @@ class PilotSystem(PooledSystem):
             return
         try:
             carriers = [self._carrier(pool, pool.template.setting("pilot_idle_timeout")) for _ in range(wanted)]
-            self._submit_carriers(pool, carriers)
+            self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
         except TransientCommandError as e:
             pool.failing_since = pool.failing_since or now
             limit = pool.template.setting("scheduler_unreachable_timeout")
@@ -453,8 +456,8 @@ class BundleSystem(PooledSystem):
                 for name, job in members:
                     pool.queue.put(name, self._entry(job))
                 bundles.append((pool, self._carrier(pool, 0.0), members))
-            for pool, carrier, _members in bundles:
-                self._submit_carriers(pool, [carrier])
+            self._submit_carriers({carrier.key: pool for pool, carrier, _members in bundles},
+                                  [carrier for _pool, carrier, _members in bundles])
         except B2BatchError:
             for pool, _carrier, _members in bundles:
                 if not pool.carriers:

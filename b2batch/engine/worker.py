@@ -105,6 +105,8 @@ def allocation_end(walltime: float | None, started: float) -> float | None:
 
 def run_unit(unit: dict[str, Any]) -> int:
     """Run one unit in this (child) process; its exit code."""
+    for module in unit.get("preload", []):
+        importlib.import_module(module)  # loaded by the worker already, unless that failed
     if "command" in unit:
         command = [str(part) for part in unit["command"]]
         os.execvp(command[0], command)
@@ -211,13 +213,27 @@ class Worker:
         started = time.time()
         files = entry["files"]
         for module in entry["unit"].get("preload", []):
-            importlib.import_module(module)  # once in the worker, not once per unit
+            try:
+                importlib.import_module(module)  # once in the worker, not once per unit
+            except Exception:
+                logger.exception("Cannot preload %s for %s (the unit fails)", module, name)
+                break  # the child imports it again, into the unit's stderr log
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
+        # A stop signal from here on reaches the child: blocked until self.child is set (and in the child until
+        # its own handlers are in place); one that came since the claim puts the unit back at once.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if self.stop_signal is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            self.current = None
+            self.queue.release(self.name, name)
+            return False
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            _child(entry, self.job_id)
+            _child(entry, self.job_id, parent, blocked)
         self.child = pid
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         status = self._wait(pid, name)
         self.child = None
         self.current = None
@@ -270,16 +286,17 @@ class Worker:
                 os.close(handle)
 
 
-def _child(entry: dict[str, Any], job_id: str) -> None:
+def _child(entry: dict[str, Any], job_id: str, parent: int, mask: set[int]) -> None:
     """Run the unit ``entry`` in this forked child, with its own logs; exit with its exit code."""
     code = 1
     try:
         os.setpgid(0, 0)  # a cancelled unit is stopped with everything it started
-        _die_with_parent()
+        _die_with_parent(parent)
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         # Stopped, the unit unwinds (e.g. removing its temporary outputs) and exits with 128 + the signal.
         signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         files = entry["files"]
         Path(files["stdout"]).parent.mkdir(parents=True, exist_ok=True)
         for fd, path in ((1, files["stdout"]), (2, files["stderr"])):
@@ -290,6 +307,8 @@ def _child(entry: dict[str, Any], job_id: str) -> None:
               f"at {datetime.now().astimezone().isoformat(timespec='seconds')}", flush=True)
         code = run_unit(entry["unit"])
     except SystemExit as e:
+        if e.code is not None and not isinstance(e.code, int):
+            print(e.code, file=sys.stderr)  # as Python does
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:
         traceback.print_exc()
@@ -302,7 +321,7 @@ def _child(entry: dict[str, Any], job_id: str) -> None:
             os._exit(code)
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """Linux: the unit is killed when its worker dies (SIGKILL, OOM), so that it never runs on while the
     steering process gives it to another worker."""
     try:
@@ -310,7 +329,7 @@ def _die_with_parent() -> None:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the worker died before prctl took effect
+        if os.getppid() != parent:  # the worker died before prctl took effect
             os._exit(137)
     except (OSError, AttributeError):
         pass

@@ -137,9 +137,14 @@ class WorkQueue:
     def claim(self, worker: str) -> tuple[str, dict[str, Any]] | None:
         """Claim the first waiting unit: its name and description, or None when nothing waits. The folder is
         listed once and the listing used up before it is listed again, so a claim costs O(1) amortised."""
-        if not self._listing:
-            self._listing.extend(self.waiting())
-        while self._listing:
+        relisted = False
+        while True:
+            if not self._listing:
+                if relisted:
+                    return None
+                self._listing.extend(self.waiting())  # also when the cached listing held only units taken
+                relisted = True
+                continue
             name = self._listing.popleft()
             target = self.claimed / worker / f"{name}.json"
             try:
@@ -154,12 +159,17 @@ class WorkQueue:
             except (OSError, ValueError):
                 target.unlink(missing_ok=True)  # taken back between the rename and the read
                 continue
-        return None
 
     def release(self, worker: str, name: str) -> None:
-        """Put a claimed unit back, e.g. when the worker's allocation ends (it is not counted as failed)."""
+        """Put a claimed unit back, e.g. when the worker's allocation ends (it is not counted as failed); a unit
+        the steering process cancelled is dropped instead."""
+        claim = self.claimed / worker / f"{name}.json"
         try:
-            os.rename(self.claimed / worker / f"{name}.json", self.todo / f"{name}.json")
+            if self.is_cancelled(name):
+                claim.unlink(missing_ok=True)
+                (self.cancelled / name).unlink(missing_ok=True)
+            else:
+                os.rename(claim, self.todo / f"{name}.json")
         except FileNotFoundError:
             pass
 
