@@ -224,7 +224,7 @@ class _SettingsFiles:
         return [p / SETTINGS_FILE_NAME for p in folders if (p / SETTINGS_FILE_NAME).is_file()]
 
     def get(self) -> dict[str, Any]:
-        key = (os.getcwd(), tuple(os.environ.get(v) for v in SETTINGS_ENV_VARS))
+        key = (os.getcwd(), _environment_key())
         now = time.monotonic()
         if key == self._key and now - self._checked_at < self.CHECK_INTERVAL:
             return self._merged
@@ -240,6 +240,18 @@ class _SettingsFiles:
 
     def files(self) -> list[Path]:
         return self._locate()
+
+
+_ENCODED_ENV_VARS = tuple(os.fsencode(v) for v in SETTINGS_ENV_VARS)
+
+
+def _environment_key() -> tuple[Any, ...]:
+    """The values of the settings-file variables: looked up thousands of times a second while tasks are handed
+    out, so read from os.environ's bytes mapping where CPython has one (os.environ.get encodes every key)."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        return tuple(data.get(v) for v in _ENCODED_ENV_VARS)
+    return tuple(os.environ.get(v) for v in SETTINGS_ENV_VARS)
 
 
 def _stamp(path: Path) -> tuple[str, int, int]:

@@ -169,7 +169,8 @@ def test_two_runs_of_local_jobs_in_one_process(tmp_path: Path) -> None:
 
 
 def test_the_engine_imports_no_luigi() -> None:
-    code = ("import sys, b2batch.engine, b2batch.systems.slurm, b2batch.systems.local, b2batch.display.report, "
+    code = ("import sys, b2batch.engine, b2batch.engine.pooled, b2batch.engine.worker, b2batch.systems.slurm, "
+            "b2batch.systems.local, b2batch.display.report, "
             "b2batch.display.progress; "
             "print('luigi' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

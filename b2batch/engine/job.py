@@ -53,6 +53,9 @@ class Job:
     placement: dict[str, str] = field(default_factory=dict)
     #: The worker job that runs this unit, e.g. "pilot job 123 on slurm (log: ...)"; empty for own jobs.
     carrier: str = ""
+    #: Units with the same (non-None) key have the same settings: what depends on them only is computed once
+    #: per key (e.g. which worker jobs a unit may share). None: look them up for this unit.
+    settings_key: Any = None
     #: When the unit ran in its worker job (epoch seconds, start and end), as the worker measured it.
     ran: tuple[float, float] | None = None
 

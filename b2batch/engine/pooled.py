@@ -18,6 +18,7 @@ given up: its claims are dropped and its units go back to the run as lost, to be
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -374,7 +375,12 @@ class PooledSystem(BatchSystem):
 
 
 def _pool_root(job: Job, kind: str, name: str) -> Path:
-    return paths.resolve(job.setting("task_file_dir")) / f"_{kind}s" / name
+    return _resolved(str(job.setting("task_file_dir")), paths.base_dir()) / f"_{kind}s" / name
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(folder: str, base: Path) -> Path:
+    return paths.resolve(folder)
 
 
 class PilotSystem(PooledSystem):
@@ -382,8 +388,18 @@ class PilotSystem(PooledSystem):
 
     kind = "pilot"
 
+    def __init__(self, run: Any, inner: BatchSystem) -> None:
+        super().__init__(run, inner)
+        self._roots: dict[tuple[Any, int], Path] = {}  # the queue of units with the same settings
+
     def _pool(self, job: Job) -> Pool:
-        return self._adopt(job, _pool_root(job, self.kind, f"{self.inner.name}-{signature(job)}"))
+        key = (job.settings_key, id(job.bootstrap))
+        root = self._roots.get(key) if job.settings_key is not None else None
+        if root is None:
+            root = _pool_root(job, self.kind, f"{self.inner.name}-{signature(job)}")
+            if job.settings_key is not None:
+                self._roots[key] = root
+        return self._adopt(job, root)
 
     def submit(self, group: list[Job]) -> None:
         touched = {}

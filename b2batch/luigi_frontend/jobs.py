@@ -24,7 +24,7 @@ from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch import paths, systems
 from b2batch.engine import BatchSystem, Job, JobFiles, Run
-from b2batch.engine.pooled import BundleSystem, PilotSystem
+from b2batch.engine.pooled import JOB_SETTINGS, BundleSystem, PilotSystem
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.settings import get_setting, settings_snapshot
@@ -96,6 +96,15 @@ def _missing_outputs(task: Any) -> list[str]:
     return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]
 
 
+def _settings_key(task: Any) -> Any:
+    """The task's class when neither it nor the task sets any of the settings that shape a job (they then come
+    from set_setting and settings.json alone, the same for every such task of the run); else None."""
+    cls = type(task)
+    if any(hasattr(cls, name) or name in vars(task) for name in JOB_SETTINGS):
+        return None
+    return cls
+
+
 def _on_this_host(job: Job) -> bool:
     """Whether the job ran on this machine (local jobs, or pilots and bundles of local jobs)."""
     return job.system.partition("-")[0] == "local"
@@ -112,9 +121,16 @@ class TaskJobs:
         self._results: list[TaskResult] = []
         #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs.
         self.settings = settings_snapshot()
+        self._system_names: dict[str, str] = {}
 
     def system_of(self, task: Any) -> str:
-        """The name of the task's batch system, which the run then has."""
+        """The name of the task's batch system, which the run then has (looked up once per task)."""
+        name = self._system_names.get(task.task_id)
+        if name is None:
+            name = self._system_names[task.task_id] = self._system_of(task)
+        return name
+
+    def _system_of(self, task: Any) -> str:
         value = get_setting("batch_system", task=task)
         cls = systems.system_class(value if isinstance(value, type) else str(value), task)
         if isinstance(cls, type) and issubclass(cls, BatchProcess):
@@ -144,7 +160,7 @@ class TaskJobs:
                    params=task.to_str_params(only_significant=True), payload=task,
                    unit={"call": "b2batch.luigi_frontend.node:run_unit", "args": [str(files.spec)],
                          "preload": [] if task.task_module == "__main__" else [task.task_module]},
-                   bootstrap=self.bootstrap)
+                   bootstrap=self.bootstrap, settings_key=_settings_key(task))
 
     @functools.cached_property
     def bootstrap(self) -> dict[str, Any]:
