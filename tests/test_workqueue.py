@@ -148,7 +148,7 @@ def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
     assert queue.waiting() == ["b"] and not queue.is_cancelled("c")
     queue.cancel("a")  # claimed: the worker is told
     assert queue.is_cancelled("a")
-    queue.finish("w", "a", {"unit": "a"}, {"worker": "w", "exit_code": 0})
+    queue.finish("w", "a", {"worker": "w", "exit_code": 0})
     assert not queue.is_cancelled("a") and queue.claims() == {}
     assert queue.claim("w") == ("b", {"unit": "b"})
     queue.release("w", "b")  # back in the queue, under the same name
@@ -319,7 +319,7 @@ def test_worker_runs_command_units_and_ends_on_stop(weird_tmp_path: Path) -> Non
             assert f"out-{i}\n" in out and "err-" not in out
             assert pool.stderr(f"u{i}") == f"err-{i}\n"
         assert order.read_text().split() == ["0", "1", "2", "3"]  # one after another, in the order queued
-        assert sorted(p.name for p in pool.queue.done.iterdir()) == [f"u{i}.json" for i in range(4)]
+        assert sorted(p.name for p in pool.queue.done.iterdir()) == ["w1.jsonl"]  # one log per worker
         assert pool.queue.waiting() == [] and pool.queue.claims() == {}
         # A worker that ended normally leaves nothing behind in the queue but its results.
         assert pool.queue.heartbeats() == {} and not (pool.queue.claimed / "w1").exists()

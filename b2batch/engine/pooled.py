@@ -211,6 +211,7 @@ class PooledSystem(BatchSystem):
             changes[job] = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
 
     def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
+        self._take_done(pool, changes)  # what it finished before it ended counts
         pool.carriers.pop(carrier.key, None)
         self.inner.forget(carrier)
         claims = pool.queue.claims()
@@ -258,6 +259,7 @@ class PooledSystem(BatchSystem):
                 except B2BatchError as e:
                     logger.warning("Could not cancel %s: %s", what, e)
                 self.inner.forget(carrier)
+                self._take_done(pool, changes)
                 held = [name for name, w in pool.queue.claims().items() if w == worker]
                 self._lose(pool, worker, held, f"its {what} stopped sending heartbeats for {timeout:g} s", changes)
         for worker in [w for w in pool.beats if w not in beats]:
@@ -348,6 +350,7 @@ class PooledSystem(BatchSystem):
             pool.queue.create()
             pool.queue.stop_file.unlink(missing_ok=True)
             pool.queue.take_done()  # results of units of earlier runs: their exit codes are in their own files
+            pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})
             self._adopt_carriers(pool)
         return pool
 

@@ -249,7 +249,7 @@ class Worker:
             return False
         code = 128 - code if code < 0 else code
         atomic_write(Path(files["exit_code"]), f"{code}\n")
-        self.queue.finish(self.name, name, entry, {"job_id": self.job_id, "worker": self.name, "started": started,
+        self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
                                                    "ended": time.time(), "exit_code": code})
         self.ran += 1
         return True

@@ -6,7 +6,8 @@ is atomic on a local file system and on NFS (a rename within one folder tree, or
 - ``todo/<name>.json``: a unit that waits. Names sort in the order units were queued.
 - ``claimed/<worker>/<name>.json``: a unit a worker claimed, by renaming it out of ``todo/``. Only one
   rename of a file can succeed, so no two workers ever hold the same unit.
-- ``done/<name>.json``: a unit whose run ended; its exit code is in the unit's own ``exit_code`` file.
+- ``done/<worker>.jsonl``: the runs a worker finished, one line each (appended by that worker alone); the
+  exit code is also in the unit's own ``exit_code`` file.
 - ``workers/<worker>.json``: a worker's heartbeat (its batch job, host, pid and a counter it raises). The
   steering process judges a worker dead when the heartbeat has not changed for ``heartbeat_timeout``
   seconds by its own clock (the clocks of the nodes and of the file server play no part).
@@ -38,6 +39,7 @@ class WorkQueue:
         self.cancelled = self.root / "cancel"
         self.stop_file = self.root / "stop"
         self._listing: deque[str] = deque()
+        self._offsets: dict[str, int] = {}  # how far each worker's log of finished runs was read
 
     def create(self) -> None:
         for folder in (self.todo, self.claimed, self.done, self.workers, self.cancelled):
@@ -94,18 +96,36 @@ class WorkQueue:
         return found
 
     def take_done(self) -> dict[str, dict[str, Any]]:
-        """The units whose run ended since the last call, with what the worker said of the run (its job id,
-        start and end); their entries are removed."""
+        """The units whose run ended since the last call, with what the worker said of each run (its job id,
+        start, end, exit code): read from where the last call stopped in each worker's log, so a poll costs
+        one read per worker, not one per unit."""
         found: dict[str, dict[str, Any]] = {}
         for entry in os.listdir(self.done):
-            if entry.endswith(".json"):
-                path = self.done / entry
+            if not entry.endswith(".jsonl"):
+                continue
+            offset = self._offsets.get(entry, 0)
+            try:
+                with open(self.done / entry, "rb") as f:
+                    f.seek(offset)
+                    data = f.read()
+            except OSError:
+                continue
+            complete = data.rfind(b"\n") + 1  # a line still being written is read next time
+            self._offsets[entry] = offset + complete
+            for line in data[:complete].splitlines():
                 try:
-                    found[entry[:-5]] = json.loads(path.read_text()).get("ran") or {}
-                except (OSError, ValueError):
-                    found[entry[:-5]] = {}
-                path.unlink(missing_ok=True)
+                    ran = json.loads(line)
+                except ValueError:
+                    continue
+                found[ran.pop("name")] = ran
         return found
+
+    def forget_logs(self, alive: set[str]) -> None:
+        """Remove the logs of finished runs of workers not in ``alive`` (read them first)."""
+        for entry in os.listdir(self.done):
+            if entry.endswith(".jsonl") and entry[:-6] not in alive:
+                (self.done / entry).unlink(missing_ok=True)
+                self._offsets.pop(entry, None)
 
     def heartbeats(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Every worker's heartbeat: worker -> (raw text, parsed)."""
@@ -173,16 +193,17 @@ class WorkQueue:
         except FileNotFoundError:
             pass
 
-    def finish(self, worker: str, name: str, entry: dict[str, Any], ran: dict[str, Any]) -> None:
-        """The unit's run ended (its exit code is written): hand it to the steering process, with ``ran`` (the
-        worker's job id, the start and the end of the run)."""
-        claim = self.claimed / worker / f"{name}.json"
+    def finish(self, worker: str, name: str, ran: dict[str, Any]) -> None:
+        """The unit's run ended (its exit code is written): append ``ran`` (the worker's job id, the start and
+        the end of the run) to the worker's log of finished runs, then drop the claim. Each worker appends to
+        a log of its own, so no two writers share a file."""
+        line = json.dumps({"name": name, **ran}).encode() + b"\n"
+        descriptor = os.open(self.done / f"{worker}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            if claim.exists():
-                atomic_write(claim, json.dumps({**entry, "ran": ran}))
-            os.rename(claim, self.done / f"{name}.json")
-        except FileNotFoundError:
-            pass  # the steering process gave this worker up meanwhile
+            os.write(descriptor, line)
+        finally:
+            os.close(descriptor)
+        (self.claimed / worker / f"{name}.json").unlink(missing_ok=True)
         (self.cancelled / name).unlink(missing_ok=True)
 
     def is_cancelled(self, name: str) -> bool:
