@@ -6,6 +6,7 @@
 * ``workflow``: copies a script of ``tests/workflows/`` (with any modules it imports) into ``tmp_path`` and
   runs it as a real subprocess: ``workflow("flags.py").run("--dry-run")``.
 * ``weird_tmp_path``: a folder whose name is hostile to shells, ``a'; echo foo`` (submitit's idea).
+* ``wait_for(predicate, timeout, what)``: poll until something a test waits for holds.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +101,16 @@ def weird_tmp_path(tmp_path: Path) -> Path:
 def tree(folder: Path) -> list[str]:
     """The files below ``folder``, relative and sorted (for readable assertion messages)."""
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "the condition",
+             interval: float = 0.02) -> Any:
+    """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)

@@ -13,9 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conftest import wait_for
 from test_htcondor_lsf import Emulated
-from test_sge import sge  # noqa: F401  (fixture)
-from test_slurm import slurm  # noqa: F401  (fixture)
+from test_sge import sge  # noqa: F401  (fixture, by name)
+from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 
 def runs(folder: Path) -> dict[int, list[list[str]]]:
@@ -44,15 +45,6 @@ def workers_left(folder: Path) -> list[psutil.Process]:
         if str(folder) in cmdline and ("/_pilots/" in cmdline or "/_bundles/" in cmdline):
             left.append(process)
     return left
-
-
-def wait_for(condition, timeout: float = 60, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def settings(folder: Path, **values: object) -> None:
@@ -180,17 +172,14 @@ def test_emulators(workflow, tmp_path: Path, system: str, mode) -> None:
 
 # --- the real Slurm and SGE ----------------------------------------------------------------------------------
 
-def slurm_jobs(name_part: str) -> list[str]:
-    out = subprocess.run(["squeue", "-h", "-o", "%i %j"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if name_part in line]
-
-
-@pytest.mark.slurm
+@pytest.mark.parametrize("system", [pytest.param("slurm", marks=pytest.mark.slurm),
+                                    pytest.param("sge", marks=pytest.mark.sge)])
 @pytest.mark.parametrize("mode", [("--pilots", "2"), ("--per-job", "4")], ids=["pilots", "bundles"])
-def test_slurm(slurm, workflow, tmp_path: Path, mode) -> None:  # noqa: F811
+def test_real_schedulers(request, workflow, tmp_path: Path, system: str, mode) -> None:
+    request.getfixturevalue(system)  # the cluster must be up
     wf = workflow("pilots.py")
     settings(tmp_path)
-    done = wf.run("--system", "slurm", "--n", "10", *mode, timeout=300)
+    done = wf.run("--system", system, "--n", "10", *mode, timeout=300)
     assert_results(tmp_path, 10, done)
 
 
@@ -203,20 +192,10 @@ def test_slurm_pilot_cancelled_mid_task_has_its_task_run_again_exactly_once(slur
     process = wf.popen("--system", "slurm", "--n", "4", "--pilots", "2", "--slow", "0", "--seconds", "20",
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     wait_for(lambda: (tmp_path / "runs" / "0.log").exists(), 120, "leaf 0 to start")
-    job = json.loads(next((tmp_path / "task_files" / "_pilots").glob("*/workers/*.json")).read_text())
-    beats = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "task_files" / "_pilots").glob("*/workers/*.json")}
-    holder = [b for b in beats.values() if b.get("unit")]
-    job = holder[0] if holder else job
-    subprocess.run(["scancel", "--signal=KILL", str(job["job_id"])], check=True)
+    pilot = int(runs(tmp_path)[0][0][2])  # the process that runs leaf 0: its pilot's heartbeat names the job
+    beats = [json.loads(p.read_text()) for p in (tmp_path / "task_files" / "_pilots").glob("*/workers/*.json")]
+    job_id = next(beat["job_id"] for beat in beats if beat["pid"] == pilot)
+    subprocess.run(["scancel", "--signal=KILL", str(job_id)], check=True)
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr[-5000:]
     assert [line[0] for line in runs(tmp_path)[0]] == ["start", "start", "end"]
-
-
-@pytest.mark.sge
-@pytest.mark.parametrize("mode", [("--pilots", "2"), ("--per-job", "4")], ids=["pilots", "bundles"])
-def test_sge(sge, workflow, tmp_path: Path, mode) -> None:  # noqa: F811
-    wf = workflow("pilots.py")
-    settings(tmp_path)
-    done = wf.run("--system", "sge", "--n", "10", *mode, timeout=300)
-    assert_results(tmp_path, 10, done)

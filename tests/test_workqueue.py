@@ -26,6 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import wait_for
+
 from b2batch.engine.worker import JOB_ID_VARIABLES, STOP_SIGNALS
 from b2batch.engine.workqueue import WorkQueue
 
@@ -35,17 +37,6 @@ REPO = TESTS.parent
 #: heartbeat_timeout for the workers under test: a beat (and a look for cancellations and revocations)
 #: every 0.2 s, the lease lost after 0.6 s without a written beat.
 HEARTBEAT = 1.2
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "the condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def gone(process: psutil.Process) -> bool:

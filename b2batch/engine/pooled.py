@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch import paths
-from b2batch.engine.files import JobFiles, atomic_write
+from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
 from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
@@ -73,6 +73,7 @@ class Pool:
     next_check: float = 0.0
     next_submit: float = 0.0
     failing_since: float | None = None
+    submit_attempts: int = 0  # failed submissions of worker jobs in a row
     given_up: str = ""
 
     def waiting(self) -> int:
@@ -111,7 +112,7 @@ class PooledSystem(BatchSystem):
                           "heartbeat_timeout": template.setting("heartbeat_timeout"),
                           "walltime": template.setting("pilot_walltime"),
                           "unit_seconds": template.setting("pilot_task_seconds"), "worker": key}
-        atomic_write(files.spec, json.dumps(spec, default=str))
+        files.write_spec(spec)
         command = [*wrapper.executable_of(template.name, template.setting), str(wrapper.ENTRY_POINT),
                    str(files.spec)]
         files.write_wrapper(wrapper.render_job_wrapper(template.name, key, template.setting, files, command))
@@ -295,12 +296,10 @@ class PooledSystem(BatchSystem):
     # --- the run's calls ----------------------------------------------------------------------------
 
     def cancel(self, jobs: list[Job]) -> None:
-        touched = []
         for job in jobs:
             found = self._untrack(job)
             if found is not None:
                 found[0].queue.cancel(found[1])
-                touched.append(found[0])
         if self.run.interrupted:
             self.close()
 
@@ -437,7 +436,8 @@ class PilotSystem(PooledSystem):
                 self._give_up(pool, f"{e}\nThe batch system kept failing for {limit:g} s (setting "
                                     f"scheduler_unreachable_timeout); no pilot job was submitted.", changes)
                 return
-            pool.next_submit = now + min(60.0, 2.0 ** len(str(int(now - pool.failing_since))))
+            pool.submit_attempts += 1
+            pool.next_submit = now + min(60.0, 2.0 ** (pool.submit_attempts - 1))
             logger.warning("%s; submitting pilot jobs again later", e)
             return
         except B2BatchError as e:
@@ -445,6 +445,7 @@ class PilotSystem(PooledSystem):
                           changes)
             return
         pool.failing_since = None
+        pool.submit_attempts = 0
 
 
 class BundleSystem(PooledSystem):
