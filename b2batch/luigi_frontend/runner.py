@@ -258,7 +258,8 @@ class GraphRunner:
                 self._handle(result)
             if results:
                 continue
-            if not self._running and not self._priorities and not self._retries_due():
+            retries_ahead = self._retries_due()  # first: a retry that comes due now makes its task ready
+            if not self._running and not self._priorities and not retries_ahead:
                 break  # tasks still blocked now need more of a resource than luigi's config has: as luigi does
             self.jobs.run.wait()
         return self.run_succeeded
