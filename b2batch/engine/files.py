@@ -63,6 +63,8 @@ class JobFiles:
     wrapper = functools.cached_property(lambda self: self.folder / "executable_wrapper.sh")
     exit_code = functools.cached_property(lambda self: self.folder / "exit_code")
     result = functools.cached_property(lambda self: self.folder / "result.json")
+    #: The work's result when it is not JSON (e.g. a pickled value of a Python call).
+    result_bytes = functools.cached_property(lambda self: self.folder / "result.pkl")
     submission = functools.cached_property(lambda self: self.folder / "submission.json")
     #: Written by the wrapper when the job's own set-up (env_script, working_dir) failed, with the reason.
     setup_failed = functools.cached_property(lambda self: self.folder / "setup_failed")
@@ -89,7 +91,7 @@ class JobFiles:
         logs as ``.previous``, so that each job starts with empty logs."""
         self.make_folders()
         if not self.fresh:
-            for stale in (self.exit_code, self.result, self.setup_failed):
+            for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed):
                 stale.unlink(missing_ok=True)
         self.fresh = False
         for log in (self.stdout, self.stderr):

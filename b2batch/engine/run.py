@@ -35,8 +35,11 @@ logger = logging.getLogger(__name__)
 class Run:
     """The jobs of one run, and the batch systems they go to."""
 
-    def __init__(self, record: RunRecord | None = None, poll_pause: float = 0.2) -> None:
+    def __init__(self, record: RunRecord | None = None, poll_pause: float = 0.2,
+                 max_in_flight: int | None = None) -> None:
         self.record = record or RunRecord()
+        #: Most jobs of one batch system in flight at once (None: the setting max_jobs_in_flight).
+        self.max_in_flight = max_in_flight
         #: Tags this run's jobs (part of job names and HTCondor's JobBatchName).
         self.tag = uuid.uuid4().hex[:8]
         self.systems: dict[str, BatchSystem] = {}
@@ -56,7 +59,8 @@ class Run:
         if system is None:
             system = create(self)
             self.systems[name] = system
-            self.submitters[name] = Submitter(system, self._submitted, self._submission_failed)
+            submitter = self.submitters[name] = Submitter(system, self._submitted, self._submission_failed)
+            submitter.limit = self.max_in_flight
         return system
 
     def next_number(self) -> int:

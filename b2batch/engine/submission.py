@@ -43,6 +43,8 @@ class Submitter:
         self._first_waiting_since = 0.0
         self._window = 0.0
         self._last_flush = float("-inf")
+        #: Most jobs in flight at once; None: the setting max_jobs_in_flight (a front-end may set its own).
+        self.limit: int | None = None
 
     def enqueue(self, job: Job) -> None:
         if not self.waiting:
@@ -79,7 +81,7 @@ class Submitter:
         """Submit what waits, as far as the throttle allows and no back-off pause is running."""
         if not self.waiting or time.monotonic() < self.next_attempt:
             return
-        limit = get_setting("max_jobs_in_flight")
+        limit = self.limit if self.limit is not None else get_setting("max_jobs_in_flight")
         room = len(self.waiting) if limit is None else limit - len(self.in_flight)
         if room <= 0:
             return

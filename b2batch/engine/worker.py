@@ -365,8 +365,12 @@ def serve(spec: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """A worker job whose units need nothing loaded first: ``python -m b2batch.engine.worker <spec.json>``."""
-    return serve(json.loads(Path(argv[0]).read_text()))
+    """A worker job whose units need nothing loaded first, or a job of one such unit (a spec with ``"unit"``
+    instead of ``"worker"``): ``python -m b2batch.engine.worker <spec.json>``."""
+    spec = json.loads(Path(argv[0]).read_text())
+    if "worker" not in spec:
+        return run_unit(spec["unit"])
+    return serve(spec)
 
 
 if __name__ == "__main__":

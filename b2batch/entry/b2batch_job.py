@@ -1,5 +1,5 @@
-"""Node-side entry point of a b2batch job: ``<executable> b2batch_job.py <job.json>`` runs one task, or a
-worker job (pilot or bundle) of units.
+"""Node-side entry point of a b2batch job: ``<executable> b2batch_job.py <job.json>`` runs one task, a
+worker job (pilot or bundle) of units, or one unit of another front-end.
 
 It is a file, not a module, so that any executable that runs Python scripts can run it. Its folder holds
 nothing else, so nothing here shadows the user's modules.
@@ -16,7 +16,7 @@ if __name__ == "__main__":
     except ImportError:  # b2batch used from a source checkout that is not installed
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     spec = json.loads(Path(sys.argv[1]).read_text())
-    if "worker" in spec and spec.get("frontend") != "luigi":
+    if ("worker" in spec or "unit" in spec) and spec.get("frontend") != "luigi":
         import b2batch.engine.worker
 
         sys.exit(b2batch.engine.worker.main(sys.argv[1:]))

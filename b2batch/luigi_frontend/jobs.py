@@ -23,9 +23,9 @@ import luigi.task
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch import paths, systems
-from b2batch.engine import BatchSystem, Job, JobFiles, Run
-from b2batch.engine.pooled import JOB_SETTINGS, BundleSystem, PilotSystem
-from b2batch.errors import B2BatchError, SettingError
+from b2batch.engine import Job, JobFiles, Run
+from b2batch.engine.pooled import JOB_SETTINGS
+from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.settings import get_setting, settings_snapshot
 
@@ -131,24 +131,13 @@ class TaskJobs:
         return name
 
     def _system_of(self, task: Any) -> str:
-        value = get_setting("batch_system", task=task)
-        cls = systems.system_class(value if isinstance(value, type) else str(value), task)
-        if isinstance(cls, type) and issubclass(cls, BatchProcess):
-            system = self.run.add_system(cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls))
-        elif isinstance(cls, type) and issubclass(cls, BatchSystem):
-            system = self.run.add_system(cls.name, cls)
-        else:
-            raise SettingError(f"Task {task}: the batch_system {value!r} is neither a b2batch.BatchProcess nor an "
-                               f"engine BatchSystem subclass; fix the setting 'batch_system' or the plugin.")
-        pilots, per_job = get_setting("pilot_jobs", task=task), get_setting("tasks_per_job", task=task)
-        if not pilots and per_job <= 1:
-            return system.name
-        if isinstance(system, ProcessSystem):
-            raise SettingError(f"Task {task}: the batch_system {value!r} is a BatchProcess plugin, which runs one "
-                               f"task per job; unset pilot_jobs ({pilots}) and tasks_per_job ({per_job}) for it.")
-        pooled = PilotSystem if pilots else BundleSystem
-        inner = system
-        return self.run.add_system(f"{inner.name}-{pooled.kind}s", lambda run: pooled(run, inner)).name
+        def adapt(cls: type) -> Any:
+            if issubclass(cls, BatchProcess):
+                return cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls)
+            return None
+
+        return systems.add_to_run(self.run, get_setting("batch_system", task=task), task,
+                                  lambda name: get_setting(name, task=task), adapt)
 
     def make(self, task: Any) -> Job:
         """The engine job of ``task`` (its batch system is added to the run; an unknown one is an error that

@@ -95,3 +95,31 @@ def system_class(name: str | type, task: Any = None) -> type:
     owner = f" of task {task}" if task is not None else ""
     raise SettingError(f"Unknown batch_system {name!r}{owner}. Known ones: {', '.join(known_systems())}. "
                        f"Fix the setting 'batch_system', or install the plugin that provides {name!r}.")
+
+
+def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None) -> str:
+    """Add the batch system ``value`` (a name, ``auto`` or a class) to ``run``, wrapped in pilot or bundle jobs
+    when the settings ``lookup(name)`` of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
+    turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None."""
+    from b2batch.engine import BatchSystem
+    from b2batch.engine.pooled import BundleSystem, PilotSystem
+
+    cls = system_class(value if isinstance(value, type) else str(value), owner)
+    factory = adapt(cls) if adapt is not None and isinstance(cls, type) else None
+    if factory is not None:
+        system = run.add_system(factory[0], factory[1])
+    elif isinstance(cls, type) and issubclass(cls, BatchSystem):
+        system = run.add_system(cls.name, cls)
+    else:
+        raise SettingError(f"Task {owner}: the batch_system {value!r} is not an engine BatchSystem subclass"
+                           f"{' (nor a b2batch.BatchProcess)' if adapt is not None else ''}; fix the setting "
+                           f"'batch_system' or the plugin.")
+    pilots, per_job = lookup("pilot_jobs"), lookup("tasks_per_job")
+    if not pilots and per_job <= 1:
+        return system.name
+    if factory is not None:
+        raise SettingError(f"Task {owner}: the batch_system {value!r} is a BatchProcess plugin, which runs one task "
+                           f"per job; unset pilot_jobs ({pilots}) and tasks_per_job ({per_job}) for it.")
+    pooled = PilotSystem if pilots else BundleSystem
+    inner = system
+    return run.add_system(f"{inner.name}-{pooled.kind}s", lambda run: pooled(run, inner)).name
