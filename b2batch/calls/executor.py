@@ -1,0 +1,298 @@
+""":class:`Executor`: Python calls as batch jobs on the engine, handed back as futures.
+
+A front-end (joblib, ``b2batch.Pool``) gives a list of calls; each list becomes one engine job whose result
+comes back through a :class:`CallFuture` (a :class:`concurrent.futures.Future`)::
+
+    with Executor("slurm", name="fit", settings={"slurm_settings": {"mem": "2G"}}) as executor:
+        future = executor.submit(fit, 3)
+        print(future.result())
+
+The calls are cloudpickled into the job's folder in ``work_dir`` on the shared file system, so functions of
+the caller's ``__main__``, lambdas and closures work. One thread of the executor owns its engine run: it
+submits in bulk within the throttle, polls every batch system once per round, and resolves futures as jobs
+end. The engine submits again the jobs a batch system lost (``max_resubmissions``); a job that ended without
+a result fails its future with :class:`CallJobError`, which names the job, its state and its logs, so that no
+caller waits for ever. With the settings ``pilot_jobs`` or ``tasks_per_job``, the calls run in pilot or
+bundle jobs instead of a job each.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import logging
+import os
+import pickle
+import queue
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from b2batch import paths, systems
+from b2batch.calls.node import Outcome
+from b2batch.engine import Job, JobFiles, Run
+from b2batch.errors import B2BatchError, SettingError
+from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
+
+logger = logging.getLogger(__name__)
+
+Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+
+
+class CallJobError(B2BatchError):
+    """The job of a call ended without a result: killed, lost beyond ``max_resubmissions``, rejected."""
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a job, as the job printed it (set as the exception's cause)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"\n\"\"\"\n{self.text.rstrip()}\n\"\"\""
+
+
+class CallSettings:
+    """The settings of one executor's jobs: its own values first (checked now), then the settings chain."""
+
+    def __init__(self, name: str, values: dict[str, Any]) -> None:
+        self._name = name
+        for key, value in values.items():
+            if key not in SETTINGS:
+                raise SettingError(unknown_setting_message(key, f"given to {name}"))
+            setattr(self, key, value)
+        for key in values:
+            get_setting(key, task=self)  # a value of the wrong kind raises, naming this owner and the setting
+
+    def __call__(self, key: str) -> Any:
+        return get_setting(key, task=self)
+
+    def __str__(self) -> str:
+        return self._name
+
+
+class CallFuture(concurrent.futures.Future):
+    """The result of one job's calls: a list of values (or the value, for :meth:`Executor.submit`)."""
+
+    def __init__(self, executor: Executor, job: Job, single: bool) -> None:
+        super().__init__()
+        self.executor = executor
+        self.job = job
+        self.single = single
+
+    def cancel(self) -> bool:
+        """Cancel the call if it has not ended: its batch job is cancelled too."""
+        if not super().cancel():
+            return False
+        self.executor._requests.put(("cancel", self))
+        self.executor._wake.set()
+        return True
+
+
+class Executor:
+    """Runs lists of Python calls as jobs of one batch system, in one engine run of its own."""
+
+    def __init__(self, batch_system: Any = "auto", *, name: str = "calls", work_dir: str | os.PathLike | None = None,
+                 settings: dict[str, Any] | None = None, max_in_flight: int | None = None,
+                 import_path: list[str] | None = None, delete_call_file_on_load: bool = False,
+                 keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None) -> None:
+        values = dict(settings or {})
+        values["batch_system"] = batch_system
+        self.name = name
+        self.settings = CallSettings(name, values)
+        self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight)
+        self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings)
+        root = paths.resolve(self.settings("task_file_dir"))
+        self.work_dir = (Path(work_dir) if work_dir is not None
+                         else root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{self.run.tag}").resolve()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        #: None: keep the work dir only when a call failed or wrote to stderr.
+        self.keep_work_dir = keep_work_dir
+        self.delete_call_file_on_load = delete_call_file_on_load
+        self.import_path = [p or os.getcwd() for p in (sys.path if import_path is None else import_path)]
+        self._numbers = itertools.count()
+        self._futures: dict[int, CallFuture] = {}  # id(job) -> future, for jobs not ended
+        self._requests: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._closing = False
+        self._failed = False
+        self._thread = threading.Thread(target=self._loop, name=f"b2batch-{name}", daemon=True)
+        self._thread.start()
+
+    # --- the caller's side -------------------------------------------------------------------------
+
+    def submit(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CallFuture:
+        """Run ``function(*args, **kwargs)`` in a job; a future of its value."""
+        return self.submit_calls([(function, args, kwargs)], single=True)
+
+    def submit_calls(self, calls: list[Call], label: str | None = None, single: bool = False) -> CallFuture:
+        """Run ``calls`` one after another in one job; a future of the list of their values."""
+        if self._closing:
+            raise RuntimeError(f"{self.name}: cannot submit calls after shutdown")
+        import cloudpickle
+
+        try:
+            payload = cloudpickle.dumps(list(calls))
+        except Exception as e:
+            first = calls[0][0] if calls else None
+            raise pickle.PicklingError(f"{self.name}: the call {getattr(first, '__qualname__', first)!r} or its "
+                                       f"arguments cannot be pickled to send them to a job: {e}") from e
+        job = self._job(next(self._numbers), label)
+        job.files.make_folders()
+        (job.files.folder / "call.pkl").write_bytes(payload)
+        if not getattr(self.run.systems[job.system], "pooled", False):
+            from b2batch import wrapper
+
+            job.files.write_spec({"frontend": "calls", "unit": job.unit})
+            command = [*wrapper.executable_of(self.settings, self.settings), str(wrapper.ENTRY_POINT),
+                       str(job.files.spec)]
+            job.files.write_wrapper(wrapper.render_job_wrapper(self.settings, job.key, self.settings, job.files,
+                                                               command))
+        future = CallFuture(self, job, single)
+        self._requests.put(("submit", future))
+        self._wake.set()
+        return future
+
+    def _job(self, number: int, label: str | None) -> Job:
+        key = f"{number:08d}"
+        files = JobFiles.at(self.work_dir, "jobs", key, self.work_dir / "logs" / key)
+        unit = {"call": "b2batch.calls.node:run_calls",
+                "args": [str(files.folder / "call.pkl"), str(files.result_bytes), self.import_path,
+                         self.delete_call_file_on_load]}
+        return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
+                   files=files, settings=self.settings, params={"call": str(number)}, unit=unit,
+                   bootstrap={"frontend": "calls"}, settings_key=self.settings)
+
+    def in_flight(self) -> int:
+        """Calls submitted whose job has not ended."""
+        return len(self._futures) + self._requests.qsize()
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        """No more calls. ``cancel_futures``: cancel those not ended (their jobs too); ``wait``: until the
+        rest ended. Then the run ends (worker jobs stop) and the work dir is removed unless it is kept."""
+        if not self._closing:
+            self._closing = True
+            self._requests.put(("cancel-all" if cancel_futures else "close", None))
+            self._wake.set()
+        if wait or cancel_futures:
+            self._thread.join()
+            self._remove_work_dir()
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        self.shutdown(cancel_futures=exc_type is not None)
+
+    def _remove_work_dir(self) -> None:
+        keep = self.keep_work_dir
+        if keep is None:
+            keep = self._failed or any(p.stat().st_size for p in self.work_dir.glob("logs/*/stderr"))
+        if keep:
+            logger.info("%s: the work dir is kept: %s", self.name, self.work_dir)
+        else:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    # --- the executor's thread -----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        try:
+            while True:
+                closing = self._take_requests()
+                for job in self.run.poll():
+                    self._finish(job)
+                if closing and not self._futures and self._requests.empty():
+                    break
+                self._wake.wait(self.run.poll_pause)
+                self._wake.clear()
+        except BaseException as e:  # nothing may wait for ever on a future of a dead thread
+            logger.exception("%s: the executor stopped", self.name)
+            self._fail_all(e)
+        finally:
+            self.run.close()
+
+    def _take_requests(self) -> bool:
+        """Submit and cancel what the caller asked for; whether the caller is closing."""
+        closing = self._closing
+        while True:
+            try:
+                kind, future = self._requests.get_nowait()
+            except queue.Empty:
+                return closing
+            if kind == "submit":
+                if future.cancelled():
+                    continue
+                self._futures[id(future.job)] = future
+                self.run.submit(future.job)
+            elif kind == "cancel":
+                if self._futures.pop(id(future.job), None) is not None:
+                    self.run.cancel([future.job], reason="cancelled by the caller")
+            elif kind == "cancel-all":
+                self.run.interrupt()
+                for pending in self._futures.values():
+                    pending.cancel()
+                self._futures.clear()
+                self._drop_waiting()
+            closing = True
+
+    def _drop_waiting(self) -> None:
+        while True:
+            try:
+                _kind, future = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            if future is not None:
+                future.cancel()
+
+    def _finish(self, job: Job) -> None:
+        future = self._futures.pop(id(job), None)
+        if future is None or future.done():
+            return
+        outcome = self._read(job)
+        if outcome is not None and outcome.error is None and job.files.read_exit_code() == 0:
+            self.run.settle(job, True)
+            future.set_result(outcome.values[0] if future.single else outcome.values)
+            return
+        self._failed = True
+        if outcome is not None and outcome.error is not None:
+            error = outcome.error
+            error.__cause__ = RemoteTraceback(outcome.traceback)
+            where = f"call {outcome.index} of " if outcome.index is not None and not future.single else ""
+            error.add_note(f"Raised in {where}{job.name}: {job.system} job {job.job_id} (log: {job.files.stderr})")
+            self.run.settle(job, False, f"{type(error).__name__}: {error}")
+        else:
+            error = CallJobError(job.failure_message())
+            self.run.settle(job, False, str(error))
+        future.set_exception(error)
+
+    @staticmethod
+    def _read(job: Job) -> Outcome | None:
+        if job.files.read_exit_code() is None:
+            return None  # killed or lost: a result file of it could be from a run cut short
+        try:
+            return pickle.loads(job.files.result_bytes.read_bytes())
+        except FileNotFoundError:
+            return None
+        except Exception as e:
+            return Outcome(error=CallJobError(f"{job.name}: its result {job.files.result_bytes} could not be "
+                                              f"loaded: {type(e).__name__}: {e}"))
+
+    def _fail_all(self, error: BaseException) -> None:
+        self._failed = True
+        for future in [*self._futures.values()]:
+            if not future.done():
+                future.set_exception(CallJobError(f"{self.name}: the executor stopped: {error!r}"))
+        self._futures.clear()
+        self._drop_waiting()
+
+
+def as_completed(futures: Iterable[CallFuture], timeout: float | None = None) -> Iterable[CallFuture]:
+    """The futures as they end (those of :class:`Executor` are :mod:`concurrent.futures` futures)."""
+    return concurrent.futures.as_completed(list(futures), timeout=timeout)
+
