@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from b2batch import paths, systems
-from b2batch.calls.node import Outcome
-from b2batch.engine import Job, JobFiles, Run
+from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
+from b2batch.engine import Job, JobFiles, JobState, Run
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
 
@@ -88,6 +88,8 @@ class CallFuture(concurrent.futures.Future):
 
     def cancel(self) -> bool:
         """Cancel the call if it has not ended: its batch job is cancelled too."""
+        if self.cancelled():
+            return True
         if not super().cancel():
             return False
         self.executor._requests.put(("cancel", self))
@@ -107,6 +109,7 @@ class Executor:
         self.name = name
         self.settings = CallSettings(name, values)
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight)
+        self.run.retry_reason = _retry_reason
         self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings)
         root = paths.resolve(self.settings("task_file_dir"))
         self.work_dir = (Path(work_dir) if work_dir is not None
@@ -290,6 +293,16 @@ class Executor:
                 future.set_exception(CallJobError(f"{self.name}: the executor stopped: {error!r}"))
         self._futures.clear()
         self._drop_waiting()
+
+
+def _retry_reason(job: Job, state: JobState) -> str:
+    """Why a job of calls that ended without a result goes out again: it was killed, lost, held and removed;
+    not when a call raised (its exception is the result) or the job could not even start."""
+    code = job.files.read_exit_code()
+    if code in (CALL_RAISED, RESULT_UNWRITABLE, 127) or job.files.read_setup_failure():
+        return ""
+    ended = "without an exit code" if code is None else f"with exit code {code}"
+    return f"the job ended {ended} and gave no result" + (f" ({state.reason})" if state.reason else "")
 
 
 def as_completed(futures: Iterable[CallFuture], timeout: float | None = None) -> Iterable[CallFuture]:

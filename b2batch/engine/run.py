@@ -40,6 +40,10 @@ class Run:
         self.record = record or RunRecord()
         #: Most jobs of one batch system in flight at once (None: the setting max_jobs_in_flight).
         self.max_in_flight = max_in_flight
+        #: The front-end's say on a job that ended unsuccessfully for no scheduler-side reason: why to submit
+        #: it again (within ``max_resubmissions``), or "" (e.g. a call front-end retries killed jobs, not
+        #: calls that raised).
+        self.retry_reason: Callable[[Job, JobState], str] | None = None
         #: Tags this run's jobs (part of job names and HTCondor's JobBatchName).
         self.tag = uuid.uuid4().hex[:8]
         self.systems: dict[str, BatchSystem] = {}
@@ -132,6 +136,8 @@ class Run:
         if (not reason and state.status == JobStatus.aborted and job.setting("resubmit_failed_tasks")
                 and job.files.read_exit_code() not in (None, 0)):
             reason = "the task failed and resubmit_failed_tasks is set"
+        if not reason and state.status == JobStatus.aborted and self.retry_reason is not None:
+            reason = self.retry_reason(job, state)
         limit = job.setting("max_resubmissions")
         if reason and job.resubmissions < limit and not self.interrupted:
             job.resubmissions += 1
