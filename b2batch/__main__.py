@@ -27,9 +27,13 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("script", help="the workflow script")
         sub.add_argument("--task-file-dir", help="the workflow's task_file_dir, if its code sets it")
     from b2batch import inspection
+    from b2batch.farm import cli as farm_cli
 
     inspection.add_commands(commands)
+    farm_cli.add_subcommand(commands)
     args = parser.parse_args(argv)
+    if args.command == "farm":
+        return farm_cli.run(args, commands.choices["farm"])
     if args.command in inspection.COMMANDS:
         return inspection.run_command(args)
     if args.command in ("run", "status", "cancel"):

@@ -1,0 +1,218 @@
+"""A farm as pilot jobs: the steering process submits ``--jobs`` pilots through the engine, each a farmer of
+``--proc`` processes on the same work dir, follows them, and ends with the summary of the lines.
+
+The pilots share the list through the work dir's lock like farmers on one node. The engine submits them
+together (an array where the batch system has arrays), within the throttle, and submits again pilots the
+batch system lost (``max_resubmissions``). When every pilot has ended and lines are left (a pilot was killed,
+or ran out of walltime), the steering process submits a new round of pilots, as long as each round gets
+lines done. On Slurm the pilots are submitted with ``--requeue`` and ``--signal=B:USR1@N``: a pilot whose time
+runs out puts its running lines back and asks Slurm to requeue it (which also serves ``--submit-only``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from b2batch.farm.definitions import FarmError
+from b2batch.farm.display import Progress, summary
+from b2batch.farm.runners import load_runner
+from b2batch.farm.tasklist import load_handler
+from b2batch.farm.workdir import WorkDir
+
+logger = logging.getLogger(__name__)
+
+
+class FarmSettings:
+    """The farm's own settings, looked up before the settings chain (as a task's attributes are)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __str__(self) -> str:
+        return "farm"
+
+
+def pilot_command(args: argparse.Namespace, workdir: WorkDir, lock_dir: str | None, requeue: bool) -> list[str]:
+    """The farmer a pilot runs (``executable`` is prepended by the caller)."""
+    command = ["-m", "b2batch.farm", os.path.abspath(args.tasklist), "--workdir", str(workdir.path),
+               "--proc", str(args.proc), "--runner", args.runner, "--tasklist", args.tasklisthandler,
+               "--heartbeat-timeout", f"{args.heartbeat_timeout:g}", "--kill-grace", f"{args.kill_grace:g}",
+               "--pilot"]
+    if lock_dir:
+        command += ["--lock-dir", os.path.abspath(lock_dir)]
+    if args.walltime:
+        command += ["--walltime", f"{args.walltime:g}"]
+    if args.task_seconds:
+        command += ["--task-seconds", f"{args.task_seconds:g}"]
+    if args.verb:
+        command.append("--verbose")
+    if not requeue:
+        command.append("--no-requeue")
+    return command
+
+
+class Steering:
+    """The pilots of one farm and the run that follows them."""
+
+    def __init__(self, args: argparse.Namespace, lock_dir: str | None) -> None:
+        from b2batch import paths, systems
+        from b2batch.engine import Run
+        from b2batch.settings import get_setting
+
+        paths.pin_base_dir(os.getcwd())  # relative settings paths are relative to where the farm starts
+        self.args = args
+        name = args.batch_system or str(get_setting("batch_system"))
+        self.system = systems.detect() if name == "auto" else name
+        system_class = systems.system_class(self.system)
+        if args.submit_only and self.system == "local":
+            raise FarmError("--submit-only needs a batch system that runs jobs without b2batch: local pilots are "
+                            "processes of the steering process. Drop --submit-only, or use another "
+                            "--batch-system.")
+        self.workdir = WorkDir(args.workdir if args.workdir is not None else args.tasklist + "_workdir", lock_dir,
+                               args.heartbeat_timeout)
+        self.handler = load_handler(args.tasklisthandler, args.tasklist, self.workdir.path)
+        load_runner(args.runner)  # a wrong runner fails here, not in every pilot
+        note = self.workdir.prepare(self.handler.tasks, args.tasklist)
+        if note:
+            print(time.asctime(), note, flush=True)
+        self.requeue = args.requeue and self.system == "slurm"
+        values: dict[str, Any] = {"working_dir": os.getcwd(), "task_file_dir": str(self.workdir.own / "jobs"),
+                                  "job_name": f"farm-{Path(args.tasklist).stem}"[:40]}
+        if self.requeue:
+            values["slurm_settings"] = {**(get_setting("slurm_settings") or {}), "requeue": True,
+                                        "signal": f"B:USR1@{args.signal_seconds}"}
+        self.settings = FarmSettings(**values)
+        self.lookup = lambda key: get_setting(key, task=self.settings)
+        self.command = pilot_command(args, self.workdir, lock_dir, self.requeue)
+        self.run = Run()
+        self.run.add_system(self.system, system_class)
+        self.pilots: list[Any] = []
+        self.problems: list[str] = []
+
+    def make_pilot(self, key: str) -> Any:
+        from b2batch import wrapper
+        from b2batch.engine import Job, JobFiles
+
+        folder = self.workdir.own / "jobs"
+        files = JobFiles.at(folder, "pilots", key, log_folder=folder / "pilots" / key / "logs")
+        job = Job(key=key, name=f"farm pilot {key}", family="farm", system=self.system, files=files,
+                  settings=self.lookup)
+        files.make_folders()
+        command = [*wrapper.executable_of(self.settings, self.lookup), *self.command]
+        files.write_wrapper(wrapper.render_job_wrapper(self.settings, key, self.lookup, files, command))
+        return job
+
+    def submit_round(self, count: int, round_number: int) -> None:
+        for i in range(count):
+            job = self.make_pilot(f"pilot-{i}" if round_number == 0 else f"pilot-{i}-round{round_number}")
+            self.pilots.append(job)
+            self.run.submit(job)
+
+    def lines_left(self) -> int:
+        return self.workdir.counts()["toprocess"] + sum(len(ids) for ids in self.workdir.running().values())
+
+    def done_count(self) -> int:
+        counts = self.workdir.counts()
+        return counts["finished"] + counts["failed"]
+
+    def pilot_states(self) -> dict[str, int]:
+        states = {"queued": 0, "running": 0, "ended": 0}
+        for job in self.pilots:
+            if job.outcome is not None:
+                states["ended"] += 1
+            else:
+                record = self.run.record.jobs.get(job.key) if hasattr(self.run.record, "jobs") else None
+                state = getattr(record, "state", "")
+                states["running" if state == "running" else "queued"] += 1
+        return states
+
+    def submit_only(self) -> int:
+        self.submit_round(self.args.jobs or 1, 0)
+        deadline = time.monotonic() + 600
+        while any(job.job_id is None and job.outcome is None for job in self.pilots):
+            for job in self.run.poll():
+                if job.outcome is not None and job.not_submitted:
+                    self.problems.append(job.failure_message())
+            if time.monotonic() > deadline:
+                break
+            self.run.wait()
+        for job in self.pilots:
+            if job.job_id is not None:
+                print(f"submitted pilot {job.key}: {self.system} job {job.job_id} (log {job.files.stdout})")
+        for problem in self.problems:
+            print(problem, file=sys.stderr)
+        print(f"The pilots share {self.workdir.path}; follow it with: b2batch farm {self.args.tasklist} --workdir "
+              f"{self.workdir.path} --batch-system {self.system} --jobs {self.args.jobs or 1}   (or read its "
+              f"toprocess, finished and failed files)")
+        return 0 if not self.problems else 1
+
+    def steer(self) -> int:
+        total = len(self.handler)
+        jobs = self.args.jobs or 1
+        if not self.lines_left():
+            summary(self.workdir)
+            return 0
+        progress = Progress(self.workdir, total)
+        interrupted = False
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        round_number = 0
+        done_at_round = self.done_count()
+        try:
+            self.submit_round(min(jobs, self.lines_left()), round_number)
+            while True:
+                for job in self.run.poll():
+                    self.ended(job)
+                progress.update(self.pilot_states())
+                if not self.run.live:
+                    left, done = self.lines_left(), self.done_count()
+                    if not left:
+                        break
+                    if done == done_at_round:
+                        self.problems.append(f"{left} line(s) are left, and the last round of pilots got none done: "
+                                             f"not submitting more. Run the same command again to go on.")
+                        break
+                    round_number += 1
+                    done_at_round = done
+                    print(f"{time.strftime('%H:%M:%S')} all pilots ended with {left} line(s) left: submitting "
+                          f"{min(jobs, left)} more (round {round_number})", flush=True)
+                    self.submit_round(min(jobs, left), round_number)
+                self.run.wait()
+        except KeyboardInterrupt:
+            interrupted = True
+            killed = self.run.interrupt()
+            print(f"Interrupted: cancelled {len(killed)} pilot job(s); their running lines go back into toprocess "
+                  f"(at once when the pilots get the signal, else when their heartbeat goes stale)", flush=True)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            self.run.close()
+            progress.update(self.pilot_states(), force=True)
+            progress.close()
+        for problem in self.problems:
+            print(problem, file=sys.stderr, flush=True)
+        summary(self.workdir)
+        return 1 if interrupted or self.lines_left() else 0
+
+    def ended(self, job: Any) -> None:
+        from b2batch.engine import JobStatus
+
+        ok = job.outcome is not None and job.outcome.status == JobStatus.successful
+        if not ok:
+            self.problems.append("Pilot " + job.failure_message().removeprefix("Task "))
+        self.run.settle(job, ok, "" if ok else (job.outcome.reason if job.outcome else ""))
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def steer(args: argparse.Namespace, lock_dir: str | None) -> int:
+    """Run the farm ``args`` as pilot jobs; the exit code."""
+    steering = Steering(args, lock_dir)
+    return steering.submit_only() if args.submit_only else steering.steer()

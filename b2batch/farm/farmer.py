@@ -1,0 +1,423 @@
+"""The farmer: ``proc`` lines at a time from a work dir, each in a process group of its own, until no line is
+left, the allocation ends, or a signal or the timeout stops it.
+
+One process runs the farm. It blocks the signals it acts on and waits for them with ``sigtimedwait``: a
+child that ends (SIGCHLD), SIGUSR1, SIGTERM, SIGINT, SIGHUP, or SIGALRM (``--timeout``). After each wait it
+records the lines that ended and takes lines for its free slots, under one hold of the work dir's lock.
+A stop signal kills the running lines (SIGTERM to their process groups, SIGKILL after a grace time) and puts
+them back at the end of ``toprocess``; the farmer then exits 1. A normal end exits 0, failed lines or not.
+
+Inside a batch job the farmer takes no new line once the time left in the allocation
+(:func:`b2batch.engine.worker.allocation_end`) is shorter than the longest line so far (or
+``task_seconds``) plus a margin. With ``requeue``, a farmer in a Slurm job that stopped with lines left asks
+Slurm to requeue its job (``scontrol requeue``).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import psutil
+
+from b2batch.farm.definitions import FarmError
+from b2batch.farm.runners import Runner
+from b2batch.farm.workdir import HOST, MARK, WorkDir
+
+logger = logging.getLogger(__name__)
+
+STOP_SIGNALS = frozenset({signal.SIGUSR1, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM})
+WAITED = STOP_SIGNALS | {signal.SIGCHLD}
+#: Signals a line starts with at their default action (Python ignores SIGPIPE and SIGXFSZ).
+DEFAULT_IN_CHILD = frozenset({signal.SIGPIPE, signal.SIGXFSZ})
+#: Seconds between two timeline writes.
+TIMELINE_EVERY = 2.0
+#: Lines shorter than this on average are taken several at a time.
+PREFETCH_BELOW = 0.5
+#: Seconds the result of a line may wait to be recorded while lines are taken several at a time.
+RECORD_WITHIN = 0.05
+#: Seconds of margin before the end of the allocation when no line is taken any more.
+WALLTIME_MARGIN = 5.0
+
+
+@dataclass
+class FarmerOptions:
+    proc: int = 8
+    #: Seconds the whole run may take (SIGALRM), or None.
+    timeout: int | None = None
+    verbose: bool = False
+    #: Seconds the allocation lasts from the start (None: ask the scheduler if ``in_batch_job``, else unlimited).
+    walltime: float | None = None
+    in_batch_job: bool = False
+    #: Seconds a line needs at most (None: the longest so far).
+    task_seconds: float | None = None
+    kill_grace: float = 5.0
+    requeue: bool = False
+    heartbeat_timeout: float = 60.0
+
+
+@dataclass
+class _Running:
+    task_id: int
+    pid: int
+    slot: int
+    started: float
+    cleanup: Any = None
+
+
+@dataclass
+class FarmResult:
+    exit_code: int
+    finished: int = 0
+    failed: int = 0
+    put_back: list[int] = field(default_factory=list)
+    stopped_by: str = ""
+
+
+class Farmer:
+    """One farmer process on one work dir."""
+
+    def __init__(self, workdir: WorkDir, handler: Any, runner: Any, options: FarmerOptions,
+                 out: TextIO | None = None) -> None:
+        self.workdir = workdir
+        self.handler = handler
+        self.tasks: Sequence[str] = handler.tasks
+        self.runner = runner
+        self.forking = not isinstance(runner, Runner)  # a PyTaskFarmer-style runner: run() in a forked child
+        self.options = options
+        self.out = out or sys.stdout
+        self.name = f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.running: dict[int, _Running] = {}
+        self.free_slots = list(range(options.proc, 0, -1))
+        self.events: list[dict[str, Any]] = []
+        self.results: list[tuple[int, int]] = []
+        #: Lines taken and not started yet (more than the free slots when lines are short).
+        self.queue: collections.deque[int] = collections.deque()
+        #: When results not yet recorded must be written at the latest (monotonic).
+        self.record_by = 0.0
+        self.pids: list[str] = []
+        self.durations = 0.0
+        self.log_prefix = str(workdir.logs) + "/log_"
+        self.finished = self.failed = 0
+        self.longest = 0.0
+        self.base_env = {**os.environ, MARK: str(workdir.path)}
+        self._old_mask: set[int] = set()
+
+    def say(self, *words: Any) -> None:
+        print(time.asctime(), *words, file=self.out, flush=True)
+
+    # --- the loop -------------------------------------------------------------------------------------------
+
+    def run(self) -> FarmResult:
+        self._old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
+        try:
+            return self._serve()
+        finally:
+            signal.alarm(0)
+            while signal.sigpending() & WAITED:  # a second stop signal must not kill us after the clean-up
+                signal.sigtimedwait(WAITED, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
+
+    def _serve(self) -> FarmResult:
+        options, workdir = self.options, self.workdir
+        started = time.time()
+        end = None
+        if options.walltime or options.in_batch_job:
+            from b2batch.engine.worker import allocation_end
+
+            end = allocation_end(options.walltime, started)
+        workdir.register(self.name, {"host": HOST, "pid": os.getpid(), "started": started,
+                                     "create_time": psutil.Process().create_time(),
+                                     "job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID")})
+        if options.timeout:
+            signal.alarm(int(options.timeout))
+        beat_every = max(0.5, options.heartbeat_timeout / 6)
+        next_beat = time.monotonic() + beat_every
+        next_recover = 0.0
+        next_timeline = time.monotonic() + TIMELINE_EVERY
+        stop: int | None = None
+        draining = grown = False
+        recovered_at = -1.0
+        try:
+            while True:
+                self._reap()
+                now = time.monotonic()
+                if end is not None and not draining:
+                    needed = options.task_seconds or self.longest
+                    if end - time.time() < needed * 1.1 + WALLTIME_MARGIN:
+                        draining = True
+                        self.say(f"{end - time.time():.0f} s left in the allocation, a line needs up to "
+                                 f"{needed:.0f} s: taking no more lines")
+                want = 0 if (draining or grown) else len(self.free_slots) + self._prefetch() - len(self.queue)
+                if draining and self.queue:
+                    self.put_back_queue()
+                claimed: list[int] = []
+                if (len(self.queue) < len(self.free_slots) and want > 0) or self.results and (
+                        not self.queue or now >= self.record_by) or (self.events and now >= next_timeline):
+                    with workdir.locked():
+                        self._record_locked()
+                        claimed = workdir.claim_locked(self.name, max(0, want))
+                        if len(claimed) < want and now >= next_recover:
+                            next_recover = now + beat_every
+                            recovered_at = now
+                            if workdir.recover_locked(self.name, self.tasks):
+                                claimed += workdir.claim_locked(self.name, want - len(claimed))
+                        beyond = [i for i in claimed if i >= len(self.tasks)]
+                        if beyond:  # another farmer took up lines added to the list after this one read it
+                            workdir.release_locked(self.name, beyond, self.tasks)
+                            claimed = [i for i in claimed if i < len(self.tasks)]
+                            grown = True
+                        if self.events and (now >= next_timeline or not self.running and not claimed):
+                            workdir.append_timeline_locked(self.events)
+                            self.events = []
+                            next_timeline = now + TIMELINE_EVERY
+                    self.queue.extend(claimed)
+                while self.queue and self.free_slots:
+                    self._start(self.queue.popleft())
+                if self.pids:
+                    workdir.journal(self.name, "".join(self.pids))
+                    self.pids = []
+                if not self.running and not self.queue:
+                    if self.results:
+                        continue  # a line that could not start: record it first
+                    if want > 0 and recovered_at != now:
+                        next_recover = 0.0  # look for dead farmers' lines once more before ending
+                        continue
+                    break
+                if now >= next_beat:
+                    try:
+                        workdir.beat(self.name)
+                    except OSError as e:
+                        logger.warning("Cannot touch the heartbeat of %s: %s", self.name, e)
+                    next_beat = now + beat_every
+                wake = min(next_beat, next_timeline, self.record_by if self.results else next_beat)
+                info = signal.sigtimedwait(WAITED, max(0.0, wake - time.monotonic()) if self.running else 0)
+                if info is not None and info.si_signo in STOP_SIGNALS:
+                    stop = info.si_signo
+                    break
+            put_back = self._stop_all() if stop is not None else []
+            put_back += list(self.queue)
+            self.queue.clear()
+            with workdir.locked():
+                self._record_locked()
+                workdir.append_timeline_locked(self.events)
+                self.events = []
+                if put_back:
+                    workdir.release_locked(self.name, put_back, self.tasks)
+                left = workdir.counts()["toprocess"]
+            workdir.unregister(self.name)
+            workdir.close()
+        except BaseException:
+            self._kill_all()
+            raise
+        result = FarmResult(1 if stop is not None else 0, self.finished, self.failed, put_back)
+        if stop is not None:
+            result.stopped_by = "the timeout" if stop == signal.SIGALRM else signal.Signals(stop).name
+            self.say(f"Stopped by {result.stopped_by}: {len(put_back)} running line(s) put back into toprocess")
+        if options.requeue and (stop is not None or draining) and left:
+            self._requeue()
+        self.say(f"Finished working: {self.finished} finished, {self.failed} failed in this run, {left} left to "
+                 f"process")
+        return result
+
+    # --- lines ----------------------------------------------------------------------------------------------
+
+    def _prefetch(self) -> int:
+        """Lines to take beyond the free slots: none while lines last long, so that other farmers get them;
+        a few when they are short, so that the lock is taken once for several lines."""
+        done = self.finished + self.failed
+        if done < 2 * self.options.proc or self.durations / done > PREFETCH_BELOW:
+            return 0
+        return min(4 * self.options.proc, 64)
+
+    def put_back_queue(self) -> None:
+        with self.workdir.locked():
+            self.workdir.release_locked(self.name, list(self.queue), self.tasks)
+        self.queue.clear()
+
+    def _start(self, task_id: int) -> None:
+        command = self.handler[task_id]
+        slot = self.free_slots.pop()
+        started = time.time()
+        if self.options.verbose:
+            self.say("Executing task", task_id, ":", command)
+        log = self.log_prefix + str(task_id)
+        cleanup = None
+        try:
+            if self.forking:
+                pid = self._fork(task_id, command, log)
+            else:
+                launch = self.runner.launch(task_id, command)
+                cleanup = launch.cleanup
+                env = {**self.base_env, "PROC_NUMBER": str(task_id), **(launch.env or {})}
+                actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                           (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
+                           (os.POSIX_SPAWN_DUP2, 1, 2)]
+                pid = os.posix_spawnp(launch.argv[0], launch.argv, env, file_actions=actions, setpgroup=0,
+                                      setsigmask=(), setsigdef=DEFAULT_IN_CHILD)
+        except (OSError, FarmError) as e:
+            with open(log, "w") as f:
+                f.write(f"b2batch farm: cannot start task {task_id} ({command}): {e}\n")
+            self.free_slots.append(slot)
+            if cleanup:
+                cleanup()
+            self._ended(task_id, 127, started, started, slot)
+            return
+        self.running[pid] = _Running(task_id, pid, slot, started, cleanup)
+        self.pids.append(f"p {task_id} {pid}\n")
+
+    def _fork(self, task_id: int, command: str, log: str) -> int:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            return pid
+        code = 1
+        try:
+            os.setpgid(0, 0)
+            for signum in DEFAULT_IN_CHILD:
+                signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
+            os.environ.update({MARK: str(self.workdir.path), "PROC_NUMBER": str(task_id)})
+            fd = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(fd, 0)
+            with open(log, "w") as logfh:
+                os.dup2(logfh.fileno(), 1)
+                os.dup2(logfh.fileno(), 2)
+                code = int(self.runner.run(task_id, command, logfh) or 0)
+        except BaseException:  # noqa: BLE001  (the forked child must end here, whatever happened)
+            traceback.print_exc()
+        finally:
+            os._exit(code & 0xFF if code >= 0 else 128 + (-code & 0x7F))
+
+    def _reap(self) -> list[tuple[_Running, int]]:
+        ended = []
+        while self.running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            run = self.running.pop(pid, None)
+            if run is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            code = 128 - code if code < 0 else code
+            self.free_slots.append(run.slot)
+            if run.cleanup:
+                run.cleanup()
+            ended.append((run, code))
+            self._ended(run.task_id, code, run.started, time.time(), run.slot)
+        return ended
+
+    def _ended(self, task_id: int, code: int, started: float, ended: float, slot: int) -> None:
+        if not self.results:
+            self.record_by = time.monotonic() + RECORD_WITHIN
+        self.results.append((task_id, code))
+        self.longest = max(self.longest, ended - started)
+        self.durations += ended - started
+        if code == 0:
+            self.finished += 1
+        else:
+            self.failed += 1
+        if self.options.verbose:
+            self.say("Completed task", task_id, ":", self.tasks[task_id], f"(exit code {code})")
+        self.events.append({"cat": "task", "name": self.tasks[task_id], "pid": os.getpid(), "tid": slot,
+                            "ts": started * 1e6, "dur": (ended - started) * 1e6, "ph": "X",
+                            "args": {"id": task_id, "exit_code": code, "host": HOST}})
+
+    def _record_locked(self) -> None:
+        if self.results:
+            self.workdir.finish_locked(self.name, self.results, self.tasks)
+            self.results = []
+
+    # --- stopping -------------------------------------------------------------------------------------------
+
+    def _stop_all(self) -> list[int]:
+        """Kill the running lines: their ids (lines that ended 0 meanwhile are recorded instead)."""
+        self._reap()
+        killed = {run.pid: run for run in self.running.values()}
+        for run in killed.values():
+            _signal_group(run.pid, signal.SIGTERM)
+        deadline = time.monotonic() + self.options.kill_grace
+        put_back: list[int] = []
+        while self.running and time.monotonic() < deadline:
+            signal.sigtimedwait({signal.SIGCHLD}, max(0.0, min(0.2, deadline - time.monotonic())))
+            put_back += self._take_killed(self._reap_quietly())
+        for run in list(self.running.values()):
+            _signal_group(run.pid, signal.SIGKILL)
+        while self.running:
+            signal.sigtimedwait({signal.SIGCHLD}, 0.2)
+            put_back += self._take_killed(self._reap_quietly())
+        return put_back
+
+    def _reap_quietly(self) -> list[tuple[_Running, int]]:
+        ended = []
+        while self.running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            run = self.running.pop(pid, None)
+            if run is not None:
+                self.free_slots.append(run.slot)
+                if run.cleanup:
+                    run.cleanup()
+                ended.append((run, os.waitstatus_to_exitcode(status)))
+        return ended
+
+    def _take_killed(self, ended: list[tuple[_Running, int]]) -> list[int]:
+        back = []
+        for run, code in ended:
+            if code == 0:  # it finished before the signal reached it
+                self._ended(run.task_id, 0, run.started, time.time(), run.slot)
+            else:
+                back.append(run.task_id)
+        return back
+
+    def _kill_all(self) -> None:
+        for run in self.running.values():
+            _signal_group(run.pid, signal.SIGKILL)
+
+    def _requeue(self) -> None:
+        job = os.environ.get("SLURM_JOB_ID")
+        if not job:
+            return
+        job = os.environ.get("SLURM_ARRAY_JOB_ID", job) + (
+            f"_{os.environ['SLURM_ARRAY_TASK_ID']}" if os.environ.get("SLURM_ARRAY_TASK_ID") else "")
+        self.say(f"Lines are left: asking Slurm to requeue job {job}")
+        try:
+            done = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, timeout=60,
+                                  check=False)
+            if done.returncode:
+                self.say(f"scontrol requeue {job} failed: {done.stderr.strip()}")
+        except (OSError, subprocess.SubprocessError) as e:
+            self.say(f"scontrol requeue {job} failed: {e}")
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""``b2batch farm`` against the real PyTaskFarmer, ``xargs -P`` and a raw Slurm job array, in the same run.
+
+Two task lists, each measured in a fresh folder:
+
+- ``--n-true`` lines of ``true`` (default 10,000): the cost per line of the farm itself;
+- ``--n-sleep`` lines of ``sleep 0.1`` (default 1,000): lines that take some time.
+
+Local part (``--parts local``), ``--proc`` processes each (default 2), the rows of a round interleaved:
+
+  xargs          ``xargs -d '\\n' -P 2 -n 1 sh -c < list``: every line by a shell, nothing recorded;
+  b2batch farm   ``python -m b2batch.farm list --proc 2`` (work dir, per-line logs, timeline);
+  PyTaskFarmer   the real ``pytaskfarmer.py list --proc 2`` (``--pytaskfarmer PATH``; default the one on PATH
+                 if it is PyTaskFarmer's, e.g. ``pip install PyTaskFarmer==0.1.0`` in a venv of its own, as its
+                 script has the name of b2batch's compatible one). It rewrites ``toprocess`` for every line:
+                 ``--ptf-timeout`` (default 900 s) ends a run that takes longer (reported as such).
+
+Slurm part (``--parts slurm``, the local Slurm of tests/clusters): ``--slurm-n`` lines of each list (default
+1,000: Slurm's default MaxArraySize is 1001):
+
+  raw array      ONE ``sbatch --array=1-N`` whose element k runs line k by ``sh -c``; done when the array left
+                 the queue (slurm_throughput.py's Cluster helper polls squeue);
+  b2batch farm   ``b2batch farm list --batch-system slurm --jobs 2 --proc 1`` (two pilot jobs of one process:
+                 the same two cores).
+
+Output: one line per measurement and the ratios against the reference measured in the same round (targets of
+issue 19: b2batch within 1.2x of xargs -P 2, faster than PyTaskFarmer), then one JSON line with every figure.
+The machine is shared: each line gives the 1-minute load at its start; use ``--repeat`` and the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from slurm_throughput import Cluster, log
+
+
+def write_lists(folder: Path, n_true: int, n_sleep: int) -> dict[str, Path]:
+    lists = {"true": folder / "true.txt", "sleep 0.1": folder / "sleep.txt"}
+    lists["true"].write_text("true\n" * n_true)
+    lists["sleep 0.1"].write_text("sleep 0.1\n" * n_sleep)
+    return lists
+
+
+def timed(command: list[str], cwd: Path, timeout: float, stdin: Path | None = None) -> tuple[float | None, int]:
+    """Wall time of ``command`` (None when it ran out of time) and its exit code."""
+    start = time.perf_counter()
+    with open(stdin or os.devnull, "rb") as source, open(cwd / "output.log", "ab") as out:
+        child = subprocess.Popen(command, cwd=cwd, stdin=source, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            code = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            return None, -9
+    return time.perf_counter() - start, code
+
+
+def fresh(base: Path, name: str, source: Path) -> tuple[Path, Path]:
+    folder = base / f"{name}-{uuid.uuid4().hex[:6]}"
+    folder.mkdir()
+    target = folder / source.name
+    shutil.copy(source, target)
+    return folder, target
+
+
+def real_pytaskfarmer(given: str | None) -> str | None:
+    path = given or shutil.which("pytaskfarmer.py")
+    if path is None:
+        return None
+    if "b2batch" in Path(path).read_text(errors="replace"):
+        log(f"{path} is b2batch's compatible script, not PyTaskFarmer: give --pytaskfarmer")
+        return None
+    return path
+
+
+def local_round(args: argparse.Namespace, base: Path, lists: dict[str, Path], ptf: str | None) -> dict:
+    results: dict[str, dict[str, float | None]] = {}
+    for what, source in lists.items():
+        row: dict[str, float | None] = {}
+        runners = {
+            "xargs": lambda folder, path: (["xargs", "-d", "\n", "-P", str(args.proc), "-n", "1", "sh", "-c"], path),
+            "b2batch": lambda folder, path: ([sys.executable, "-m", "b2batch.farm", path.name, "--proc",
+                                              str(args.proc)], None),
+        }
+        if ptf:
+            runners["pytaskfarmer"] = lambda folder, path: ([sys.executable if ptf.endswith(".py") and not os.access(
+                ptf, os.X_OK) else ptf, *([ptf] if not os.access(ptf, os.X_OK) else []), path.name, "--proc",
+                str(args.proc)], None)
+        for name, make in runners.items():
+            folder, path = fresh(base, f"{name}-{what.split()[0]}", source)
+            command, stdin = make(folder, path)
+            load = os.getloadavg()[0]
+            timeout = args.ptf_timeout if name == "pytaskfarmer" else args.timeout
+            wall, code = timed(command, folder, timeout, stdin)
+            ok = code == 0
+            if name != "xargs":
+                finished = folder / f"{path.name}_workdir" / "finished"
+                ok = ok and finished.exists() and finished.read_bytes().count(b"\n") == len(
+                    source.read_text().splitlines())
+            row[name] = wall if ok else None
+            shown = f"{wall:8.2f} s" if wall is not None else f"  > {timeout:g} s (stopped)"
+            log(f"  {what:10s} x{len(source.read_text().splitlines()):<6d} {name:13s} {shown}   exit {code}, "
+                f"complete {ok}   (load {load:.2f})")
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+        results[what] = row
+    return results
+
+
+def slurm_round(args: argparse.Namespace, base: Path, lists: dict[str, Path], cluster: Cluster) -> dict:
+    results: dict[str, dict[str, float | None]] = {}
+    for what, source in lists.items():
+        lines = source.read_text().splitlines()[:args.slurm_n]
+        row: dict[str, float | None] = {}
+        # raw array: element k runs line k
+        folder = base / f"raw-{what.split()[0]}-{uuid.uuid4().hex[:6]}"
+        folder.mkdir()
+        (folder / "list.txt").write_text("\n".join(lines) + "\n")
+        dispatch = folder / "dispatch.sh"
+        dispatch.write_text(f'#!/bin/sh\nexec sh -c "$(sed -n "${{SLURM_ARRAY_TASK_ID}}p" '
+                            f'{shlex.quote(str(folder / "list.txt"))})"\n')
+        dispatch.chmod(0o755)
+        cluster.wait_until_free(600)
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        done = subprocess.run(["sbatch", "--parsable", f"--array=1-{len(lines)}", f"--job-name={cluster.prefix}.raw",
+                               f"--output={folder}/slurm-%A_%a.out", f"--chdir={folder}", str(dispatch)],
+                              capture_output=True, text=True, timeout=120, check=False)
+        array_id = done.stdout.strip().split(";")[0]
+        while any(job[0] == array_id for job in cluster.live_jobs()):
+            time.sleep(0.5)
+        row["raw array"] = time.perf_counter() - start
+        log(f"  slurm {what:10s} x{len(lines):<5d} raw array     {row['raw array']:8.2f} s   (load {load:.2f})")
+        # b2batch farm with two pilots
+        folder, path = fresh(base, f"farm-{what.split()[0]}", source)
+        path.write_text("\n".join(lines) + "\n")
+        (folder / "settings.json").write_text(json.dumps({"job_name": cluster.prefix}))
+        cluster.wait_until_free(600)
+        load = os.getloadavg()[0]
+        wall, code = timed([sys.executable, "-m", "b2batch", "farm", path.name, "--batch-system", "slurm", "--jobs",
+                            "2", "--proc", "1"], folder, args.timeout)
+        finished = folder / f"{path.name}_workdir" / "finished"
+        ok = code == 0 and finished.exists() and finished.read_bytes().count(b"\n") == len(lines)
+        row["b2batch"] = wall if ok else None
+        log(f"  slurm {what:10s} x{len(lines):<5d} b2batch farm  {wall or -1:8.2f} s   exit {code}, complete {ok}   "
+            f"(load {load:.2f})")
+        results[what] = row
+    return results
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}" if a and b else "-"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n-true", type=int, default=10_000)
+    parser.add_argument("--n-sleep", type=int, default=1_000)
+    parser.add_argument("--proc", type=int, default=2)
+    parser.add_argument("--parts", default="local,slurm", help="local, slurm or both (default)")
+    parser.add_argument("--slurm-n", type=int, default=1000, help="lines of each list on Slurm (default 1000)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the local part (default 1)")
+    parser.add_argument("--pytaskfarmer", default=None, help="the real pytaskfarmer.py (default: on PATH)")
+    parser.add_argument("--ptf-timeout", type=float, default=900)
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+
+    base = Path(tempfile.mkdtemp(prefix="b2bench-farm-"))
+    lists = write_lists(base, args.n_true, args.n_sleep)
+    ptf = real_pytaskfarmer(args.pytaskfarmer)
+    figures: dict = {"cpus": os.cpu_count(), "local": [], "slurm": None}
+    ok = True
+    cluster = Cluster(f"b2benchf{uuid.uuid4().hex[:6]}")
+    try:
+        if "local" in args.parts:
+            log(f"local: {args.n_true} x true, {args.n_sleep} x sleep 0.1, --proc {args.proc}; PyTaskFarmer: "
+                f"{ptf or 'not found'}")
+            for _ in range(max(1, args.repeat)):
+                figures["local"].append(local_round(args, base, lists, ptf))
+        if "slurm" in args.parts:
+            if shutil.which("sbatch") is None:
+                log("slurm: sbatch is not on PATH; skipped")
+            else:
+                log(f"slurm: {args.slurm_n} lines of each list; b2batch farm --jobs 2 --proc 1 against one sbatch "
+                    f"--array")
+                figures["slurm"] = slurm_round(args, base, lists, cluster)
+    except KeyboardInterrupt:
+        ok = False
+    finally:
+        cluster.cancel_ours()
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"farm_throughput: {os.cpu_count()} CPUs; medians over {len(figures['local'])} local round(s)")
+    for what in lists:
+        rows = [r[what] for r in figures["local"]]
+        if not rows:
+            continue
+        med = {name: statistics.median([r[name] for r in rows if r.get(name)] or [0]) or None
+               for name in ("xargs", "b2batch", "pytaskfarmer")}
+        ptf_time = med["pytaskfarmer"]
+        ptf_text = f"{ptf_time:.2f} s" if ptf_time else "not measured or did not finish"
+        print(f"  {what:10s} xargs {med['xargs'] or 0:.2f} s, b2batch farm {med['b2batch'] or 0:.2f} s, PyTaskFarmer "
+              f"{ptf_text}; "
+              f"b2batch / xargs {ratio(med['b2batch'], med['xargs'])} (target <= 1.2), b2batch / PyTaskFarmer "
+              f"{ratio(med['b2batch'], med['pytaskfarmer'])} (target < 1)")
+    if figures["slurm"]:
+        for what, row in figures["slurm"].items():
+            print(f"  slurm {what:10s} raw array {row['raw array']:.2f} s, b2batch farm --jobs 2 "
+                  f"{row['b2batch'] or 0:.2f} s; ratio {ratio(row['b2batch'], row['raw array'])}")
+    print(json.dumps(figures))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
