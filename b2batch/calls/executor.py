@@ -103,7 +103,8 @@ class Executor:
     def __init__(self, batch_system: Any = "auto", *, name: str = "calls", work_dir: str | os.PathLike | None = None,
                  settings: dict[str, Any] | None = None, max_in_flight: int | None = None,
                  import_path: list[str] | None = None, delete_call_file_on_load: bool = False,
-                 keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None) -> None:
+                 keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None,
+                 log_dir: str | os.PathLike | None = None, preload: list[str] | None = None) -> None:
         values = dict(settings or {})
         values["batch_system"] = batch_system
         self.name = name
@@ -115,6 +116,10 @@ class Executor:
         self.work_dir = (Path(work_dir) if work_dir is not None
                          else root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{self.run.tag}").resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        #: Where each job's stdout and stderr go (a folder per job).
+        self.log_dir = Path(log_dir).resolve() if log_dir is not None else self.work_dir / "logs"
+        #: Modules a job imports before it loads its calls (e.g. one that registers a joblib backend).
+        self.preload = list(preload or [])
         #: None: keep the work dir only when a call failed or wrote to stderr.
         self.keep_work_dir = keep_work_dir
         self.delete_call_file_on_load = delete_call_file_on_load
@@ -164,8 +169,8 @@ class Executor:
 
     def _job(self, number: int, label: str | None) -> Job:
         key = f"{number:08d}"
-        files = JobFiles.at(self.work_dir, "jobs", key, self.work_dir / "logs" / key)
-        unit = {"call": "b2batch.calls.node:run_calls",
+        files = JobFiles.at(self.work_dir, "jobs", key, self.log_dir / key)
+        unit = {"call": "b2batch.calls.node:run_calls", "preload": self.preload,
                 "args": [str(files.folder / "call.pkl"), str(files.result_bytes), self.import_path,
                          self.delete_call_file_on_load]}
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
@@ -196,11 +201,14 @@ class Executor:
     def _remove_work_dir(self) -> None:
         keep = self.keep_work_dir
         if keep is None:
-            keep = self._failed or any(p.stat().st_size for p in self.work_dir.glob("logs/*/stderr"))
+            keep = self._failed or any(p.stat().st_size for p in self.log_dir.glob("*/stderr"))
         if keep:
             logger.info("%s: the work dir is kept: %s", self.name, self.work_dir)
-        else:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
+            return
+        deadline = time.monotonic() + 5.0  # pilots with their queue in the work dir leave it within moments
+        while any(self.work_dir.glob("_pilots/*/workers/*.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
 
     # --- the executor's thread -----------------------------------------------------------------------
 

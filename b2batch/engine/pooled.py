@@ -423,7 +423,8 @@ class PilotSystem(PooledSystem):
         if pool.given_up or now < pool.next_submit or self.run.interrupted:
             return
         alive = len(pool.carriers) + len([w for w in pool.beats if w not in pool.carriers])
-        wanted = min(pool.template.setting("pilot_jobs") - alive, pool.waiting())
+        queued = sum(1 for key in pool.carriers if key not in pool.started)  # each will take a waiting unit
+        wanted = min(pool.template.setting("pilot_jobs") - alive, pool.waiting() - queued)
         if wanted <= 0:
             return
         try:

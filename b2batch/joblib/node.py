@@ -1,0 +1,99 @@
+"""What a job of the joblib backend runs: joblib's batches of calls, one after another, each with its value or
+its exception, and the seconds it took.
+
+A job (or a unit in a pilot) is one call of :func:`run_batches` through :mod:`b2batch.calls.node`. Importing
+this module imports :mod:`b2batch.joblib`, so the backend's name is registered in the job before any batch
+runs, and a nested ``Parallel`` that names it finds it. The nesting level travels with the call and is set in
+``$B2BATCH_JOBLIB_LEVEL`` for the calls (and the processes they start).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import b2batch.joblib  # noqa: F401  (registers the backend's name in the job)
+
+#: The nesting level of the calls running in this process (0: not in a job of the backend).
+LEVEL_VARIABLE = "B2BATCH_JOBLIB_LEVEL"
+
+
+@dataclass
+class BatchOutcome:
+    """What one of joblib's batches gave: its value (a list, one per call), or the exception it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+    traceback: str = ""
+    seconds: float = 0.0
+    calls: int = 0
+
+
+class BatchesRaised(Exception):
+    """At least one batch of the job raised: the outcomes of all of them, so that each goes to its caller.
+    Its message is the first exception's, for the job's record."""
+
+    def __init__(self, outcomes: list[BatchOutcome]) -> None:
+        first = next(o.error for o in outcomes if o.error is not None)
+        super().__init__(f"{type(first).__name__}: {first}")
+        self.outcomes = outcomes
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.outcomes,))
+
+
+def current_level() -> int:
+    """The nesting level of the calls running in this process, from ``$B2BATCH_JOBLIB_LEVEL``."""
+    try:
+        return max(0, int(os.environ.get(LEVEL_VARIABLE, "0")))
+    except ValueError:
+        return 0
+
+
+def run_batches(batches: list[bytes], level: int, log_level: int,
+                context_func: Callable[[], Any] | None = None) -> list[BatchOutcome]:
+    """Run the pickled batches in order, every one even when one raises; their outcomes, or
+    :class:`BatchesRaised` with all of them if any raised."""
+    os.environ[LEVEL_VARIABLE] = str(level)
+    logging.basicConfig(level=log_level, stream=sys.stdout,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger().setLevel(log_level)
+    if context_func is not None:
+        context_func()
+    outcomes = []
+    for payload in batches:
+        outcome = BatchOutcome()
+        begin = time.perf_counter()
+        try:
+            batch = pickle.loads(payload)
+            outcome.calls = len(batch)
+            begin = time.perf_counter()  # the calls' own time: a first load may import modules
+            outcome.value = batch()
+        except BaseException as e:  # noqa: BLE001 - as joblib's own workers: everything goes back
+            outcome.error = _sendable(e)
+            outcome.traceback = traceback.format_exc()
+            sys.stderr.write(outcome.traceback)
+        outcome.seconds = time.perf_counter() - begin
+        outcomes.append(outcome)
+    if any(o.error is not None for o in outcomes):
+        raise BatchesRaised(outcomes)
+    return outcomes
+
+
+def _sendable(error: BaseException) -> BaseException:
+    """The exception itself if it survives pickling, else a RuntimeError that names it."""
+    import cloudpickle
+
+    try:
+        pickle.loads(cloudpickle.dumps(error))
+        return error
+    except Exception as e:
+        return RuntimeError(f"{type(error).__module__}.{type(error).__qualname__}: {error} (the exception could "
+                            f"not be pickled to send it back: {e})")

@@ -1,0 +1,139 @@
+"""Starting and ending the jobs of one ``Parallel`` call: the batch system and its settings, pilots or jobs of
+their own, the live progress in a terminal, and with ``export_metadata`` b2batch's run report and timeline.
+
+The default mode is pilots: unless the caller (or the settings chain) chose ``pilot_jobs`` or
+``tasks_per_job``, up to ``min(throttle, n_jobs, 100)`` pilot jobs (on ``local``: its slots), and never more
+than the call has units in flight, pull the call's units from a queue in its folder. ``pilot_jobs=0`` runs each
+unit as a job of its own.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from b2batch import paths, systems
+from b2batch.engine import RunRecord
+from b2batch.joblib import options as opts
+from b2batch.joblib.batch import CallBatch
+from b2batch.settings import get_setting
+
+if TYPE_CHECKING:
+    from b2batch.joblib.backend import B2BatchBackend
+
+logger = logging.getLogger(__name__)
+
+#: Most pilot jobs a call holds by default on a batch system (``pilot_jobs`` sets another number).
+DEFAULT_PILOTS = 100
+
+
+class Watch:
+    """What is shown and written about one call: the live progress, the report, HTCondor's pool variables."""
+
+    def __init__(self, record: RunRecord, backend: B2BatchBackend, system: str) -> None:
+        self.report: Any = None
+        self.progress: Any = None
+        self._environment: dict[str, str | None] = {}
+        options = backend.options
+        if options.export_metadata:
+            from b2batch.display.report import RunReport
+
+            # The report's own summary goes to the log, not to the caller's stderr.
+            self.report = RunReport(run=record, batch=False, mode="batch", script=sys.argv[0] if sys.argv else None,
+                                    argv=list(sys.argv[1:]), stream=io.StringIO())
+            self.report.__enter__()
+        wanted = options.progress
+        if wanted is None:
+            from b2batch.display.progress import _is_terminal
+
+            wanted = backend.level == 0 and _is_terminal(sys.stderr)
+        if wanted:
+            from b2batch.display.progress import Progress
+
+            self.progress = Progress(record)
+            self.progress.start()
+        if system == "htcondor":
+            for name, value in opts.condor_environment(options).items():
+                self._environment[name] = os.environ.get(name)
+                os.environ[name] = value
+
+    def close(self, failed: bool, cancelled: bool) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+        if self.report is not None:
+            self.report.batch = True  # now write the files (batch=True at the start would show progress too)
+            error = KeyboardInterrupt if cancelled else None
+            self.report.__exit__(error, None, None)
+            logger.info("b2batch joblib: report %s, timeline %s", self.report.paths.get("report"),
+                        self.report.paths.get("trace"))
+        for name, value in self._environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def default_pilots(system: str, throttle: int | None, n_jobs: int) -> int:
+    """Pilot jobs of a call: ``min(throttle, n_jobs)``, at most :data:`DEFAULT_PILOTS` (the local batch system:
+    its slots). The engine keeps that many pilots while units wait, queued ones included, so the number is what
+    the call may hold in the batch system at once, not what it will get."""
+    if system == "local":
+        cap = get_setting("local_slots") or os.cpu_count() or 1
+    else:
+        cap = DEFAULT_PILOTS
+    return min(t for t in (throttle, n_jobs if n_jobs > 0 else None, cap) if t)
+
+
+def start_batch(backend: B2BatchBackend) -> CallBatch:
+    """The jobs of the call that starts, with their settings; nothing is submitted yet."""
+    options = backend.options
+    level = backend.level
+    n_jobs = backend.n_jobs_requested
+    cls = systems.system_class(options.system())
+    system = str(getattr(cls, "name", None) or options.system())
+    values = opts.job_settings(options, system)
+    values["batch_system"] = system
+    throttle = options.throttle_at(level, n_jobs)
+    chosen = {"pilot_jobs", "tasks_per_job"} & set(options.settings)
+    adaptive = None
+    if not chosen and not get_setting("pilot_jobs") and get_setting("tasks_per_job") <= 1:
+        values["pilot_jobs"] = adaptive = default_pilots(system, throttle, n_jobs)
+    pilots = values.get("pilot_jobs", get_setting("pilot_jobs"))
+    name = backend.new_batch_name()
+    folder = backend.shared_data_dir() / name
+    folder.mkdir(parents=True, exist_ok=True)
+    if options.log_dir_prefix:
+        log_folder = Path(os.path.expanduser(os.fspath(options.log_dir_prefix))).resolve()
+    else:
+        log_folder = paths.resolve(get_setting("log_dir")).resolve() / "joblib" / name
+    values["task_file_dir"] = str(folder)  # the pilots' queue of this call lives in its folder
+    values["log_dir"] = str(log_folder)  # and their logs beside those of the units
+    record = RunRecord()
+    watch = Watch(record, backend, system)
+    try:
+        batch = CallBatch(name=name, system=system, settings=values, folder=folder, log_folder=log_folder,
+                          keep_logs=bool(options.log_dir_prefix), level=level, throttle=throttle,
+                          batch_size=options.batch_size, coalesce=bool(pilots) and options.batch_size == "auto",
+                          delete_task_file_on_load=options.delete_task_file_on_load, log_level=options.log_level(),
+                          context_func=options.context_func, record=record, pilots=adaptive)
+    except BaseException:
+        watch.close(failed=True, cancelled=True)
+        raise
+    batch.watch = watch  # type: ignore[attr-defined]
+    logger.info("b2batch joblib: call %s on %s (%s), task files in %s, logs in %s", name, system,
+                f"{pilots} pilot jobs at most" if pilots else "a job per unit", folder, log_folder)
+    return batch
+
+
+def stop_batch(batch: CallBatch, cancel: bool) -> None:
+    """End the call's jobs (cancelling them with ``cancel``), remove its folder, write its report."""
+    logger.debug("%s: ending the call%s", batch.name, " (cancelling its jobs)" if cancel else "")
+    try:
+        batch.close(cancel=cancel)
+        logger.debug("%s: its jobs ended", batch.name)
+    finally:
+        batch.watch.close(failed=batch.failed, cancelled=cancel)  # type: ignore[attr-defined]
