@@ -36,6 +36,7 @@ _SOURCES = {
     "b2batch.luigi_frontend.batch_process": ("BatchProcess",),
     "b2batch.luigi_frontend.workflow": ("process",),
     "b2batch.settings": ("clear_setting", "get_setting", "set_setting"),
+    "b2batch.pool": ("Pool",),
     "b2batch.task": ("ExternalTask", "LocalTarget", "Task", "WrapperTask", "inherits", "on_temporary_files",
                      "requires"),
 }

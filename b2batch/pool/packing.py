@@ -1,0 +1,159 @@
+"""A pool's work dir stays small whatever the number of items: what ended is packed into a few files.
+
+The engine gives every job a folder (its wrapper, call, exit code, result) and a log folder (stdout,
+stderr); job arrays get a folder of their own (a dispatch script, the scheduler's logs). A pool keeps at
+most its window of jobs in flight, and as each job ends :class:`Packer` appends what it left to three files
+and removes its folders; an array's folder goes once none of its jobs is left. The work dir of a pool::
+
+    outputs.jsonl      one line per ended job: its items, batch system, job id, resubmissions, state,
+                       stdout, stderr, and the error with its traceback if an item raised
+    results.pickles    one pickle per ended job: {"chunk", "start", "count", "answer"} (the job's answer,
+                       as b2batch.pool.runner pickled it)
+    calls.pickles      the call of each job that did not end well, to run it again by hand
+    jobs/ logs/ arrays/   the folders of the jobs still in flight
+
+:func:`read_outputs` and :func:`read_answers` read them back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import shlex
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from b2batch.engine import Job
+
+logger = logging.getLogger(__name__)
+
+OUTPUTS, RESULTS, CALLS = "outputs.jsonl", "results.pickles", "calls.pickles"
+#: Most bytes of one job's stdout or stderr packed (the end is kept).
+LOG_LIMIT = 1 << 20
+#: Seconds between two looks at the array folders.
+SWEEP_INTERVAL = 2.0
+
+
+def _read_log(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - LOG_LIMIT))
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return text if size <= LOG_LIMIT else f"[... {size - LOG_LIMIT} bytes left out ...]\n{text}"
+
+
+def _array_wrappers(dispatch: Path) -> list[Path]:
+    """The job wrappers an array's dispatch script runs (``N) exec WRAPPER ;;``, see array_dispatch.sh.j2)."""
+    found = []
+    for line in dispatch.read_text().splitlines():
+        head, separator, rest = line.partition(") exec ")
+        if separator and head.strip().isdigit():
+            words = shlex.split(rest.rsplit(";;", 1)[0])
+            if words:
+                found.append(Path(words[0]))
+    return found
+
+
+class Packer:
+    """Packs the jobs of one pool's work dir as they end."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.work_dir = work_dir
+        self.wrote_stderr = False
+        self._files: dict[str, BinaryIO] = {}
+        self._arrays: dict[Path, list[Path]] = {}
+        self._swept_at = 0.0
+
+    def _file(self, name: str) -> BinaryIO:
+        if name not in self._files:
+            self._files[name] = open(self.work_dir / name, "ab")  # noqa: SIM115 - open while the pool lives
+        return self._files[name]
+
+    def pack(self, job: Job, meta: dict[str, Any], answer: bytes | None, state: str, error: str = "") -> None:
+        """Append what ``job`` left (``meta``: its chunk; ``answer``: its pickled answer; ``state``: done,
+        failed or lost; ``error``: its message and traceback), then remove its folders."""
+        stdout, stderr = _read_log(job.files.stdout), _read_log(job.files.stderr)
+        self.wrote_stderr = self.wrote_stderr or bool(stderr.strip())
+        line = {**meta, "system": job.system, "job_id": job.job_id, "resubmissions": job.resubmissions,
+                "state": state, "error": error, "stdout": stdout, "stderr": stderr}
+        outputs = self._file(OUTPUTS)
+        outputs.write(json.dumps(line, default=str).encode() + b"\n")
+        outputs.flush()
+        if answer is not None:
+            results = self._file(RESULTS)
+            pickle.dump({"chunk": meta.get("chunk"), "start": meta.get("start"), "count": meta.get("count"),
+                         "answer": answer}, results)
+            results.flush()
+        if state != "done":
+            try:
+                call = (job.files.folder / "call.pkl").read_bytes()
+            except OSError:
+                call = b""
+            calls = self._file(CALLS)
+            pickle.dump({**meta, "job_id": job.job_id, "call": call}, calls)
+            calls.flush()
+        shutil.rmtree(job.files.folder, ignore_errors=True)
+        shutil.rmtree(job.files.log_folder, ignore_errors=True)
+
+    def sweep(self, force: bool = False) -> None:
+        """Remove the folders of arrays none of whose jobs is left (at most every SWEEP_INTERVAL s)."""
+        now = time.monotonic()
+        if not force and now - self._swept_at < SWEEP_INTERVAL:
+            return
+        self._swept_at = now
+        try:
+            folders = list((self.work_dir / "arrays").iterdir())
+        except OSError:
+            return
+        for folder in folders:
+            wrappers = self._arrays.get(folder)
+            if wrappers is None:
+                try:
+                    wrappers = self._arrays[folder] = _array_wrappers(folder / "dispatch.sh")
+                except OSError:
+                    continue  # being written
+            if not any(w.exists() for w in wrappers):
+                shutil.rmtree(folder, ignore_errors=True)
+                self._arrays.pop(folder, None)
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+
+def read_outputs(work_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The packed lines of every ended job of a pool's work dir, in the order they ended."""
+    path = Path(work_dir) / OUTPUTS
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def read_answers(work_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The packed answers of a pool's work dir: dicts with the chunk, its first item's index, its item count
+    and the answer (a :class:`b2batch.pool.runner.ChunkAnswer` once unpickled)."""
+    path = Path(work_dir) / RESULTS
+    if not path.exists():
+        return
+    with open(path, "rb") as f:
+        while True:
+            try:
+                record = pickle.load(f)
+            except EOFError:
+                return
+            record["answer"] = pickle.loads(record["answer"])
+            yield record
+
+
+def file_count(folder: str | os.PathLike[str]) -> int:
+    """Files and folders below ``folder``."""
+    return sum(len(dirs) + len(files) for _root, dirs, files in os.walk(folder))

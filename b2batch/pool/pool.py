@@ -1,0 +1,281 @@
+""":class:`Pool`: ``multiprocessing.Pool`` with a batch system behind it.
+
+::
+
+    with b2batch.Pool(batch_system="slurm", num_simultaneously_running_tasks=200) as pool:
+        results = pool.map(sum, [[1, 2], [2, 3], [4, 5]])
+
+The items are cut into chunks; each chunk runs as one job of the pool's
+:class:`~b2batch.calls.Executor` (one engine run: bulk submission as job arrays, one status query per poll,
+resubmission of jobs the batch system lost or killed). The function travels cloudpickled, so functions of
+``__main__``, lambdas and closures work. Semantics are ``multiprocessing.Pool``'s: values in input order,
+``chunksize``, an exception of the function raises in the caller with its type, the item's index and the
+remote traceback. ``batch_system="multiprocessing"`` gives a real ``multiprocessing.Pool``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from b2batch import paths, systems
+from b2batch.calls import Executor
+from b2batch.pool import environment, runner
+from b2batch.pool.dispatch import Batch, Dispatcher, chunks_of
+from b2batch.pool.packing import Packer
+from b2batch.pool.results import AsyncResult, ItemIterator, MapResult
+from b2batch.settings import get_setting
+
+logger = logging.getLogger(__name__)
+
+#: Slots assumed when neither a throttle nor the batch system says how many jobs run at once.
+DEFAULT_SLOTS = 50
+#: With ``chunksize=None`` a map is cut into at most this many chunks per slot (multiprocessing's 4).
+CHUNKS_PER_SLOT = 4
+
+_RUN, _CLOSE, _TERMINATE = "running", "closed", "terminated"
+
+
+def _wants_multiprocessing(batch_system: Any, fallback: str | None) -> bool:
+    if batch_system == "multiprocessing":
+        return True
+    return fallback == "multiprocessing" and batch_system == "auto" and systems.detect() == "local"
+
+
+def _name_of(function: Callable[..., Any]) -> str:
+    return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or type(function).__name__
+
+
+class Pool:
+    """A pool of jobs of one batch system, with ``multiprocessing.Pool``'s interface.
+
+    ``processes`` (or ``num_simultaneously_running_tasks``, pypoolparty's name) is the throttle: at most
+    that many jobs submitted and not ended. ``batch_system``: a b2batch batch system (``auto`` by default),
+    or ``"multiprocessing"`` for a ``multiprocessing.Pool``; ``fallback="multiprocessing"`` gives one too
+    when ``auto`` finds no batch system. ``settings``: b2batch settings for the jobs (``slurm_settings``,
+    ``env``, ``env_script``, ``pilot_jobs`` ...). pypoolparty's arguments: ``python_path`` (default: this
+    interpreter), ``polling_interval`` (seconds between status queries, fixed; default: the settings
+    ``poll_interval`` to ``max_poll_interval``), ``work_dir`` (the folder in which the pool makes its own
+    work dir; default: the setting ``task_file_dir``), ``keep_work_dir`` (it is kept anyway when an item
+    failed, a job was lost or wrote to stderr), ``verbose`` (progress and a summary; default: a live
+    progress table when stderr is a terminal), ``max_num_resubmissions`` (jobs killed or lost are submitted
+    again up to this many times; default: the setting ``max_resubmissions``), ``slurm_call_timeout``
+    (accepted; scheduler commands time out after 60 s). ``task_errors="none"``: pypoolparty's handling of
+    an item that raised (its value is None, the traceback goes to the job's stderr) instead of raising.
+    The caller's environment is exported into the jobs (:mod:`b2batch.pool.environment`).
+    """
+
+    def __new__(cls, processes: int | None = None, initializer: Callable[..., Any] | None = None,
+                initargs: Iterable[Any] = (), maxtasksperchild: int | None = None, **options: Any) -> Any:
+        if _wants_multiprocessing(options.get("batch_system", "auto"), options.get("fallback")):
+            return multiprocessing.Pool(processes, initializer, tuple(initargs), maxtasksperchild)
+        return super().__new__(cls)
+
+    def __init__(self, processes: int | None = None, initializer: Callable[..., Any] | None = None,
+                 initargs: Iterable[Any] = (), maxtasksperchild: int | None = None, *, batch_system: Any = "auto",
+                 num_simultaneously_running_tasks: int | None = None, python_path: str | None = None,
+                 polling_interval: float | None = None, work_dir: str | os.PathLike[str] | None = None,
+                 keep_work_dir: bool = False, verbose: bool | None = None, slurm_call_timeout: float = 60.0,
+                 max_num_resubmissions: int | None = None, settings: dict[str, Any] | None = None,
+                 fallback: str | None = None, task_errors: str = runner.RAISE, name: str = "pool") -> None:
+        if task_errors not in (runner.RAISE, runner.NONE):
+            raise ValueError(f"task_errors must be {runner.RAISE!r} or {runner.NONE!r}, not {task_errors!r}")
+        throttle = num_simultaneously_running_tasks if num_simultaneously_running_tasks is not None else processes
+        if throttle is not None and throttle < 1:
+            raise ValueError("Number of processes must be at least 1")
+        self.throttle = throttle
+        self.keep_work_dir = bool(keep_work_dir)
+        self.slurm_call_timeout = slurm_call_timeout
+        parent = Path(work_dir) if work_dir is not None else paths.resolve(get_setting("task_file_dir"))
+        self.work_dir = (parent / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}").resolve()
+        self.work_dir.mkdir(parents=True)
+        values = dict(settings or {})
+        values["env"] = environment.exported(extra=values.get("env", get_setting("env")))
+        values.setdefault("resubmit_failed_tasks", True)  # a job that exited non-zero was killed: see runner
+        values["task_file_dir"] = str(self.work_dir)  # array folders go into the work dir too
+        if max_num_resubmissions is not None:
+            values["max_resubmissions"] = int(max_num_resubmissions)
+        if python_path is not None:
+            values["executable"] = [str(python_path)]
+        if polling_interval is not None:
+            values["poll_interval"] = values["max_poll_interval"] = float(polling_interval)
+        try:
+            self.executor = Executor(batch_system, name=name, work_dir=self.work_dir, settings=values,
+                                     max_in_flight=throttle, keep_work_dir=True)
+        except BaseException:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            raise
+        self.record = self.executor.run.record
+        self.slots = throttle or self._system_slots()
+        window = 2 * throttle if throttle else self.executor.settings("max_array_size")
+        self.packer = Packer(self.work_dir)
+        self._dispatcher = Dispatcher(self.executor, self.packer, window, task_errors, initializer,
+                                      tuple(initargs))
+        self._state = _RUN
+        self._ended = False
+        self._progress, self._report = self._show(verbose)
+
+    def _system_slots(self) -> int:
+        if self.executor.system == "local":
+            return get_setting("local_slots", task=self.executor.settings) or os.cpu_count() or 1
+        return DEFAULT_SLOTS
+
+    def _show(self, verbose: bool | None) -> tuple[Any, Any]:
+        from b2batch.display.progress import Progress, _is_terminal
+        from b2batch.display.report import RunReport
+
+        if verbose is False or (verbose is None and not _is_terminal(sys.stderr)):
+            return None, None
+        progress = Progress(self.record)
+        progress.start()
+        report = RunReport(run=self.record, mode="batch") if verbose else None
+        if report is not None:
+            report.__enter__()
+        return progress, report
+
+    def __repr__(self) -> str:
+        return f"<b2batch.Pool state={self._state} system={self.executor.system} work_dir={self.work_dir}>"
+
+    # --- calls -----------------------------------------------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self._state != _RUN:
+            raise ValueError("Pool not running")
+
+    def _chunksize(self, count: int | None, chunksize: int | None) -> int:
+        if chunksize is not None:
+            if chunksize < 1:
+                raise ValueError(f"Chunksize must be 1+, not {chunksize:n}")
+            return int(chunksize)
+        if count is None:
+            return 1
+        return max(1, math.ceil(count / (CHUNKS_PER_SLOT * self.slots)))
+
+    def _add(self, batch: Batch) -> None:
+        self._check_running()
+        self._dispatcher.add(batch)
+
+    def apply_async(self, func: Callable[..., Any], args: Iterable[Any] = (), kwds: dict[str, Any] | None = None,
+                    callback: Callable[[Any], object] | None = None,
+                    error_callback: Callable[[BaseException], object] | None = None) -> AsyncResult:
+        """``func(*args, **kwds)`` in a job."""
+        result = AsyncResult(callback, error_callback)
+        self._add(Batch(f"apply({_name_of(func)})", func, "call", result,
+                        chunks_of([(tuple(args), dict(kwds or {}))], 1), length=1))
+        return result
+
+    def apply(self, func: Callable[..., Any], args: Iterable[Any] = (), kwds: dict[str, Any] | None = None) -> Any:
+        return self.apply_async(func, args, kwds).get()
+
+    def _map_async(self, kind: str, how: str, func: Callable[..., Any], iterable: Iterable[Any],
+                   chunksize: int | None, callback: Any, error_callback: Any) -> MapResult:
+        self._check_running()
+        items = list(iterable)
+        size = self._chunksize(len(items), chunksize)
+        result = MapResult(callback, error_callback)
+        self._add(Batch(f"{kind}({_name_of(func)})", func, how, result, chunks_of(items, size), length=len(items)))
+        return result
+
+    def map_async(self, func: Callable[..., Any], iterable: Iterable[Any], chunksize: int | None = None,
+                  callback: Callable[[Any], object] | None = None,
+                  error_callback: Callable[[BaseException], object] | None = None) -> MapResult:
+        return self._map_async("map", "one", func, iterable, chunksize, callback, error_callback)
+
+    def map(self, func: Callable[..., Any], iterable: Iterable[Any], chunksize: int | None = None) -> list[Any]:
+        """``[func(item) for item in iterable]``, in jobs."""
+        return self.map_async(func, iterable, chunksize).get()
+
+    def starmap_async(self, func: Callable[..., Any], iterable: Iterable[Iterable[Any]], chunksize: int | None = None,
+                      callback: Callable[[Any], object] | None = None,
+                      error_callback: Callable[[BaseException], object] | None = None) -> MapResult:
+        return self._map_async("starmap", "star", func, iterable, chunksize, callback, error_callback)
+
+    def starmap(self, func: Callable[..., Any], iterable: Iterable[Iterable[Any]],
+                chunksize: int | None = None) -> list[Any]:
+        """``[func(*args) for args in iterable]``, in jobs."""
+        return self.starmap_async(func, iterable, chunksize).get()
+
+    def _imap(self, ordered: bool, func: Callable[..., Any], iterable: Iterable[Any],
+              chunksize: int | None) -> Iterator[Any]:
+        self._check_running()
+        count = len(iterable) if hasattr(iterable, "__len__") else None  # type: ignore[arg-type]
+        size = self._chunksize(count, chunksize)
+        result = ItemIterator(ordered)
+        kind = "imap" if ordered else "imap_unordered"
+        self._add(Batch(f"{kind}({_name_of(func)})", func, "one", result, chunks_of(iterable, size)))
+        return result
+
+    def imap(self, func: Callable[..., Any], iterable: Iterable[Any], chunksize: int | None = None) -> Iterator[Any]:
+        """The values one by one, in input order; the input is read as jobs are submitted."""
+        return self._imap(True, func, iterable, chunksize)
+
+    def imap_unordered(self, func: Callable[..., Any], iterable: Iterable[Any],
+                       chunksize: int | None = None) -> Iterator[Any]:
+        """The values one by one, as their jobs end."""
+        return self._imap(False, func, iterable, chunksize)
+
+    # --- the end ---------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """No more calls; the jobs of those made run on."""
+        if self._state == _RUN:
+            self._state = _CLOSE
+            self._dispatcher.close()
+
+    def terminate(self) -> None:
+        """Cancel every job not ended; results not ready fail with PoolTerminatedError."""
+        self._state = _TERMINATE
+        self._dispatcher.terminate()
+        self._dispatcher.join()
+        # Not shutdown(cancel_futures=True): the dispatcher cancelled each future itself, because the
+        # executor's cancel-all loops for ever on a future that is cancelled twice.
+        self.executor.shutdown(wait=True)
+        self._end()
+
+    def join(self) -> None:
+        """Wait until every call ended (after :meth:`close` or :meth:`terminate`)."""
+        if self._state == _RUN:
+            raise ValueError("Pool is still running")
+        self._dispatcher.join()
+        self.executor.shutdown(wait=True)
+        self._end()
+
+    def __enter__(self) -> Pool:
+        self._check_running()
+        return self
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        """Every call ended: close and join (the work dir goes unless kept); else terminate."""
+        if exc_type is None and self._state != _TERMINATE and not self._dispatcher.busy():
+            self.close()
+            self.join()
+        else:
+            self.terminate()
+
+    def _end(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        self.packer.close()
+        if self._progress is not None:
+            self._progress.stop()
+        if self._report is not None:
+            self._report.__exit__(None, None, None)
+        reasons = [why for why, yes in (("keep_work_dir is set", self.keep_work_dir),
+                                        ("an item failed or a job was lost", self._dispatcher.failed),
+                                        ("a job wrote to stderr", self.packer.wrote_stderr)) if yes]
+        if reasons:
+            log = logger.warning if self._dispatcher.failed else logger.info
+            log("b2batch pool: the work dir is kept (%s): %s", "; ".join(reasons), self.work_dir)
+        else:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+

@@ -1,0 +1,139 @@
+"""b2batch.Pool and pypoolparty's class paths on the other batch systems: the HTCondor and LSF emulators, the
+local Slurm and SGE (slow), and the pypoolparty shim."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import b2batch
+import b2batch.pool
+from b2batch.pool import PoolJobLostError, aliases, packing
+from tests.conftest import clean_env, wait_for
+from test_sge import sge  # noqa: F401  (fixture, by name)
+from test_slurm import slurm  # noqa: F401  (fixture, by name)
+
+SHIM = Path(__file__).resolve().parent.parent / "compat" / "pypoolparty-shim"
+PYPOOLPARTY_PATHS = ("slurm.array.Pool", "slurm.Pool", "sun_grid_engine.Pool")
+
+
+def fails_on_three(x: int) -> int:
+    if x == 3:
+        raise KeyError(x)
+    return -x
+
+
+def job_id_then_sleep(folder: str, x: int, seconds: float) -> int:
+    Path(folder, f"{x}.{os.environ.get('SLURM_JOB_ID') or os.environ.get('JOB_ID')}").write_text("")
+    time.sleep(seconds)
+    return x
+
+
+def resolve(root: object, path: str) -> object:
+    for part in path.split("."):
+        root = getattr(root, part)
+    return root
+
+
+# --- pypoolparty's class paths ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PYPOOLPARTY_PATHS)
+def test_pypoolparty_class_paths_take_its_constructor_arguments(path: str) -> None:
+    real = pytest.importorskip("pypoolparty")
+    if not hasattr(real, "slurm") or Path(real.__file__).is_relative_to(SHIM):
+        pytest.skip("the real pypoolparty is not installed")
+    theirs = inspect.signature(resolve(real, path)).parameters
+    ours = inspect.signature(resolve(b2batch.pool, path)).parameters
+    assert list(theirs) == [name for name in ours if name != "settings"]
+    for name, parameter in theirs.items():
+        assert ours[name].default == parameter.default or name == "max_num_resubmissions", name
+    assert ours["python_path"].default is None  # this interpreter, not which("python")
+
+
+def test_the_shim_makes_import_pypoolparty_b2batch() -> None:
+    code = ("import pypoolparty, pypoolparty.slurm.array, b2batch.pool as ours\n"
+            "from pypoolparty.sun_grid_engine import Pool\n"
+            "print(pypoolparty.slurm.array.Pool is ours.slurm.array.Pool, pypoolparty.slurm.Pool is ours.slurm.Pool,"
+            " Pool is ours.sun_grid_engine.Pool)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": f"{SHIM}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
+class LocalArrayPool(aliases.SlurmArrayPool):
+    batch_system = "local"
+
+
+def test_the_pypoolparty_semantics_a_raising_task_gives_none_and_the_work_dir_is_kept(tmp_path: Path) -> None:
+    pool = LocalArrayPool(work_dir=str(tmp_path), polling_interval=0.2)
+    assert pool.map(fails_on_three, range(5)) == [0, -1, -2, None, -4]
+    assert pool.starmap(fails_on_three, []) == []
+    [work_dir] = tmp_path.iterdir()
+    assert work_dir.name.startswith(".pypoolparty_slurm_array")
+    assert any("KeyError: 3" in line["stderr"] for line in packing.read_outputs(work_dir))
+    assert issubclass(PoolJobLostError, RuntimeError)
+
+
+# --- the emulators --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("system", ["htcondor", "lsf"])
+def test_pool_on_the_emulators(system: str, workflow, tmp_path: Path) -> None:
+    script = workflow("pool_main.py")
+    env = clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator"), B2BATCH_EMULATOR_SLOTS="4",
+                    POOL_MAIN_VARIABLE="emulated")
+    done = subprocess.run([sys.executable, "-m", "b2batch", "emulate", system, "--",
+                           *script.command("--system", system)], cwd=script.folder, env=env, capture_output=True,
+                          text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert results == {"cube": [0, 1, 8, 27, 64], "lambda": [2, 3], "closure": [101, 102], "variable": "emulated"}
+
+
+# --- the real Slurm and SGE -------------------------------------------------------------------------------
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_pool_on_slurm_with_a_job_cancelled_from_outside(slurm, tmp_path: Path) -> None:  # noqa: F811
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with b2batch.Pool(batch_system="slurm", num_simultaneously_running_tasks=4, polling_interval=0.5,
+                      max_num_resubmissions=1, verbose=False) as pool:
+        assert pool.map(abs, range(-20, 0)) == list(range(20, 0, -1))
+        with pytest.raises(KeyError) as raised:
+            pool.map(fails_on_three, range(6), chunksize=2)
+        assert any("item 3 of map(fails_on_three), in slurm job" in n for n in raised.value.__notes__)
+        lost = pool.starmap_async(job_id_then_sleep, [(str(marks), 0, 300)])
+        for attempt in (1, 2):
+            mark = wait_for(lambda: list(marks.iterdir()), 120, f"attempt {attempt} to start")[0]
+            subprocess.run(["scancel", mark.suffix[1:]], check=True)
+            mark.unlink()
+        with pytest.raises(RuntimeError, match="after 1 resubmission"):
+            lost.get(timeout=120)
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_pypoolparty_slurm_pools_on_slurm(slurm, tmp_path: Path) -> None:  # noqa: F811
+    array = b2batch.pool.slurm.array.Pool(num_simultaneously_running_tasks=3, polling_interval=0.5,
+                                          work_dir=str(tmp_path / "array"))
+    assert array.map(fails_on_three, range(6)) == [0, -1, -2, None, -4, -5]
+    assert len(list((tmp_path / "array").iterdir())) == 1, "kept: a task raised"
+    chunked = b2batch.pool.slurm.Pool(num_chunks=2, polling_interval=0.5, work_dir=str(tmp_path / "chunks"))
+    assert chunked.starmap(pow, [(2, 2), (3, 2), (4, 2)]) == [4, 9, 16]
+    assert list((tmp_path / "chunks").iterdir()) == [], "removed: all went well"
+
+
+@pytest.mark.sge
+@pytest.mark.slow
+def test_pypoolparty_sge_pool_on_sge(sge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setenv("POOL_SGE_VARIABLE", "crossed")
+    pool = b2batch.pool.sun_grid_engine.Pool(num_chunks=2, polling_interval=0.5, work_dir=str(tmp_path))
+    assert pool.map(fails_on_three, range(5)) == [0, -1, -2, None, -4]
+    assert pool.map(os.environ.get, ["POOL_SGE_VARIABLE"]) == ["crossed"]
