@@ -43,6 +43,15 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
     assert work_dir.is_dir(), "a failed call keeps the work dir for its logs"
 
 
+def test_the_executor_keeps_serving_after_its_only_call_was_cancelled(tmp_path: Path) -> None:
+    with Executor("local") as executor:
+        sleeping = executor.submit(time.sleep, 60)
+        wait_for(lambda: executor.in_flight() == 1 and executor._requests.empty(), 30, "the call to be submitted")
+        assert sleeping.cancel()
+        time.sleep(0.5)  # the executor's thread takes the cancel while nothing else is in flight
+        assert executor.submit(square, 4).result(timeout=60) == 16
+
+
 def test_the_work_dir_is_removed_when_every_call_succeeded(tmp_path: Path) -> None:
     with Executor("local", name="ok", work_dir=tmp_path / "work") as executor:
         assert [f.result(timeout=60) for f in as_completed([executor.submit(square, 2)])] == [4]

@@ -244,13 +244,14 @@ class Executor:
             elif kind == "cancel":
                 if self._futures.pop(id(future.job), None) is not None:
                     self.run.cancel([future.job], reason="cancelled by the caller")
-            elif kind == "cancel-all":
-                self.run.interrupt()
-                for pending in self._futures.values():
-                    pending.cancel()
-                self._futures.clear()
-                self._drop_waiting()
-            closing = True
+            else:  # "close", or "cancel-all"
+                if kind == "cancel-all":
+                    self.run.interrupt()
+                    for pending in self._futures.values():
+                        pending.cancel()
+                    self._futures.clear()
+                    self._drop_waiting()
+                closing = True
 
     def _drop_waiting(self) -> None:
         while True:
