@@ -164,6 +164,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("sge_settings", {}, "Extra qsub options: queue, pe (\"smp 2\"), resources ({\"h_rt\": "
                 "\"01:00:00\"}).", kind=DICT),
         Setting("htcondor_settings", {}, "Extra submit description commands, e.g. {\"request_cpus\": 2}.", kind=DICT),
+        Setting("htcondor_pool", None, "HTCondor collector (host[:port]) whose schedd takes the jobs: condor_submit, "
+                "condor_q, condor_history and condor_rm get -pool; default: the local configuration's.", kind=TEXT),
+        Setting("htcondor_schedd", None, "Name of the HTCondor schedd that takes the jobs (-name of the condor_* "
+                "commands); default: the local one.", kind=TEXT),
         Setting("transfer_files", [], "Files HTCondor transfers to the node (transfer_input_files).", kind=LIST),
         Setting("queue", None, "LSF queue (bsub -q).", kind=_of((str, int), 'a queue name')),
         Setting("job_slots", None, "LSF job slots (bsub -n).", kind=_number(integer=True, minimum=1, none=True)),

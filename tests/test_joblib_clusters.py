@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -155,6 +156,21 @@ def test_htcondor_emulator_job_removed_from_outside_is_submitted_again_then_repo
     assert result["type"] == "CallJobError", stderr[-3000:]
     assert "JobStatus 3 (Removed)" in result["message"] and "stderr" in result["message"]
     assert "submitting task write_pid_and_sleep #0 again (1 of 1)" in stderr
+
+
+@pytest.mark.slow
+def test_htcondor_emulator_pool_and_schedd_reach_the_condor_commands(workflow, tmp_path: Path) -> None:
+    """joblib-htcondor's ``pool`` and ``schedd`` become ``-pool`` and ``-name`` of every condor_* command: the
+    emulated pool's own schedd takes the calls, another one is not found, and the error says so."""
+    workflow("joblib_calls.py")
+    here = socket.gethostname()
+    found = result_of(emulated(tmp_path, "htcondor", "--settings",
+                               json.dumps({"schedd": here, "pool": f"{here}:9618"})))
+    assert found["list"] == [0, 1, 4, 9, 16]
+    elsewhere = result_of(emulated(tmp_path, "htcondor", "--settings", json.dumps({"schedd": "elsewhere.example.org"})))
+    assert elsewhere["type"] == "CallJobError", elsewhere
+    assert "Can't find address of schedd elsewhere.example.org" in elsewhere["message"]
+    assert "-name elsewhere.example.org" in elsewhere["message"]
 
 
 def _condor_running_job(env: dict) -> str:

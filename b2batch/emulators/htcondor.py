@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ _ST = {1: "I", 2: "R", 3: "X", 4: "C", 5: "H", 6: ">", 7: "S"}
 def condor_submit(argv: list[str]) -> int:
     """``condor_submit [-terse] [-batch-name N] [-append CMD]... [name=value]... [FILE|-]``."""
     terse, batch_name, appends, assigns, path = False, None, [], {}, None
+    where: dict[str, str] = {}
     args = list(argv)
     while args:
         arg = args.pop(0)
@@ -51,7 +53,7 @@ def condor_submit(argv: list[str]) -> int:
         elif arg in ("-verbose", "-v", "-disable", "-debug", "-unused"):
             pass
         elif arg in ("-name", "-pool", "-remote"):
-            args.pop(0) if args else None
+            where[arg] = args.pop(0) if args else ""
         elif "=" in arg and not arg.startswith("-"):
             key, value = arg.split("=", 1)
             assigns[key.strip()] = value.strip()
@@ -60,6 +62,10 @@ def condor_submit(argv: list[str]) -> int:
         else:
             err(f"ERROR: Unknown option {arg}")
             return 1
+    schedd = where.get("-name", where.get("-remote"))
+    if unlocated(schedd, where.get("-pool")) is not None:
+        err(f"\nERROR: Can't find address of schedd {schedd}" if schedd else "\nERROR: Can't find address of local schedd")
+        return 1
     if path is None or path == "-":
         text = sys.stdin.read()
     else:
@@ -133,6 +139,8 @@ class Query:
     limit: int | None = None
     forwards: bool = False
     all: bool = False
+    name: str | None = None
+    pool: str | None = None
 
     def matcher(self) -> Callable[[dict[str, Any]], bool]:
         """A predicate over job ads for the ids/owners (any) and constraints (all)."""
@@ -175,7 +183,9 @@ def parse_query(argv: list[str], tool: str) -> Query:
             query.forwards = True
         elif low in ("-all", "-allusers"):
             query.all = True
-        elif low in ("-name", "-pool", "-submitter", "-userlog", "-file", "-since", "-completedsince"):
+        elif low in ("-name", "-pool"):
+            setattr(query, low[1:], args.pop(0) if args else "")
+        elif low in ("-submitter", "-userlog", "-file", "-since", "-completedsince"):
             args.pop(0) if args else None
         elif low.startswith("-"):
             pass  # display options without arguments (-nobatch, -wide, -backwards, -totals, ...)
@@ -251,12 +261,33 @@ def _print_table(ads: list[dict[str, Any]], tool: str) -> None:
         )
 
 
+def schedd_names() -> set[str]:
+    """The names under which the emulated pool knows its one schedd (``SCHEDD_NAME`` is the host's name)."""
+    full = socket.getfqdn()
+    return {hostname(), full, socket.gethostname(), "localhost"}
+
+
+def unlocated(name: str | None, pool: str | None) -> str | None:
+    """What ``-name`` / ``-pool`` name that the emulated pool lacks: "schedd", "pool", or None (all found).
+    Its collector answers on this host, at any port."""
+    if pool is not None and pool.rsplit(":", 1)[0] not in schedd_names() | {"127.0.0.1"}:
+        return "pool"
+    if name is not None and name.split("@")[-1] not in schedd_names():
+        return "schedd"
+    return None
+
+
 def _select(argv: list[str], tool: str, in_history: bool) -> tuple[Query, list[dict[str, Any]]] | int:
     try:
         query = parse_query(argv, tool)
         match = query.matcher()
     except (ClassAdError, ValueError, IndexError) as exc:
         err(f"{tool}: error: {exc}")
+        return 1
+    missing = unlocated(query.name, query.pool)
+    if missing is not None:
+        err("Error: Collector has no record of schedd/submitter" if missing == "schedd" else
+            f"Error: Couldn't contact the condor_collector on {query.pool}.")
         return 1
     with Store(SYSTEM).transaction() as table:
         scheduler.maintain(table, HOOKS)
@@ -297,6 +328,9 @@ def condor_rm(argv: list[str]) -> int:
         checks = [compile_constraint(text) for text in query.constraints]
     except (ClassAdError, ValueError, IndexError) as exc:
         err(f"condor_rm: error: {exc}")
+        return 1
+    if unlocated(query.name, query.pool) is not None:
+        err(f"Can't find address of schedd {query.name}" if query.name else "Can't find address of local schedd")
         return 1
     if not (query.ids or query.owners or query.constraints or query.all):
         err("condor_rm: you must specify a cluster, a job, a user, -constraint or -all")

@@ -156,6 +156,10 @@ def job_settings(options: Options, system: str) -> dict[str, Any]:
                            f"which takes none")
     if (options.pool or options.schedd) and system != "htcondor":
         raise SettingError(f"pool and schedd name an HTCondor pool and schedd; the calls go to {system!r}")
+    if options.pool:  # the condor_* commands of the call's jobs get -pool and -name
+        values["htcondor_pool"] = options.pool if isinstance(options.pool, str) else ",".join(map(str, options.pool))
+    if options.schedd:
+        values["htcondor_schedd"] = str(options.schedd)
     for name, value in options.settings.items():
         if name != key:
             values[name] = value
@@ -206,14 +210,3 @@ def _resources(options: Options, system: str, values: dict[str, Any]) -> dict[st
         logger.warning("request_cpus, request_memory and request_disk mean nothing to the batch system %s; "
                        "give its own settings instead", system)
     return out
-
-
-def condor_environment(options: Options) -> dict[str, str]:
-    """HTCondor's configuration variables that make its commands use ``pool`` and ``schedd``."""
-    env = {}
-    if options.pool:
-        pool = options.pool if isinstance(options.pool, str) else ",".join(str(p) for p in options.pool)
-        env["_CONDOR_COLLECTOR_HOST"] = pool
-    if options.schedd:
-        env["_CONDOR_SCHEDD_HOST"] = str(options.schedd)
-    return env

@@ -32,12 +32,11 @@ DEFAULT_PILOTS = 100
 
 
 class Watch:
-    """What is shown and written about one call: the live progress, the report, HTCondor's pool variables."""
+    """What is shown and written about one call: the live progress, the report."""
 
     def __init__(self, record: RunRecord, backend: B2BatchBackend, system: str) -> None:
         self.report: Any = None
         self.progress: Any = None
-        self._environment: dict[str, str | None] = {}
         options = backend.options
         if options.export_metadata:
             from b2batch.display.report import RunReport
@@ -56,10 +55,6 @@ class Watch:
 
             self.progress = Progress(record)
             self.progress.start()
-        if system == "htcondor":
-            for name, value in opts.condor_environment(options).items():
-                self._environment[name] = os.environ.get(name)
-                os.environ[name] = value
 
     def close(self, failed: bool, cancelled: bool) -> None:
         if self.progress is not None:
@@ -70,11 +65,6 @@ class Watch:
             self.report.__exit__(error, None, None)
             logger.info("b2batch joblib: report %s, timeline %s", self.report.paths.get("report"),
                         self.report.paths.get("trace"))
-        for name, value in self._environment.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def default_pilots(system: str, throttle: int | None, n_jobs: int) -> int:

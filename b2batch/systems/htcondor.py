@@ -8,6 +8,7 @@ JobStatus codes: https://htcondor.readthedocs.io/en/latest/classad-attributes/jo
 from __future__ import annotations
 
 import difflib
+import logging
 import json
 import re
 from pathlib import Path
@@ -17,11 +18,13 @@ import parse
 
 from b2batch import paths
 from b2batch.engine import Job, JobState, JobStatus, NativeState
-from b2batch.errors import SettingError
+from b2batch.errors import SchedulerCommandError, SettingError
 from b2batch.settings import get_setting
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.wrapper import render
+
+logger = logging.getLogger(__name__)
 
 ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
 _KEY = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -81,6 +84,32 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     return text
 
 
+_HOST = re.compile(r"[A-Za-z0-9_.\-]+(:[0-9]+)?(,[A-Za-z0-9_.\-]+(:[0-9]+)?)*\Z")
+_NAME = re.compile(r"[A-Za-z0-9_.@\-]+\Z")
+
+
+def place(task: Any) -> tuple[str, ...]:
+    """The ``-pool`` and ``-name`` options that send the condor_* commands of ``task``'s job to the pool and
+    schedd of its ``htcondor_pool`` and ``htcondor_schedd`` settings (none: the local configuration's)."""
+    options: list[str] = []
+    for setting, option, pattern, form in (("htcondor_pool", "-pool", _HOST, "host[:port]"),
+                                           ("htcondor_schedd", "-name", _NAME, "a schedd name such as "
+                                            "schedd@host.example.org")):
+        value = task.setting(setting)
+        if value in (None, ""):
+            continue
+        if not isinstance(value, str) or value.startswith("-") or not pattern.match(value):
+            raise SettingError(f"Task {task}: {setting} = {value!r} is not {form}; set it to one, or leave it "
+                               f"unset for the local HTCondor configuration's.")
+        options += [option, value]
+    return tuple(options)
+
+
+def _at(command: list[str], where: tuple[str, ...]) -> list[str]:
+    """``command`` sent to the pool and schedd ``where`` (its -pool/-name options right after the command)."""
+    return [command[0], *where, *command[1:]]
+
+
 def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -129,15 +158,22 @@ class HTCondorSystem(SchedulerSystem):
     def compose_id(fields: dict[str, Any]) -> str:
         return f"{fields['cluster']}.{fields['first']}"
 
+    def __init__(self, run: Any) -> None:
+        super().__init__(run)
+        #: The -pool/-name options of each job followed, by job id: its queries and condor_rm go there too.
+        self._places: dict[str, tuple[str, ...]] = {}
+        #: The place of the job re-attaching now: that of the earlier run's jobs looked up along with it.
+        self._earlier_place: tuple[str, ...] = ()
+
     def common_options(self, job: Job) -> list[str]:
         return [json.dumps(merged_settings(job), sort_keys=True, default=str),
-                json.dumps(job.setting("transfer_files") or [], default=str)]
+                json.dumps(job.setting("transfer_files") or [], default=str), *place(job)]
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name)
         submit_file = job.files.folder / "job.sub"
         submit_file.write_text(description)
-        return ["condor_submit", "-terse", str(submit_file)], None
+        return ["condor_submit", *place(job), "-terse", str(submit_file)], None
 
     def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
@@ -146,7 +182,7 @@ class HTCondorSystem(SchedulerSystem):
                                           arguments="$(Process)", suffix=".$(Process)")
         submit_file = folder / "array.sub"
         submit_file.write_text(description)
-        return ["condor_submit", "-terse", str(submit_file)], None
+        return ["condor_submit", *place(first), "-terse", str(submit_file)], None
 
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
         for line in stdout.splitlines():
@@ -180,12 +216,48 @@ class HTCondorSystem(SchedulerSystem):
                                          exit_code=int(exit_code) if exit_code is not None else None)
         return states
 
+    def _track(self, job: Job, job_id: str) -> None:
+        self._places[job_id] = place(job)
+        super()._track(job, job_id)
+
+    def forget(self, job: Job) -> None:
+        super().forget(job)
+        if job.job_id is not None:
+            self._places.pop(job.job_id, None)
+
+    def attach(self, job: Job, journal: dict[str, Any]) -> bool:
+        self._earlier_place = place(job)
+        return super().attach(job, journal)
+
+    def _by_place(self, job_ids: list[str]) -> dict[tuple[str, ...], list[str]]:
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for job_id in job_ids:
+            groups.setdefault(self._places.get(job_id, self._earlier_place), []).append(job_id)
+        return groups
+
     def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
-        states = self.parse_status(commands.run(self.status_command(job_ids)).stdout)
-        left = [j for j in job_ids if j not in states]
-        if left:  # completed and removed jobs leave the queue: one history query for all of them
-            states.update(self.parse_status(commands.run(self.history_command(left)).stdout))
+        """One condor_q per schedd (one in all but unusual runs), then one condor_history for the jobs that
+        left its queue."""
+        states: dict[str, NativeState] = {}
+        for where, ids in self._by_place(job_ids).items():
+            found = self.parse_status(commands.run(_at(self.status_command(ids), where)).stdout)
+            left = [j for j in ids if j not in found]
+            if left:  # completed and removed jobs leave the queue: one history query for all of them
+                found.update(self.parse_status(commands.run(_at(self.history_command(left), where)).stdout))
+            states.update(found)
         return states
+
+    def cancel(self, jobs: list[Job]) -> None:
+        ids = [job.job_id for job in jobs if job.job_id is not None]
+        for where, group in self._by_place(ids).items():
+            for start in range(0, len(group), 500):
+                command = _at(self.cancel_command(group[start:start + 500]), where)
+                try:
+                    commands.run_with_retries(command, attempts=3)
+                except SchedulerCommandError as e:
+                    logger.warning("Could not cancel %d htcondor job(s): %s", len(group[start:start + 500]), e)
+        for job in jobs:
+            self.forget(job)
 
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:

@@ -84,9 +84,12 @@ def main() -> int:
         from b2batch.joblib import register_htcondor
 
         register_htcondor()
-        with parallel_config(backend="htcondor", n_jobs=-1, request_cpus=1, request_memory="1Gb",
-                             **json.loads(args.settings)):
-            result["list"] = Parallel()(delayed(square)(i) for i in range(5))
+        try:
+            with parallel_config(backend="htcondor", n_jobs=-1, request_cpus=1, request_memory="1Gb",
+                                 **json.loads(args.settings)):
+                result["list"] = Parallel()(delayed(square)(i) for i in range(5))
+        except Exception as e:  # a pool or schedd that cannot be found
+            result = {"type": type(e).__name__, "message": str(e)}
     print("RESULT " + json.dumps(result), flush=True)
     return 0
 
