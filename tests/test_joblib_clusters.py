@@ -23,6 +23,7 @@ from b2batch.calls import CallJobError  # noqa: E402
 
 from conftest import clean_env, wait_for  # noqa: E402
 from test_joblib_backend import big, interval, most_overlapping, outer, square, write_pid_and_sleep  # noqa: E402
+from test_sge import sge  # noqa: E402, F401  (fixture, by name)
 from test_slurm import slurm  # noqa: E402, F401  (fixture, by name)
 
 SLURM = {"poll": {"poll_interval": 0.5, "max_poll_interval": 2}}
@@ -31,6 +32,23 @@ SLURM = {"poll": {"poll_interval": 0.5, "max_poll_interval": 2}}
 def slurm_config(tmp_path: Path, **more: object) -> dict:
     (tmp_path / "settings.json").write_text(json.dumps(SLURM["poll"]))
     return {"backend": "b2batch", "batch_system": "slurm", **more}
+
+
+# --- SGE -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.sge
+@pytest.mark.usefixtures("sge")
+@pytest.mark.slow
+def test_sge_values_generator_exception_and_resources(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_text(json.dumps(SLURM["poll"]))
+    config = {"backend": "b2batch", "batch_system": "sge", "request_memory": "1Gb"}
+    expected = [i * i for i in range(20)]
+    with parallel_config(**config):
+        assert Parallel()(delayed(square)(i) for i in range(20)) == expected
+        assert sorted(Parallel(return_as="generator_unordered")(delayed(square)(i) for i in range(20))) == expected
+        with pytest.raises(ValueError, match="negative: -2") as caught:
+            Parallel()(delayed(square)(i) for i in (1, -2))
+    assert any("sge" in note for note in caught.value.__notes__)
 
 
 # --- Slurm ---------------------------------------------------------------------------------------------------
@@ -108,10 +126,10 @@ def test_slurm_main_function(workflow, tmp_path: Path) -> None:
 
 # --- the HTCondor emulator -----------------------------------------------------------------------------------
 
-def emulated(tmp_path: Path, *args: str, timeout: float = 180, popen: bool = False):
+def emulated(tmp_path: Path, *args: str, timeout: float = 180, popen: bool = False, system: str = "htcondor"):
     env = clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator"), B2BATCH_EMULATOR_SLOTS="4")
-    command = [sys.executable, "-m", "b2batch", "emulate", "htcondor", "--", sys.executable,
-               str(tmp_path / "joblib_calls.py"), *args, "--system", "htcondor"]
+    command = [sys.executable, "-m", "b2batch", "emulate", system, "--", sys.executable,
+               str(tmp_path / "joblib_calls.py"), *args, "--system", system]
     if popen:
         return subprocess.Popen(command, cwd=tmp_path, env=env, text=True, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE), env
@@ -135,6 +153,16 @@ def test_htcondor_emulator_values_exception_and_nesting(workflow, tmp_path: Path
     nested = result_of(emulated(tmp_path, "nested", "--settings", json.dumps({"max_recursion_level": 1})))
     for call in nested["outer"]:
         assert {i["level"] for i in call["inner"]} == {"2"} and call["pid"] not in {i["pid"] for i in call["inner"]}
+
+
+@pytest.mark.slow
+def test_lsf_emulator_values_and_exception(workflow, tmp_path: Path) -> None:
+    workflow("joblib_calls.py")
+    values = result_of(emulated(tmp_path, "values", system="lsf"))
+    assert values["list"] == values["generator"] == values["loky"] and values["unordered"] == values["loky"]
+    error = result_of(emulated(tmp_path, "error", system="lsf"))
+    assert error["type"] == "ValueError" and error["message"] == "negative: -3"
+    assert "in square" in error["cause"] and "lsf" in error["notes"][0]
 
 
 @pytest.mark.slow
