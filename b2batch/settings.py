@@ -347,8 +347,9 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
     :class:`SettingError` (naming the task, the setting, the value, where it was set and what it must be)
     when the value is of the wrong kind."""
     for name in (key, *former_names, *_FORMER_NAMES.get(key, ())):
-        for where, value in enumerate((_from_task(task, name), _code_settings.get(name, _NOT_SET),
-                                       _files.get().get(name, _NOT_SET))):
+        for where in range(3):  # each source looked at only when the ones before lack the setting
+            value = (_from_task(task, name) if where == 0 else _code_settings.get(name, _NOT_SET) if where == 1
+                     else _files.get().get(name, _NOT_SET))
             if value is _NOT_SET:
                 continue
             if name != key:

@@ -99,7 +99,7 @@ class JobFiles:
                 os.replace(log, self.previous_log(log))
 
     def write_spec(self, spec: dict[str, Any]) -> None:
-        _write_new(self.spec, json.dumps(spec, indent=1, default=str))
+        _write_new(self.spec, json.dumps(spec, default=str))  # no indent: json's C encoder, 10x faster
 
     def write_wrapper(self, text: str) -> None:
         _write_new(self.wrapper, text, mode=0o755)
