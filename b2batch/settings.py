@@ -157,6 +157,8 @@ SETTINGS: dict[str, Setting] = {
                 "and a full array (max_array_size) goes at once. 0 submits every job alone at once.", kind=SECONDS),
         Setting("scheduler_unreachable_timeout", 600.0, "Seconds a batch system may keep failing (submit "
                 "or status commands) before its jobs fail with its last error.", kind=SECONDS),
+        Setting("scheduler_call_timeout", 60.0, "Seconds a scheduler command (submit, status, cancel) may take; one "
+                "that takes longer counts as a transient failure and is tried again.", kind=_number(above=0)),
         Setting("output_wait_timeout", 30.0, "Seconds to wait for outputs of a succeeded job to appear on "
                 "the submit host (shared file systems) before the task fails.", kind=SECONDS),
         # Per batch system.

@@ -36,6 +36,12 @@ def job_id_then_sleep(folder: str, x: int, seconds: float) -> int:
     return x
 
 
+def array_throttle(_x: int) -> str:
+    """Slurm's ArrayTaskThrottle of the array this task runs in (scontrol on the node)."""
+    shown = subprocess.run(["scontrol", "show", "job", os.environ["SLURM_JOB_ID"]], capture_output=True, text=True)
+    return next((w.split("=", 1)[1] for w in shown.stdout.split() if w.startswith("ArrayTaskThrottle=")), "none")
+
+
 def resolve(root: object, path: str) -> object:
     for part in path.split("."):
         root = getattr(root, part)
@@ -128,6 +134,18 @@ def test_pypoolparty_slurm_pools_on_slurm(slurm, tmp_path: Path) -> None:  # noq
     chunked = b2batch.pool.slurm.Pool(num_chunks=2, polling_interval=0.5, work_dir=str(tmp_path / "chunks"))
     assert chunked.starmap(pow, [(2, 2), (3, 2), (4, 2)]) == [4, 9, 16]
     assert list((tmp_path / "chunks").iterdir()) == [], "removed: all went well"
+
+
+@pytest.mark.slurm
+@pytest.mark.slow
+def test_slurm_throttle_is_also_the_arrays_percent_k_and_slurm_call_timeout_reaches_the_commands(
+        slurm, tmp_path: Path) -> None:  # noqa: F811
+    with b2batch.Pool(batch_system="slurm", num_simultaneously_running_tasks=2, polling_interval=0.5,
+                      slurm_call_timeout=25, work_dir=tmp_path) as pool:
+        throttles = pool.map(array_throttle, range(6), chunksize=1)
+        # Jobs submitted as an array carry the throttle as %2; one submitted alone is no array ("none").
+        assert "2" in throttles and set(throttles) <= {"2", "none"}, throttles
+        assert pool.executor.run.systems["slurm"].call_timeout == 25
 
 
 @pytest.mark.sge

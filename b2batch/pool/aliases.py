@@ -58,6 +58,7 @@ class PypoolpartyPool:
         self.max_num_resubmissions = DEFAULT_RESUBMISSIONS if max_num_resubmissions is None else max_num_resubmissions
         self.num_simultaneously_running_tasks = num_simultaneously_running_tasks
         self.num_chunks = num_chunks
+        self.slurm_call_timeout: float | None = None  # the array pool's argument; its scheduler commands' limit
         self.settings = dict(settings or {})
         for argument, (given, default) in (commands or {}).items():
             if given != default:
@@ -79,7 +80,7 @@ class PypoolpartyPool:
                     python_path=self.python_path, polling_interval=self.polling_interval,
                     work_dir=self.work_dir or ".", keep_work_dir=self.keep_work_dir, verbose=self.verbose,
                     max_num_resubmissions=self.max_num_resubmissions, settings=self.settings,
-                    task_errors=runner.NONE, name=self.session_name)
+                    slurm_call_timeout=self.slurm_call_timeout, task_errors=runner.NONE, name=self.session_name)
         with pool:
             size = self._chunksize(len(tasks), chunksize)
             if how == "star":

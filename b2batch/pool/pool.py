@@ -69,7 +69,7 @@ class Pool:
     failed, a job was lost or wrote to stderr), ``verbose`` (progress and a summary; default: a live
     progress table when stderr is a terminal), ``max_num_resubmissions`` (jobs killed or lost are submitted
     again up to this many times; default: the setting ``max_resubmissions``), ``slurm_call_timeout``
-    (accepted; scheduler commands time out after 60 s). ``task_errors="none"``: pypoolparty's handling of
+    (seconds each scheduler command may take, on any batch system: the setting ``scheduler_call_timeout``). ``task_errors="none"``: pypoolparty's handling of
     an item that raised (its value is None, the traceback goes to the job's stderr) instead of raising.
     The caller's environment is exported into the jobs (:mod:`b2batch.pool.environment`).
     """
@@ -84,7 +84,7 @@ class Pool:
                  initargs: Iterable[Any] = (), maxtasksperchild: int | None = None, *, batch_system: Any = "auto",
                  num_simultaneously_running_tasks: int | None = None, python_path: str | None = None,
                  polling_interval: float | None = None, work_dir: str | os.PathLike[str] | None = None,
-                 keep_work_dir: bool = False, verbose: bool | None = None, slurm_call_timeout: float = 60.0,
+                 keep_work_dir: bool = False, verbose: bool | None = None, slurm_call_timeout: float | None = None,
                  max_num_resubmissions: int | None = None, settings: dict[str, Any] | None = None,
                  fallback: str | None = None, task_errors: str = runner.RAISE, name: str = "pool") -> None:
         if task_errors not in (runner.RAISE, runner.NONE):
@@ -106,6 +106,8 @@ class Pool:
             values["max_resubmissions"] = int(max_num_resubmissions)
         if python_path is not None:
             values["executable"] = [str(python_path)]
+        if slurm_call_timeout is not None:  # every scheduler command's, whichever the batch system
+            values["scheduler_call_timeout"] = float(slurm_call_timeout)
         if polling_interval is not None:
             values["poll_interval"] = values["max_poll_interval"] = float(polling_interval)
         try:

@@ -240,10 +240,11 @@ class HTCondorSystem(SchedulerSystem):
         left its queue."""
         states: dict[str, NativeState] = {}
         for where, ids in self._by_place(job_ids).items():
-            found = self.parse_status(commands.run(_at(self.status_command(ids), where)).stdout)
+            found = self.parse_status(commands.run(_at(self.status_command(ids), where), timeout=self.call_timeout).stdout)
             left = [j for j in ids if j not in found]
             if left:  # completed and removed jobs leave the queue: one history query for all of them
-                found.update(self.parse_status(commands.run(_at(self.history_command(left), where)).stdout))
+                found.update(self.parse_status(commands.run(_at(self.history_command(left), where),
+                                                               timeout=self.call_timeout).stdout))
             states.update(found)
         return states
 
@@ -253,7 +254,7 @@ class HTCondorSystem(SchedulerSystem):
             for start in range(0, len(group), 500):
                 command = _at(self.cancel_command(group[start:start + 500]), where)
                 try:
-                    commands.run_with_retries(command, attempts=3)
+                    commands.run_with_retries(command, attempts=3, timeout=self.call_timeout)
                 except SchedulerCommandError as e:
                     logger.warning("Could not cancel %d htcondor job(s): %s", len(group[start:start + 500]), e)
         for job in jobs:

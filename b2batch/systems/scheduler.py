@@ -74,6 +74,8 @@ class SchedulerSystem(BatchSystem):
         self._warned_states: set[str] = set()
         #: What the scheduler said of the jobs of earlier runs: looked up once for all of them.
         self._earlier: dict[str, NativeState | None] = {}
+        #: Seconds a scheduler command may take: the setting scheduler_call_timeout of the jobs last submitted.
+        self.call_timeout: float = get_setting("scheduler_call_timeout")
 
     # --- what a batch system implements ---------------------------------------------------------------
 
@@ -97,7 +99,7 @@ class SchedulerSystem(BatchSystem):
 
     def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
         """Run the status command for ``job_ids``; subclasses may add history look-ups."""
-        return self.parse_status(commands.run(self.status_command(job_ids)).stdout)
+        return self.parse_status(commands.run(self.status_command(job_ids), timeout=self.call_timeout).stdout)
 
     def common_options(self, job: Job) -> list[str]:
         """Submit options that jobs must share to go into one array (e.g. resources, queue)."""
@@ -178,6 +180,7 @@ class SchedulerSystem(BatchSystem):
         return [group[i:i + size] for group in groups.values() for i in range(0, len(group), size)]
 
     def submit(self, group: list[Job]) -> None:
+        self.call_timeout = group[0].setting("scheduler_call_timeout")
         if len(group) == 1:
             job = group[0]
             command, stdin = self.submit_command(job)
@@ -216,7 +219,7 @@ class SchedulerSystem(BatchSystem):
         """Run a submit command; a rejection becomes a BatchSystemError, transient errors stay as they are
         (the submitter tries again later)."""
         try:
-            return commands.run(command, stdin=stdin)
+            return commands.run(command, stdin=stdin, timeout=self.call_timeout)
         except TransientCommandError:
             raise
         except SchedulerCommandError as e:
@@ -357,7 +360,7 @@ class SchedulerSystem(BatchSystem):
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             try:
-                commands.run_with_retries(self.cancel_command(chunk), attempts=3)
+                commands.run_with_retries(self.cancel_command(chunk), attempts=3, timeout=self.call_timeout)
             except SchedulerCommandError as e:
                 logger.warning("Could not cancel %d %s job(s): %s", len(chunk), self.name, e)
         for job in jobs:

@@ -121,7 +121,11 @@ class SlurmSystem(SchedulerSystem):
     def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
         scheduler_log = folder / "slurm-%A_%a.out"
-        return ["sbatch", "--parsable", f"--array=1-{count}", f"--job-name={self.job_name(first)}",
+        # The run's throttle also as Slurm's own (%k): the engine keeps at most that many jobs in flight across
+        # arrays, and Slurm then holds to it within each array too, as pypoolparty's users see it in squeue.
+        limit = self.run.max_in_flight or first.setting("max_jobs_in_flight")
+        elements = f"1-{count}%{int(limit)}" if limit else f"1-{count}"
+        return ["sbatch", "--parsable", f"--array={elements}", f"--job-name={self.job_name(first)}",
                 f"--output={scheduler_log}", f"--error={scheduler_log}", f"--chdir={folder}", *common,
                 str(dispatch)], None
 
