@@ -87,6 +87,8 @@ def main() -> int:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="b2bench-joblib-"))
     os.chdir(folder)
+    for name in ("task_file_dir", "log_dir"):  # relative ones would go beside this script
+        b2batch.set_setting(name, str(folder / name))
     b2batch.set_setting("poll_interval", args.poll_interval)
     b2batch.set_setting("max_poll_interval", max(args.poll_interval, 5.0))
     print(f"# joblib calls: b2batch on {args.system} vs loky n_jobs=2; load {os.getloadavg()[0]:.2f}; "

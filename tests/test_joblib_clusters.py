@@ -156,6 +156,16 @@ def test_htcondor_emulator_values_exception_and_nesting(workflow, tmp_path: Path
 
 
 @pytest.mark.slow
+def test_htcondor_emulator_throttle_delete_task_file_on_load_and_a_50_mb_argument(workflow, tmp_path: Path) -> None:
+    workflow("joblib_calls.py")
+    found = result_of(emulated(tmp_path, "throttle", "--out", str(tmp_path / "shared"), timeout=300))
+    assert found["throttled"] == 2, found
+    # delete_task_file_on_load: the throttle of 1 counts only queued jobs, so loaded ones overlap
+    assert found["on_load"]["overlapping"] >= 2 and all(f <= 1 for f in found["on_load"]["files"]), found
+    assert found["big"] is True
+
+
+@pytest.mark.slow
 def test_lsf_emulator_values_and_exception(workflow, tmp_path: Path) -> None:
     workflow("joblib_calls.py")
     values = result_of(emulated(tmp_path, "values", system="lsf"))
@@ -199,6 +209,7 @@ def test_htcondor_emulator_pool_and_schedd_reach_the_condor_commands(workflow, t
     assert elsewhere["type"] == "CallJobError", elsewhere
     assert "Can't find address of schedd elsewhere.example.org" in elsewhere["message"]
     assert "-name elsewhere.example.org" in elsewhere["message"]
+    assert elsewhere["message"].count("Task ") == 1, "the pilot's failure names the unit once, no other task"
 
 
 def _condor_running_job(env: dict) -> str:

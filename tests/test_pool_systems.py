@@ -145,7 +145,9 @@ def test_slurm_throttle_is_also_the_arrays_percent_k_and_slurm_call_timeout_reac
         throttles = pool.map(array_throttle, range(6), chunksize=1)
         # Jobs submitted as an array carry the throttle as %2; one submitted alone is no array ("none").
         assert "2" in throttles and set(throttles) <= {"2", "none"}, throttles
-        assert pool.executor.run.systems["slurm"].call_timeout == 25
+        slurm_system = pool.executor.run.systems["slurm"]
+        assert slurm_system.call_timeout == 25
+        assert slurm_system.monitor.intervals == (0.5, 0.5), "the pool's polling_interval, not the settings'"
 
 
 @pytest.mark.sge

@@ -38,6 +38,9 @@ class JobMonitor:
         self._interval: float | None = None
         self.seen: dict[str, NativeState] = {}
         self.changed: set[str] = set()
+        #: The run's own poll_interval and max_poll_interval (from the settings of the jobs it submits; a
+        #: front-end may give them per run); None: the settings chain's.
+        self.intervals: tuple[float, float] | None = None
 
     def track(self, job_id: str) -> None:
         self.tracked.add(job_id)
@@ -67,7 +70,7 @@ class JobMonitor:
         # Asked for every running job about once a second: the settings are read only when a poll is due.
         if self._interval is not None and time.monotonic() - self._last_poll < self._interval:
             return
-        minimum = get_setting("poll_interval")
+        minimum, maximum = self.intervals or (get_setting("poll_interval"), get_setting("max_poll_interval"))
         if self._interval is None:
             self._interval = minimum
         if time.monotonic() - self._last_poll < self._interval or not self.tracked:
@@ -89,7 +92,6 @@ class JobMonitor:
         changed = bool(differ)
         self.changed |= differ
         self.states = mine
-        maximum = get_setting("max_poll_interval")
         self._interval = minimum if changed else min(maximum, self._interval * 1.5)
 
     def unreachable_for(self) -> float:

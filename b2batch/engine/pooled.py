@@ -442,8 +442,8 @@ class PilotSystem(PooledSystem):
             logger.warning("%s; submitting pilot jobs again later", e)
             return
         except B2BatchError as e:
-            self._give_up(pool, f"Task {pool.template.name}: {self.inner.name} did not take its pilot job: {e}",
-                          changes)
+            # Each waiting unit fails with this; its own name comes first ("Task X could not be submitted ...").
+            self._give_up(pool, f"{self.inner.name} did not take the pilot job that would run it: {e}", changes)
             return
         pool.failing_since = None
         pool.submit_attempts = 0

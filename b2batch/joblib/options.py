@@ -141,7 +141,7 @@ def job_settings(options: Options, system: str) -> dict[str, Any]:
     values["working_dir"] = str(Path(options.initial_dir or os.getcwd()).resolve())
     if options.poll_interval is not None:
         values["poll_interval"] = options.poll_interval
-        values["max_poll_interval"] = max(options.poll_interval, get_setting("max_poll_interval"))
+        values["max_poll_interval"] = options.poll_interval  # joblib-htcondor's: a fixed interval
     key = {"htcondor": "htcondor_settings", "slurm": "slurm_settings", "sge": "sge_settings",
            "lsf": "lsf_settings"}.get(system)
     resources = _resources(options, system, values)

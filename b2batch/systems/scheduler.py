@@ -180,7 +180,9 @@ class SchedulerSystem(BatchSystem):
         return [group[i:i + size] for group in groups.values() for i in range(0, len(group), size)]
 
     def submit(self, group: list[Job]) -> None:
-        self.call_timeout = group[0].setting("scheduler_call_timeout")
+        first = group[0]
+        self.call_timeout = first.setting("scheduler_call_timeout")
+        self.monitor.intervals = (first.setting("poll_interval"), first.setting("max_poll_interval"))
         if len(group) == 1:
             job = group[0]
             command, stdin = self.submit_command(job)
@@ -327,7 +329,9 @@ class SchedulerSystem(BatchSystem):
         monitor = self.monitor
         native = monitor.states.get(job_id) or monitor.seen.get(job_id) or self._earlier_state(job, job_id)
         status = self.state_map.get(native.state) if native else None
-        if status is None or status.final:
+        # A job that ended successfully since the front-end looked (its exit code is there now) is followed
+        # too: the next poll reports its end, so it is not submitted again. Others that ended go again.
+        if status is None or (status.final and job.files.read_exit_code() != 0):
             return False
         self._track(job, job_id)
         return True

@@ -6,7 +6,9 @@
 - ``error``: a call raises ValueError: its type, message, notes and remote traceback;
 - ``sleep``: one call that writes its pid into ``--out`` and sleeps (the test kills its job);
 - ``nested``: each outer call runs an inner Parallel and reports the processes and levels;
-- ``htcondor``: joblib-htcondor's way (``register_htcondor``, backend "htcondor", its parameters).
+- ``htcondor``: joblib-htcondor's way (``register_htcondor``, backend "htcondor", its parameters);
+- ``throttle``: calls that note when they ran, under ``throttle=2``, then with ``delete_task_file_on_load``
+  (how many task files their folder held meanwhile), then a 50 MB argument and result.
 """
 
 from __future__ import annotations
@@ -33,6 +35,26 @@ def write_pid_and_sleep(folder: str, seconds: float) -> int:
     Path(folder, f"{os.getpid()}.pid").write_text("")
     time.sleep(seconds)
     return os.getpid()
+
+
+def interval(folder: str, i: int, seconds: float) -> list:
+    """When this call ran, and how many task files the call's folder held meanwhile."""
+    start = time.time()
+    time.sleep(seconds)
+    return [start, time.time(), len(list(Path(folder).glob("*/jobs/*/call.pkl")))]
+
+
+def most_overlapping(intervals: list) -> int:
+    events = sorted([(s, 1) for s, _e, *_ in intervals] + [(e, -1) for _s, e, *_ in intervals])
+    most = now = 0
+    for _t, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+def big(data: bytes) -> bytes:
+    return data[::-1] + b"!"
 
 
 def where(i: int) -> dict:
@@ -80,6 +102,20 @@ def main() -> int:
         with parallel_config(**config):
             result["outer"] = Parallel()(delayed(outer)(i) for i in range(2))
         result["caller"] = os.getpid()
+    elif args.scenario == "throttle":
+        shared = str(Path(args.out).resolve())
+        # Emulated schedulers start jobs when asked about them: poll often (a fixed interval, per call).
+        with parallel_config(**config, throttle=2, pilot_jobs=0, shared_data_dir=shared, poll_interval=0.3):
+            result["throttled"] = most_overlapping(Parallel()(delayed(interval)(shared, i, 3.0) for i in range(5)))
+        with parallel_config(**config, throttle=1, pilot_jobs=0, delete_task_file_on_load=True,
+                             shared_data_dir=shared, poll_interval=0.3):
+            # (a job is submitted up to submission_window = 2 s after the one before was loaded: long calls)
+            runs = Parallel()(delayed(interval)(shared, i, 6.0) for i in range(3))
+        result["on_load"] = {"overlapping": most_overlapping(runs), "files": [files for *_, files in runs]}
+        data = os.urandom(50 * 1024 * 1024)
+        with parallel_config(**config):
+            [back] = Parallel()(delayed(big)(data) for _ in range(1))
+        result["big"] = back[:-1] == data[::-1] and back[-1:] == b"!"
     elif args.scenario == "htcondor":
         from b2batch.joblib import register_htcondor
 
