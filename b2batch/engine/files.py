@@ -53,6 +53,8 @@ class JobFiles:
     #: an earlier job (no journal, exit code or result to look for or remove).
     fresh: bool = field(default=False, init=False, repr=False, compare=False)
     _made: bool = field(default=False, init=False, repr=False, compare=False)
+    #: The exit code once read: a job writes it last and once; reset() forgets it for the next job.
+    _exit: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def at(cls, task_file_dir: Path, family: str, key: str, log_folder: Path) -> JobFiles:
@@ -90,6 +92,7 @@ class JobFiles:
         """Before a new job: remove what an earlier job left (exit code, result, set-up failure) and keep its
         logs as ``.previous``, so that each job starts with empty logs."""
         self.make_folders()
+        self._exit = None
         if not self.fresh:
             for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed):
                 stale.unlink(missing_ok=True)
@@ -140,10 +143,13 @@ class JobFiles:
             return None
 
     def read_exit_code(self) -> int | None:
+        if self._exit is not None:
+            return self._exit
         try:
-            return int(self.exit_code.read_text().strip())
+            self._exit = int(self.exit_code.read_text().strip())
         except (OSError, ValueError):
             return None
+        return self._exit
 
     def read_setup_failure(self) -> str:
         """Why the job's own set-up failed (empty if it did not)."""
