@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Sequence
+from types import FrameType
 
 
 #: b2batch's flags: the names and argparse's keyword arguments of each.
@@ -38,24 +40,66 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
-    """b2batch's flags from ``argv``, and the arguments left for the script. ``-h``/``--help`` prints the
-    flags and exits; a flag that is not b2batch's but close to one of them (``--bacth``) stops the run with
-    a "did you mean", so that a typo does not silently run the workflow in another way."""
+def parse(argv: Sequence[str], own_flags: Iterable[str] = (),
+          ignore_unknown: bool | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """b2batch's flags from ``argv``, and the arguments left for the script.
+
+    ``-h``/``--help`` prints the flags and exits. ``own_flags`` are the script's own flags (those its
+    argparse took, see :func:`script_flags`): they stay the script's. Any other flag that is close to one of
+    b2batch's (``--bacth``) stops the run with a "did you mean", so that a typo does not silently run the
+    workflow in another way. The remaining unknown flags get one warning, unless ``ignore_unknown`` is true
+    (b2luigi's ``ignore_additional_command_line_args``); when it is false they stop the run.
+    """
     p = parser()
     args, rest = p.parse_known_args(list(argv))
     if "-h" in rest or "--help" in rest:
         p.print_help()
         raise SystemExit(0)
     flags = [flag for flag, _options in FLAGS]
+    own = set(own_flags)
+    unknown = []
     for arg in rest:
         name = arg.split("=", 1)[0]
-        if name.startswith("--") and name not in flags:
-            close = difflib.get_close_matches(name, flags, n=1, cutoff=0.8)
-            if close:
-                raise SystemExit(f"ERROR: unknown flag {name!r}. Did you mean {close[0]!r}? (python SCRIPT --help "
-                                 f"lists b2batch's flags.)")
+        if not name.startswith("-") or name == "-" or name in own or _is_number(name):
+            continue
+        close = difflib.get_close_matches(name, flags, n=1, cutoff=0.8) if name.startswith("--") else []
+        if close:
+            raise SystemExit(f"ERROR: unknown flag {name!r}. Did you mean {close[0]!r}? (python SCRIPT --help "
+                             f"lists b2batch's flags.)")
+        unknown.append(name)
+    if rest and ignore_unknown is False:
+        raise SystemExit(f"Unknown command-line arguments: {' '.join(rest)}")
+    if unknown and ignore_unknown is None:
+        print(f"WARNING: the flag(s) {', '.join(unknown)} are neither b2batch's nor taken by the script's "
+              f"argparse; they are left to the script. (python SCRIPT --help lists b2batch's flags; "
+              f"process(..., ignore_additional_command_line_args=True) silences this warning.)", file=sys.stderr)
     return args, rest
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def script_flags(frame: FrameType | None) -> set[str]:
+    """The flags of the workflow script's own argparse: those of every ``ArgumentParser`` (and the
+    destinations of every parsed ``Namespace``, as ``--name`` and ``--na-me``) in the namespaces of ``frame``
+    and its callers, up to the ``__main__`` module."""
+    found: set[str] = set()
+    while frame is not None:
+        for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
+            for item in value if isinstance(value, tuple) else (value,):
+                if isinstance(item, argparse.ArgumentParser):
+                    for action in item._actions:
+                        found.update(action.option_strings)
+                elif isinstance(item, argparse.Namespace):
+                    for dest in vars(item):
+                        found.update({f"--{dest}", f"--{dest.replace('_', '-')}"})
+        frame = frame.f_back
+    return found
 
 
 def confirm(question: str) -> bool:

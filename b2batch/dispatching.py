@@ -53,7 +53,7 @@ def _runs_in_place(task: Any) -> bool:
     """``--test`` (or ``_dispatch_local_execution``): no child process, output to the terminal."""
     if get_setting("_dispatch_local_execution", default=False, task=task):
         return True
-    args, _rest = cli.parse(sys.argv[1:])
+    args, _rest = cli.parser().parse_known_args(sys.argv[1:])  # process() checked the flags already
     return bool(args.test)
 
 

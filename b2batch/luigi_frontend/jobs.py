@@ -122,6 +122,7 @@ class TaskJobs:
         #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs.
         self.settings = settings_snapshot()
         self._system_names: dict[str, str] = {}
+        self._followed: set[str] = set()  # tasks whose earlier job has not ended, said once each
 
     def system_of(self, task: Any) -> str:
         """The name of the task's batch system, which the run then has (looked up once per task)."""
@@ -228,8 +229,10 @@ class TaskJobs:
             return True  # no job of b2batch made them (or a job of an older layout)
         earlier, exit_code = last
         if exit_code is None:
-            logger.warning("Task %s: its %s of an earlier run has not ended; its outputs do not count until it "
-                           "has (it is followed)", task, earlier)
+            if task.task_id not in self._followed:
+                self._followed.add(task.task_id)
+                logger.warning("Task %s: its %s of an earlier run has not ended; its outputs do not count until "
+                               "it has (it is followed)", task, earlier)
             return False
         if exit_code == 0:
             return True

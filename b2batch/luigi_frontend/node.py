@@ -58,12 +58,28 @@ def run_task(spec: dict[str, Any]) -> int:
     task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
     task = task_class.from_str_params(spec["task_params"])
     status, explanation, missing, new_deps = run_in_process(task, "b2batch-job", StatusReporter())
+    explanation = _without_signal_traceback(explanation)
     result = {"status": status, "error": explanation, "missing": missing, "new_deps": [list(d) for d in new_deps]}
     result_file = Path(spec["result_file"])
     temporary = result_file.with_name(f".{result_file.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(result))
     os.replace(temporary, result_file)
     return 0 if status in (DONE, PENDING) else 1
+
+
+def _without_signal_traceback(explanation: str | None) -> str | None:
+    """A task stopped by a signal (the SystemExit of :func:`main`'s handler) is explained in one line, not by
+    the traceback of wherever the signal happened to arrive (the job's stderr keeps that)."""
+    last = (explanation or "").rstrip().rsplit("\n", 1)[-1]
+    if last.startswith("SystemExit: "):
+        code = last.removeprefix("SystemExit: ").strip()
+        if code.isdigit() and 128 < int(code) < 160:
+            try:
+                name = signal.Signals(int(code) - 128).name
+            except ValueError:
+                name = f"signal {int(code) - 128}"
+            return f"stopped by {name} while it ran (cancelled, or over a limit of the batch system)"
+    return explanation
 
 
 def run_unit(spec_file: str) -> int:

@@ -155,7 +155,7 @@ class GraphRunner:
             task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
             node.status, node.runnable = UNKNOWN, False
             return [], False
-        if complete and (not runs_as_job(task) or self.jobs.outputs_count(task)):
+        if complete and (self.jobs.outputs_count(task) if runs_as_job(task) else self._wrapped_outputs_count(task)):
             node.status, node.runnable = DONE, False
             task.trigger_event(luigi.Event.DEPENDENCY_PRESENT, task)
             return [], True
@@ -178,6 +178,23 @@ class GraphRunner:
             node.status, node.runnable = UNKNOWN, False
             return [], False
         return deps, True
+
+    def _wrapped_outputs_count(self, task: Any) -> bool:
+        """Whether a complete task that runs here is done. A wrapper task is complete because its requirements
+        are: it is done only when the outputs of the jobs it wraps (through other wrappers too) count (see
+        :meth:`TaskJobs.outputs_count`); otherwise it and they are looked at one by one."""
+        stack, seen = [task], set()
+        while stack:
+            current = stack.pop()
+            if not isinstance(current, luigi.WrapperTask) or current.task_id in seen:
+                continue
+            seen.add(current.task_id)
+            for requirement in luigi.task.flatten(current.requires()):
+                if isinstance(requirement, luigi.WrapperTask):
+                    stack.append(requirement)
+                elif runs_as_job(requirement) and not self.jobs.outputs_count(requirement):
+                    return False
+        return True
 
     def _claim_outputs(self, task: Any) -> None:
         """Two tasks that will run must not write the same output: their jobs would race."""

@@ -18,6 +18,7 @@ from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.luigi_frontend import node, seam
+from b2batch.luigi_frontend.checks import check_graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
@@ -164,6 +165,7 @@ def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any], e
 
 def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[str, Any]) -> Any:
     """A run driven by luigi's own worker: local runs, and batch runs with a central scheduler (luigid)."""
+    check_graph(tasks)  # the graph runner of batch runs checks the same as it goes
     if jobs is None:
         return luigi.build(tasks, **build_params)
     results: dict[str, TaskResult] = {}
@@ -176,14 +178,16 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
 
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
-            ignore_additional_command_line_args: bool = True, workers: int | None = None,
+            ignore_additional_command_line_args: bool | None = None, workers: int | None = None,
             scheduler_host: str | None = None, scheduler_port: int | None = None,
             batch_system: str | None = None, exit_on_failure: bool = True, **env_params: Any) -> Any:
     """Run ``task_like`` (a task or a list of tasks) with everything it requires.
 
     The flags of the script's command line (``--batch``, ``--test``, ``--dry-run``, ``--show-output``,
     ``--remove``, ``--remove-only``, ``--yes``, ``--workers``, ``--scheduler-host``, ``--scheduler-port``,
-    ``--batch-system``) add to the arguments. In a job, only the job's own task runs and the process exits.
+    ``--batch-system``) add to the arguments. Other flags are left to the script; one that its argparse did
+    not take gets a warning (none with ``ignore_additional_command_line_args=True``, an error with ``False``),
+    one close to a flag of b2batch's stops the run with a "did you mean". In a job, only the job's own task runs and the process exits.
     A summary of the run goes to stderr at its end (with ``--batch`` also a timeline and a report in
     ``log_dir``). When a task failed (or luigi could not schedule or run everything) the script exits with
     status 1, unless ``exit_on_failure=False``: then, as in b2luigi, luigi's run result is returned either
@@ -200,9 +204,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         sys.exit(f"ERROR: {e}")
 
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
-    args, rest = cli.parse(sys.argv[1:])
-    if rest and not ignore_additional_command_line_args:
-        raise SystemExit(f"Unknown command-line arguments: {' '.join(rest)}")
+    args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
     context = RunContext.of_main(rest)
 
     test = bool(args.test or test)

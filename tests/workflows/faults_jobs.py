@@ -6,7 +6,8 @@ Step(i) appends a line "start pid=... host=... time=..." to runs/Step_<i>.txt (o
 run() begins and a "done ..." line just before it returns. It writes out.txt through on_temporary_files: the
 first line, then, while the file gates/<i> exists, it waits (so a test can hold the task mid-run and kill its
 job, the node's daemon or the steering process), then the second line. A complete out.txt therefore holds
-both lines of content(i); a killed run leaves no out.txt behind. task_settings.json, if there, gives tasks
+both lines of content(i); a killed run leaves no out.txt behind, unless the file "direct" exists: then out.txt
+is written directly, as a task without on_temporary_files does, and a killed run leaves half of it. task_settings.json, if there, gives tasks
 their own slurm_settings: {"1": {"no-requeue": true}}.
 """
 
@@ -23,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 RUNS = HERE / "runs"
 GATES = HERE / "gates"
 TASK_SETTINGS = HERE / "task_settings.json"
+DIRECT = HERE / "direct"
 
 
 def content(i: int) -> str:
@@ -48,11 +50,20 @@ class Step(b2batch.Task):
             raise AttributeError("slurm_settings")  # not set for this task: settings.json decides
         return own[str(self.i)]
 
-    @b2batch.on_temporary_files
     def run(self):
+        if DIRECT.exists():
+            self.write(self.get_output_file_name("out.txt"))
+        else:
+            self.write_through_a_temporary_file()
+
+    @b2batch.on_temporary_files
+    def write_through_a_temporary_file(self):
+        self.write(self.get_output_file_name("out.txt"))
+
+    def write(self, path):
         record(self.i, "start")
         first, second = content(self.i).splitlines(keepends=True)
-        with open(self.get_output_file_name("out.txt"), "w") as f:
+        with open(path, "w") as f:
             f.write(first)
             f.flush()
             gate = GATES / str(self.i)

@@ -1,0 +1,78 @@
+"""Checks of a graph before luigi's worker runs it: outputs declared by two different tasks (their runs would
+overwrite each other's files), and task classes with an attribute that looks like a misspelt setting.
+
+A batch run with the local scheduler does both in its graph runner, and stops before it submits two tasks
+that declare one output; runs driven by luigi's worker are checked here, before they start, with a warning
+each.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import luigi
+import luigi.task
+
+from b2batch.settings import misspelt_settings
+
+logger = logging.getLogger(__name__)
+
+#: At most this many shared paths are named one by one; the rest are counted.
+SHOWN = 10
+
+
+def output_paths(task: Any) -> list[str]:
+    """The paths of ``task``'s outputs (targets without a path by their text)."""
+    return [str(getattr(target, "path", target)) for target in luigi.task.flatten(task.output())]
+
+
+def graph(tasks: Iterable[Any]) -> Iterator[tuple[Any, list[str]]]:
+    """Every task of the graph of ``tasks`` once, with its output paths. The graph is walked through
+    ``requires()`` without asking any task whether it is complete; a task whose ``output()`` or
+    ``requires()`` raises is passed over (the run reports it where it fails)."""
+    seen: set[str] = set()
+    stack = list(tasks)
+    while stack:
+        task = stack.pop()
+        if task.task_id in seen:
+            continue
+        seen.add(task.task_id)
+        try:
+            paths = output_paths(task)
+            requirements = luigi.task.flatten(task.requires())
+        except Exception:  # noqa: BLE001 - the run itself reports a broken task
+            continue
+        yield task, paths
+        stack.extend(r for r in requirements if isinstance(r, luigi.Task) and r.task_id not in seen)
+
+
+def shared_outputs(walked: Iterable[tuple[Any, list[str]]]) -> Iterator[tuple[str, Any, Any]]:
+    """Each output path that two different tasks declare: the path and both tasks."""
+    owners: dict[str, Any] = {}
+    for task, paths in walked:
+        for path in paths:
+            owner = owners.setdefault(path, task)
+            if owner is not task and owner.task_id != task.task_id:
+                yield path, owner, task
+
+
+def check_graph(tasks: Iterable[Any]) -> int:
+    """Warn about misspelt settings on the task classes of the graph of ``tasks`` (once per class) and about
+    each output path two tasks declare; how many such paths there are."""
+    walked = list(graph(tasks))
+    for cls in dict.fromkeys(type(task) for task, _paths in walked):
+        for message in misspelt_settings(cls, stop=(luigi.Task,)):
+            logger.warning("%s", message)
+    count = 0
+    for path, first, second in shared_outputs(walked):
+        count += 1
+        if count <= SHOWN:
+            logger.warning("Tasks %s and %s both declare the output %s: one overwrites the other's. Give the "
+                           "tasks parameters (or output file names) that tell their outputs apart. In a --batch "
+                           "run, where their jobs would write it at the same time, this stops the run.",
+                           first, second, path)
+    if count > SHOWN:
+        logger.warning("%d more output paths are declared by two tasks each.", count - SHOWN)
+    return count
