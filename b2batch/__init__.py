@@ -37,6 +37,7 @@ _SOURCES = {
     "b2batch.luigi_frontend.workflow": ("process",),
     "b2batch.settings": ("clear_setting", "get_setting", "set_setting"),
     "b2batch.pool": ("Pool",),
+    "b2batch.remote": ("RemoteTarget", "WebDAVSystem", "WebDAVTarget", "XRootDSystem", "XRootDTarget"),
     "b2batch.task": ("ExternalTask", "LocalTarget", "Task", "WrapperTask", "inherits", "on_temporary_files",
                      "requires"),
 }
@@ -130,5 +131,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         TupleParameter,
         YearParameter,
     )
+    from b2batch.remote import RemoteTarget, WebDAVSystem, WebDAVTarget, XRootDSystem, XRootDTarget
     from b2batch.settings import clear_setting, get_setting, set_setting
     from b2batch.task import ExternalTask, LocalTarget, Task, WrapperTask, inherits, on_temporary_files, requires

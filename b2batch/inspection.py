@@ -27,6 +27,7 @@ from rich.tree import Tree
 from b2batch import cli, paths
 from b2batch.luigi_frontend import workflow
 from b2batch.console import in_workflow_folder
+from b2batch.remote.checks import remote_checks
 from b2batch.terminal import terminal
 
 COMMANDS = {
@@ -199,7 +200,7 @@ def add_commands(commands: Any) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run the command ``args.command`` on the workflow ``args.script``; the exit status."""
-    with loaded(args.script, args.args) as flow:
+    with loaded(args.script, args.args) as flow, remote_checks():
         return globals()[f"_{args.command}"](flow, args)
 
 

@@ -104,10 +104,15 @@ def task_folder(task: Any, setting: str) -> Path:
     return resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task, strict=False))
 
 
-def output_path(task: Any, file_name: str, result_dir: str | None = None) -> Path:
-    """The path of the output ``file_name`` of ``task``."""
-    root = resolve(result_dir) if result_dir is not None else resolve(get_setting("result_dir", task=task))
-    return root.joinpath(*parameter_parts(task), file_name)
+def output_path(task: Any, file_name: str, result_dir: str | None = None) -> Path | str:
+    """The path of the output ``file_name`` of ``task`` (a URL, a string, under a remote result_dir)."""
+    folder = result_dir if result_dir is not None else get_setting("result_dir", task=task)
+    if isinstance(folder, str) and "://" in folder:
+        from b2batch.remote import urls
+
+        if urls.is_remote(folder):
+            return urls.join(folder, *parameter_parts(task), file_name)
+    return resolve(folder).joinpath(*parameter_parts(task), file_name)
 
 
 def log_folder(task: Any) -> Path:

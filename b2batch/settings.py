@@ -161,6 +161,9 @@ SETTINGS: dict[str, Setting] = {
                 "that takes longer counts as a transient failure and is tried again.", kind=_number(above=0)),
         Setting("output_wait_timeout", 30.0, "Seconds to wait for outputs of a succeeded job to appear on "
                 "the submit host (shared file systems) before the task fails.", kind=SECONDS),
+        Setting("remote_retries", 6, "Tries of each operation on remote outputs (a root:// or davs:// result_dir, "
+                "XRootD and WebDAV targets) before it fails; the waits between tries double from 0.5 s to 8 s.",
+                kind=_number(integer=True, minimum=1)),
         # Per batch system.
         Setting("slurm_settings", {}, "Extra sbatch options, e.g. {\"cpus-per-task\": 2, \"mem\": \"2G\"}.", kind=DICT),
         Setting("sge_settings", {}, "Extra qsub options: queue, pe (\"smp 2\"), resources ({\"h_rt\": "

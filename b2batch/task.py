@@ -30,6 +30,7 @@ import luigi.parameter
 from luigi.task_register import Register
 
 from b2batch import paths
+from b2batch.remote.urls import is_remote
 from b2batch.settings import get_setting
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -102,18 +103,32 @@ def _is_lazy_iterable(value: Any) -> bool:
 class TaskHelpers:
     """Output-path helpers mixed into b2batch's task classes."""
 
-    def add_to_output(self, output_file_name: str) -> dict[str, LocalTarget]:
-        """``{output_file_name: target}`` with the target's path under result_dir; yield it from output()."""
-        return {output_file_name: LocalTarget(str(paths.output_path(self, output_file_name)))}
+    def add_to_output(self, output_file_name: str, target_class: type | None = None, result_dir: str | None = None,
+                      **kwargs: Any) -> dict[str, Any]:
+        """``{output_file_name: target}`` with the target's path under result_dir; yield it from output().
+
+        As in b2luigi, ``target_class`` (default: a LocalTarget, or a remote target for a ``root://`` or
+        ``davs://`` result_dir) is made from the path and ``kwargs`` (``XRootDTarget, file_system=fs``)."""
+        path = str(paths.output_path(self, output_file_name, result_dir))
+        if target_class is not None:
+            return {output_file_name: target_class(path, **kwargs)}
+        if is_remote(path):
+            from b2batch.remote import outputs
+
+            root = result_dir if result_dir is not None else get_setting("result_dir", task=self)
+            return {output_file_name: outputs.target_for(path, root=root, task=self)}
+        return {output_file_name: LocalTarget(path)}
 
     def get_output_file_name(self, key: str) -> str:
         """The path of the output named ``key`` (a temporary one inside ``on_temporary_files``)."""
         outputs = _collect(self.output(), {})
         if key not in outputs:
             raise KeyError(f"Task {self} has no output {key!r}; its outputs are {sorted(outputs)}.")
+        temporary = getattr(self, "_b2batch_temporary", None)
+        if is_remote(outputs[key][0]):  # a local file inside on_temporary_files, uploaded when run() ends
+            return str(temporary.path_for_remote(outputs[key][0])) if temporary is not None else outputs[key][0]
         path = Path(outputs[key][0])
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = getattr(self, "_b2batch_temporary", None)
         return str(temporary.path_for(path)) if temporary is not None else str(path)
 
     def get_all_output_file_names(self) -> Iterator[str]:
@@ -153,7 +168,12 @@ class TaskHelpers:
     def remove_output(self) -> None:
         """Delete every output of the task (files and folders)."""
         for name in self.get_all_output_file_names():
-            _remove_path(Path(name))
+            if is_remote(name):
+                from b2batch.remote import outputs
+
+                outputs.remove(name, task=self)
+            else:
+                _remove_path(Path(name))
 
 
 def _remove_path(path: Path) -> None:
@@ -226,6 +246,13 @@ class _TemporaryOutputs:
     def __init__(self, scratch_dir: str | None) -> None:
         self._scratch = paths.resolve(scratch_dir) if scratch_dir else None
         self._made: dict[Path, Path] = {}
+        self._remote: dict[str, Path] = {}  # remote URL: local temporary file
+
+    def path_for_remote(self, url: str) -> Path:
+        if url not in self._remote:
+            folder = Path(tempfile.mkdtemp(prefix="b2batch-upload-", dir=self._scratch))
+            self._remote[url] = folder / url.rsplit("/", 1)[-1]
+        return self._remote[url]
 
     def path_for(self, final: Path) -> Path:
         if final not in self._made:
@@ -238,6 +265,13 @@ class _TemporaryOutputs:
         return self._made[final]
 
     def commit(self) -> None:
+        if self._remote:
+            from b2batch.remote import outputs
+
+            for url, local in self._remote.items():
+                if local.exists():
+                    outputs.upload(str(local), url)
+                shutil.rmtree(local.parent, ignore_errors=True)
         for final, temporary in self._made.items():
             if temporary.exists():
                 final.parent.mkdir(parents=True, exist_ok=True)
@@ -246,6 +280,8 @@ class _TemporaryOutputs:
                 shutil.move(str(temporary), str(final))
 
     def discard(self) -> None:
+        for local in self._remote.values():
+            shutil.rmtree(local.parent, ignore_errors=True)
         for temporary in self._made.values():
             with contextlib.suppress(FileNotFoundError):
                 _remove_path(temporary)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need (the package with its test extras, a local Slurm and a local Sun Grid
-# Engine), then runs the whole test suite. Arguments go to pytest (e.g. -m "not slow" for a quick subset).
+# Installs what the tests need (the package with its test extras, a local Slurm, a local Sun Grid
+# Engine and a local XRootD server), then runs the whole test suite. Arguments go to pytest (e.g.
+# -m "not slow" for a quick subset).
 # The exit status is pytest's: "no tests ran" (5) fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +9,8 @@ python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
     bash tests/clusters/slurm.sh start
     bash tests/clusters/sge.sh start
+    bash tests/clusters/xrootd.sh start
 else
-    echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm and SGE tests are skipped" >&2
+    echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm, SGE and XRootD tests are skipped" >&2
 fi
 exec python3 -m pytest -p no:cacheprovider "$@"

@@ -22,6 +22,7 @@ from b2batch.luigi_frontend.checks import check_graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
+from b2batch.remote.checks import remote_checks
 from b2batch.settings import check_settings, load_settings_files, set_setting
 
 logger = logging.getLogger(__name__)
@@ -212,15 +213,16 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     if args.batch_system or batch_system:
         set_setting("batch_system", args.batch_system or batch_system)
 
-    if args.show_output or show_output:
-        print_outputs(tasks)
-        return None
-    if args.dry_run or dry_run:
-        sys.exit(1 if print_dry_run(tasks) else 0)
-    if args.remove_only or remove_only or args.remove or remove:
-        remove_outputs(tasks, ask=not (args.yes or yes))
-        if args.remove_only or remove_only:
+    with remote_checks():  # remote outputs: one listing per result folder, a clear error if unreachable
+        if args.show_output or show_output:
+            print_outputs(tasks)
             return None
+        if args.dry_run or dry_run:
+            sys.exit(1 if print_dry_run(tasks) else 0)
+        if args.remove_only or remove_only or args.remove or remove:
+            remove_outputs(tasks, ask=not (args.yes or yes))
+            if args.remove_only or remove_only:
+                return None
 
     host = args.scheduler_host or scheduler_host
     port = args.scheduler_port or scheduler_port
