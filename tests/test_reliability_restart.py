@@ -53,6 +53,32 @@ def test_a_direct_writer_cancelled_with_b2batch_cancel_is_redone_by_the_rerun(sy
     assert flow.starts(0) == 2 and flow.dones(0) == 1
 
 
+def test_a_run_without_batch_does_not_take_the_partial_output_of_a_cancelled_job(flows) -> None:  # noqa: F811
+    """The partial output a cancelled --batch job left does not count in a later run without --batch either:
+    it is removed with a log line and the task runs again, in luigi's worker."""
+    flow = flows("local")
+    direct(flow)
+    flow.gate(0)
+    steering = flow.start("--n", "1")
+    try:
+        flow.wait_started(0)
+        wait_for(lambda: flow.output(0).exists() and flow.output(0).read_text() == FIRST_LINE, 60,
+                 "the first half of the output")
+        cancel = subprocess.run([sys.executable, "-m", "b2batch", "cancel", "faults_jobs.py", "--yes"],
+                                cwd=flow.folder, env=flow.env, capture_output=True, text=True, timeout=120)
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        steering.wait(timeout=120)
+    finally:
+        steering.kill()
+    assert flow.output(0).read_text() == FIRST_LINE  # the half the cancelled job left
+    flow.open(0)
+    rerun = flow.run("--n", "1", "--in-process")
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    assert "its outputs may be partial and do not count: removed" in rerun.stderr, rerun.stderr[-4000:]
+    assert flow.output(0).read_text() == content(0)
+    assert flow.starts(0) == 2 and flow.dones(0) == 1
+
+
 @pytest.mark.slow
 @pytest.mark.slurm
 def test_a_direct_writer_killed_by_the_time_limit_is_redone_by_the_rerun(slurm, flows) -> None:  # noqa: F811

@@ -58,10 +58,10 @@ def shared_outputs(walked: Iterable[tuple[Any, list[str]]]) -> Iterator[tuple[st
                 yield path, owner, task
 
 
-def check_graph(tasks: Iterable[Any]) -> int:
+def check_graph(tasks: Iterable[Any], walked: list[tuple[Any, list[str]]] | None = None) -> int:
     """Warn about misspelt settings on the task classes of the graph of ``tasks`` (once per class) and about
-    each output path two tasks declare; how many such paths there are."""
-    walked = list(graph(tasks))
+    each output path two tasks declare; how many such paths there are. ``walked``: the graph, walked already."""
+    walked = list(graph(tasks)) if walked is None else walked
     for cls in dict.fromkeys(type(task) for task, _paths in walked):
         for message in misspelt_settings(cls, stop=(luigi.Task,)):
             logger.warning("%s", message)

@@ -91,6 +91,27 @@ def _remove_outputs(task: Any) -> list[str]:
     return removed
 
 
+def discard_partial_outputs(task: Any) -> None:
+    """Before a run without ``--batch``: the outputs of a task whose last job (of an earlier ``--batch`` run)
+    did not end successfully, or has not ended, may be partial; they are removed with a log line, so that
+    luigi's worker runs the task again instead of taking them as complete. (A batch run follows a job that
+    has not ended instead: ``--batch`` is the way to wait for it.)"""
+    try:
+        last = _last_job(task_files(task))
+    except B2BatchError:
+        return  # a setting that makes no job folder: no job of b2batch made the outputs
+    if last is None or last[1] == 0:
+        return
+    earlier, exit_code = last
+    removed = _remove_outputs(task)
+    if not removed:
+        return
+    why = (f"ended with exit code {exit_code}" if exit_code is not None else
+           "has not ended (or was lost; run with --batch to follow it instead)")
+    logger.warning("Task %s: its last job (%s) %s; its outputs may be partial and do not count: removed %s", task,
+                   earlier, why, ", ".join(removed))
+
+
 def _missing_outputs(task: Any) -> list[str]:
     """The declared outputs of ``task`` that do not exist."""
     return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]

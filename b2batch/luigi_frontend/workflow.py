@@ -18,8 +18,9 @@ from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.luigi_frontend import node, seam
-from b2batch.luigi_frontend.checks import check_graph
-from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, runs_as_job
+from b2batch.luigi_frontend.checks import check_graph, graph
+from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs,
+                                         runs_as_job)
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
@@ -166,8 +167,11 @@ def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any], e
 
 def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[str, Any]) -> Any:
     """A run driven by luigi's own worker: local runs, and batch runs with a central scheduler (luigid)."""
-    check_graph(tasks)  # the graph runner of batch runs checks the same as it goes
+    walked = list(graph(tasks))
+    check_graph(tasks, walked)  # the graph runner of batch runs checks the same as it goes
     if jobs is None:
+        for task, _paths in walked:  # outputs a killed or failed job of an earlier --batch run left
+            discard_partial_outputs(task)
         return luigi.build(tasks, **build_params)
     results: dict[str, TaskResult] = {}
 

@@ -85,6 +85,7 @@ class All(b2batch.WrapperTask):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=3)
+    parser.add_argument("--in-process", action="store_true", help="run without --batch, in luigi's worker")
     args, _ = parser.parse_known_args()
     print(f"steering pid {os.getpid()}", flush=True)
-    b2batch.process(All(n=args.n), workers=max(args.n, 1), batch=True)
+    b2batch.process(All(n=args.n), workers=max(args.n, 1), batch=not args.in_process)
