@@ -53,6 +53,30 @@ def test_a_direct_writer_cancelled_with_b2batch_cancel_is_redone_by_the_rerun(sy
     assert flow.starts(0) == 2 and flow.dones(0) == 1
 
 
+@pytest.mark.parametrize("system", CLUSTERS_AND_EMULATED)
+def test_a_direct_writer_stopped_by_ctrl_c_is_redone_by_the_rerun(system, flows, request) -> None:  # noqa: F811
+    need_real_cluster(system, request)
+    flow = flows(system)
+    direct(flow)
+    flow.gate(0)
+    steering = flow.start("--n", "1")
+    try:
+        flow.wait_started(0)
+        wait_for(lambda: flow.output(0).exists() and flow.output(0).read_text() == FIRST_LINE, 60,
+                 "the first half of the output")
+        steering.popen.send_signal(signal.SIGINT)
+        assert steering.wait(timeout=120) == 130, steering.output[-4000:]
+    finally:
+        steering.kill()
+    assert "Interrupted: killed 1 running job(s)" in steering.output, steering.output[-4000:]
+    assert NO_STEERING_TRACEBACK not in steering.output, steering.output[-4000:]
+    flow.open(0)
+    rerun = flow.run("--n", "1")
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    assert flow.output(0).read_text() == content(0)  # redone, not the half the interrupted job left
+    assert flow.starts(0) == 2 and flow.dones(0) == 1
+
+
 def test_a_run_without_batch_does_not_take_the_partial_output_of_a_cancelled_job(flows) -> None:  # noqa: F811
     """The partial output a cancelled --batch job left does not count in a later run without --batch either:
     it is removed with a log line and the task runs again, in luigi's worker."""

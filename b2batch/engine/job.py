@@ -48,6 +48,8 @@ class Job:
     outcome: JobState | None = None
     #: Whether the batch system never took the job (the outcome's reason says why).
     not_submitted: bool = False
+    #: Whether the job followed is one an earlier steering process submitted (re-attached, not submitted here).
+    earlier: bool = False
     #: Where a batch system put the job, beyond its id, for a later steering process to find it (written
     #: into the journal; e.g. the work queue and unit name of a pilot).
     placement: dict[str, str] = field(default_factory=dict)

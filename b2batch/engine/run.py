@@ -85,12 +85,14 @@ class Run:
                 and system.attach(job, journal)):
             logger.info("Job %s: task %s is still queued or running from an earlier run; following it", job.job_id,
                         job)
+            job.earlier = True
             self.submitters[job.system].add_in_flight(job)
             self.record.update(job, "submitted")
             return
         self._queue(job)
 
     def _queue(self, job: Job) -> None:
+        job.earlier = False
         job.files.reset()
         job.job_id = None
         submitter = self.submitters[job.system]
@@ -138,6 +140,9 @@ class Run:
             reason = "the task failed and resubmit_failed_tasks is set"
         if not reason and state.status == JobStatus.aborted and self.retry_reason is not None:
             reason = self.retry_reason(job, state)
+        if not reason and state.status == JobStatus.aborted and job.earlier and job.files.read_exit_code() is None:
+            # e.g. cancelled as the earlier run was interrupted, and still leaving the queue when this one began
+            reason = "its job of an earlier run was killed before it could end (no exit code)"
         limit = job.setting("max_resubmissions")
         if reason and job.resubmissions < limit and not self.interrupted:
             job.resubmissions += 1
