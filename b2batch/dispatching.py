@@ -70,8 +70,9 @@ def dispatch(run: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _runs_in_place(self):
             return run(self, *args, **kwargs)
-        logs = None if _in_a_job() else log_files(self)
-        run_in_child(lambda: run(self, *args, **kwargs), logs, describe=str(self))
+        logs = log_files(self)
+        # In a job (or a pilot's task process) stdout and stderr are these files already.
+        run_in_child(lambda: run(self, *args, **kwargs), logs, describe=str(self), redirect=not _in_a_job())
         return None
 
     return wrapper  # type: ignore[return-value]
@@ -89,10 +90,12 @@ class DispatchableTask(Task):
         dispatch(type(self).process)(self)
 
 
-def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, describe: str) -> None:
-    """Call ``function`` in a forked child, its stdout and stderr appended to ``logs`` (if given); raise
-    :class:`DispatchError` when the child does not end with status 0."""
-    if logs is not None:
+def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, describe: str,
+                 redirect: bool = True) -> None:
+    """Call ``function`` in a forked child, its stdout and stderr appended to ``logs`` (if given and
+    ``redirect``; else the child keeps the streams, which are ``logs`` in a job); raise
+    :class:`DispatchError` when the child does not end with status 0, naming ``logs``."""
+    if logs is not None and redirect:
         for log in logs:
             log.parent.mkdir(parents=True, exist_ok=True)
             log.write_bytes(b"")  # each run starts with empty logs, as a job does
@@ -103,7 +106,7 @@ def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, de
         warnings.simplefilter("ignore", DeprecationWarning)  # "fork() of a multi-threaded process"
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
-        _child(function, logs)
+        _child(function, logs if redirect else None)
     try:
         _pid, status = os.waitpid(pid, 0)
     except BaseException:  # interrupted: the child must not outlive the task

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
 import re
 import signal
@@ -21,6 +22,8 @@ from conftest import clean_env
 import b2batch
 from b2batch import settings
 from b2batch.dispatching import DispatchError
+from test_sge import sge  # noqa: F401  (fixture, by name)
+from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIM = ROOT / "compat" / "b2luigi-shim"
@@ -81,6 +84,32 @@ def test_a_dispatched_segfault_fails_only_its_task_naming_the_signal(workflow) -
     assert "hello from the dispatched process" in (flow.folder / "logs" / "Works" / "stdout").read_text()
     assert "hello from the dispatched process" not in run.stdout  # the child's output went to the log
     assert not (flow.folder / "results" / "how=segfault").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("system", "many"), [
+    ("local", {}),
+    pytest.param("slurm", {}, marks=pytest.mark.slurm),
+    pytest.param("slurm", {"pilot_jobs": 1, "pilot_idle_timeout": 5}, marks=pytest.mark.slurm),
+    pytest.param("sge", {"tasks_per_job": 2}, marks=pytest.mark.sge),
+], ids=["local-jobs", "slurm-jobs", "slurm-pilots", "sge-bundles"])
+def test_a_dispatched_segfault_in_a_batch_job_fails_only_its_task(request, workflow, system: str,
+                                                                   many: dict) -> None:
+    if system != "local":
+        request.getfixturevalue(system)  # the cluster must be up
+    flow = workflow("b2luigi_dispatch.py")
+    (flow.folder / "settings.json").write_text(json.dumps({"batch_system": system, **many}))
+    run = flow.run("--batch", env=shim_env(), timeout=300)
+    assert run.returncode == 1, run.stderr[-3000:]
+    crash_logs = flow.folder / "logs" / "how=segfault" / "Crash"
+    assert ("Crash(how=segfault): the dispatched run() was killed by signal 11 (SIGSEGV); its output is in "
+            f"{crash_logs / 'stdout'} and {crash_logs / 'stderr'}") in run.stderr
+    assert "about to crash" in (crash_logs / "stdout").read_text()  # the job's log has the child's output
+    assert "hello from the dispatched process" in (flow.folder / "logs" / "Works" / "stdout").read_text()
+    pid = int((flow.folder / "results" / "pid.txt").read_text())
+    assert pid != int(run.stdout.split("steering pid ")[1].split()[0])
+    assert not (flow.folder / "results" / "how=segfault").exists()
+    assert "Works" in run.stderr and re.search(r"Works\s+\S+\s+1\s+0\s+0", run.stderr)  # done in its job
 
 
 def test_dispatch_runs_in_place_in_test_mode(workflow) -> None:
