@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from b2batch import paths
+from b2batch import containers, paths
 from b2batch.errors import SettingError
 from b2batch.settings import get_setting
 
@@ -49,10 +49,12 @@ def _lookup(task: Any) -> Any:
 
 
 def executable_of(task: Any, lookup: Any = None) -> list[str]:
-    """The ``executable`` setting as an argument list; default: the Python running the workflow."""
-    value = (lookup or _lookup(task))("executable")
+    """The ``executable`` setting as an argument list; default: the Python running the workflow, or
+    ``python3`` of the image when the job runs in a container."""
+    lookup = lookup or _lookup(task)
+    value = lookup("executable")
     if value is None:
-        return [sys.executable]
+        return ["python3"] if containers.wanted(lookup) else [sys.executable]
     if isinstance(value, str):
         value = shlex.split(value)
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
@@ -95,7 +97,11 @@ def render_wrapper(task: Any, job_files: Any) -> str:
 def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, command: list[str]) -> str:
     """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
     the settings ``lookup(name)`` of ``owner`` (named in errors)."""
-    working_dir = lookup("working_dir")
+    working_dir = paths.resolve(lookup("working_dir")) if lookup("working_dir") else paths.base_dir()
+    env_script, env = env_script_of(owner, lookup), env_of(owner, lookup)
+    container = containers.container_of(owner, lookup, job_files, working_dir, env_script)
+    if container is not None:  # env_script and env apply inside the container
+        command = container.wrap(command, lookup("shell"), env_script, env, job_files.setup_failed)
     return render(
         "executable_wrapper.sh.j2",
         shell=lookup("shell"),
@@ -105,8 +111,9 @@ def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, comm
         stderr=job_files.stderr,
         exit_code_file=job_files.exit_code,
         setup_failed_file=job_files.setup_failed,
-        env_script=env_script_of(owner, lookup),
-        env=env_of(owner, lookup),
-        working_dir=paths.resolve(working_dir) if working_dir else paths.base_dir(),
+        env_script=env_script,
+        env=env,
+        working_dir=working_dir,
+        container=container,
         command=command,
     )
