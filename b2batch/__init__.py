@@ -28,6 +28,7 @@ _SOURCES = {
         "OptionalPathParameter", "OptionalStrParameter", "OptionalTupleParameter", "Parameter", "PathParameter",
         "StrParameter", "TaskParameter", "TimeDeltaParameter", "TupleParameter", "YearParameter"),
     "luigi.util": ("copies",),
+    "b2batch.b2luigi_parameters": ("BatchIntParameter", "wrap_parameter"),
     "b2batch.dispatching": ("DispatchableTask", "dispatch"),
     "b2batch.generators": ("ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"),
     "b2batch.engine": ("JobStatus",),
@@ -89,6 +90,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
 
     from luigi.util import copies
 
+    from b2batch.b2luigi_parameters import BatchIntParameter, wrap_parameter
     from b2batch.dispatching import DispatchableTask, dispatch
     from b2batch.engine import JobStatus
     from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters

@@ -9,6 +9,9 @@ from collections.abc import Iterable, Sequence
 from types import FrameType
 
 
+#: Short forms of b2batch's flags (b2luigi's); a script whose own argparse has one keeps it.
+SHORT = {"--yes": "-y"}
+
 #: b2batch's flags: the names and argparse's keyword arguments of each.
 FLAGS: tuple[tuple[str, dict[str, object]], ...] = (
     ("--batch", {"action": "store_true",
@@ -20,23 +23,30 @@ FLAGS: tuple[tuple[str, dict[str, object]], ...] = (
                    "help": "List the tasks that would run; exit 1 if any would, 0 if all is complete."}),
     ("--show-output", {"action": "store_true",
                        "help": "List every task with its output files, complete or not, and exit."}),
-    ("--remove", {"action": "store_true", "help": "Remove the outputs of the given tasks, then run."}),
-    ("--remove-only", {"action": "store_true", "help": "Remove the outputs of the given tasks and exit."}),
-    ("--yes", {"action": "store_true", "help": "Do not ask before removing outputs."}),
+    ("--remove", {"nargs": "*", "metavar": "TASK",
+                  "help": "Remove the outputs of the root tasks, or of every task of the named task classes, "
+                          "then run."}),
+    ("--remove-only", {"nargs": "*", "metavar": "TASK",
+                       "help": "Remove the outputs as --remove does, and exit."}),
+    ("--keep", {"nargs": "+", "metavar": "TASK", "help": "With --remove: keep the outputs of these task classes."}),
+    ("--yes", {"action": "store_true", "help": "Do not ask before removing outputs (also -y)."}),
     ("--workers", {"type": int, "help": "How many tasks run (or jobs are in flight) at once."}),
     ("--scheduler-host", {"help": "Host of a luigi central scheduler (luigid)."}),
     ("--scheduler-port", {"type": int, "help": "Port of the luigi central scheduler."}),
 )
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(own_flags: Iterable[str] = ()) -> argparse.ArgumentParser:
+    """b2batch's flags, without the short forms the script's own argparse has (``own_flags``)."""
+    own = set(own_flags)
     p = argparse.ArgumentParser(
         add_help=False,
         allow_abbrev=False,  # a flag of the script such as --show is the script's, not --show-output
         description="Flags of b2batch, understood by every workflow script that calls b2batch.process().",
     )
     for flag, options in FLAGS:
-        p.add_argument(flag, default=None, **options)  # type: ignore[arg-type]
+        short = [SHORT[flag]] if flag in SHORT and SHORT[flag] not in own else []
+        p.add_argument(flag, *short, default=None, **options)  # type: ignore[arg-type]
     return p
 
 
@@ -50,7 +60,7 @@ def parse(argv: Sequence[str], own_flags: Iterable[str] = (),
     workflow in another way. The remaining unknown flags get one warning, unless ``ignore_unknown`` is true
     (b2luigi's ``ignore_additional_command_line_args``); when it is false they stop the run.
     """
-    p = parser()
+    p = parser(own_flags)
     args, rest = p.parse_known_args(list(argv))
     if "-h" in rest or "--help" in rest:
         p.print_help()

@@ -120,7 +120,7 @@ def ask_batch_systems(jobs: list[Job]) -> None:
         if job.state == "unknown" and job.system:
             open_jobs.setdefault(job.system, []).append(job)
     for system, group in open_jobs.items():
-        if system == "local":
+        if system in ("local", "test"):  # test: b2luigi's name of local processes
             _local_states(group)
         else:
             _scheduler_states(system, group)
@@ -243,7 +243,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
         by_system.setdefault(job.system, []).append(job)
     failures = 0
     for system, group in by_system.items():
-        if system == "local":
+        if system in ("local", "test"):  # test: b2luigi's name of local processes
             failures += _cancel_local(group)
             continue
         try:

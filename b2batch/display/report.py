@@ -77,6 +77,7 @@ class RunReport:
     interrupted: bool = False
     error: str = ""  # the exception that stopped the run, if one did
     failed: bool = False
+    exits_on_failure: bool = True  # process()'s exit_on_failure: a failed run ends the script with status 1
     paths: dict[str, Path] = field(default_factory=dict)
     history: dict[str, list[tuple[float, str, str | None]]] = field(default_factory=dict)
 
@@ -125,7 +126,7 @@ class RunReport:
     @property
     def exit_status(self) -> int | None:
         """What process() makes the script's exit status (None: interrupted, the exception decides)."""
-        return None if self.interrupted else int(self.failed)
+        return None if self.interrupted else int(self.failed and self.exits_on_failure)
 
     # --- what happened -------------------------------------------------------------------------------
 
@@ -195,7 +196,8 @@ class RunReport:
             lines.append(f"Result: stopped by {self.error}.")
         elif self.failed:
             what = f"{len(failed)} task(s) failed" if failed else "luigi could not schedule or run everything"
-            lines.append(f"Result: {what}; exit status 1.")
+            ends = "exit status 1" if self.exits_on_failure else "process() returns (exit_on_failure is false)"
+            lines.append(f"Result: {what}; {ends}.")
         else:
             lines.append("Result: success; exit status 0.")
         lines += ["===== b2batch summary =====", ""]

@@ -24,7 +24,7 @@ from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, T
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
-from b2batch.settings import check_settings, load_settings_files, set_setting
+from b2batch.settings import check_settings, get_setting, load_settings_files, set_setting
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +92,27 @@ def print_outputs(tasks: list[Any]) -> None:
             path = getattr(target, "path", target)
             mark = "exists " if target.exists() else "missing"
             print(f"    [{mark}] {path}")
+
+
+def _names(value: Any) -> list[str]:
+    """Task class names given to ``remove``/``remove_only``/``keep_tasks``: a name, names, or a flag."""
+    if value in (None, True, False):
+        return []
+    return [value] if isinstance(value, str) else [str(name) for name in value]
+
+
+def tasks_to_remove(tasks: list[Any], names: list[str], keep: list[str]) -> list[Any]:
+    """The tasks whose outputs ``--remove`` removes: the root ``tasks``, or with ``names`` every task of those
+    classes in their graph; without the tasks of the classes in ``keep``. A name not in the graph stops the
+    run with an error that lists the classes there are."""
+    graph = [task for task, _complete in walk(tasks)] if names or keep else tasks
+    families = {task.task_family for task in graph}
+    unknown = sorted((set(names) | set(keep)) - families)
+    if unknown:
+        raise SystemExit(f"ERROR: --remove/--keep name task classes that are not in the workflow's graph: "
+                         f"{', '.join(unknown)}. The graph has: {', '.join(sorted(families))}.")
+    chosen = [task for task in graph if task.task_family in names] if names else list(tasks)
+    return [task for task in chosen if task.task_family not in keep]
 
 
 def remove_outputs(tasks: list[Any], ask: bool) -> int:
@@ -185,7 +206,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
             ignore_additional_command_line_args: bool | None = None, workers: int | None = None,
             scheduler_host: str | None = None, scheduler_port: int | None = None,
-            batch_system: str | None = None, exit_on_failure: bool = True, **env_params: Any) -> Any:
+            batch_system: str | None = None, exit_on_failure: bool | None = None, **env_params: Any) -> Any:
     """Run ``task_like`` (a task or a list of tasks) with everything it requires.
 
     The flags of the script's command line (``--batch``, ``--test``, ``--dry-run``, ``--show-output``,
@@ -195,9 +216,16 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     one close to a flag of b2batch's stops the run with a "did you mean". In a job, only the job's own task runs and the process exits.
     A summary of the run goes to stderr at its end (with ``--batch`` also a timeline and a report in
     ``log_dir``). When a task failed (or luigi could not schedule or run everything) the script exits with
-    status 1, unless ``exit_on_failure=False``: then, as in b2luigi, luigi's run result is returned either
-    way. ``--dry-run`` exits 1 when some task would run and 0 when all is complete.
+    status 1, unless ``exit_on_failure=False`` (or the setting ``exit_on_failure`` is false): then, as in
+    b2luigi, luigi's run result is returned either way. ``--dry-run`` exits 1 when some task would run and 0
+    when all is complete. b2luigi 1.3's ``auto_confirm`` is ``yes``; ``remove`` and ``remove_only`` also take task
+    class names (as ``--remove TASK ...`` does) and ``keep_tasks`` the classes to keep (``--keep``); its
+    ``batch_runner`` and ``progress_tui`` are accepted and have no effect.
     """
+    yes = yes or bool(env_params.pop("auto_confirm", False))
+    keep_tasks = _names(env_params.pop("keep_tasks", None))
+    for b2luigi_only in ("batch_runner", "progress_tui"):
+        env_params.pop(b2luigi_only, None)
     spec = node.active_spec()
     if spec is not None:
         sys.exit(node.run_spec(spec))
@@ -223,9 +251,12 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
             return None
         if args.dry_run or dry_run:
             sys.exit(1 if print_dry_run(tasks) else 0)
-        if args.remove_only or remove_only or args.remove or remove:
-            remove_outputs(tasks, ask=not (args.yes or yes))
-            if args.remove_only or remove_only:
+        removing = [r for r in (args.remove_only, remove_only, args.remove, remove) if r not in (None, False)]
+        if removing:
+            keep = list(args.keep or []) + keep_tasks
+            chosen = tasks_to_remove(tasks, [n for r in removing for n in _names(r)], keep)
+            remove_outputs(chosen, ask=not (args.yes or yes))
+            if args.remove_only is not None or remove_only not in (None, False, []):
                 return None
 
     host = args.scheduler_host or scheduler_host
@@ -245,7 +276,10 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     run = Run()
     jobs = TaskJobs(run, context) if batch else None
     mode = "batch" if batch else "test" if test else "local"
-    report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv)
+    if exit_on_failure is None:
+        exit_on_failure = bool(get_setting("exit_on_failure"))
+    report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
+                       exits_on_failure=exit_on_failure)
     errors: dict[str, str] = {}
     try:
         with _sigterm_as_interrupt(run), report:

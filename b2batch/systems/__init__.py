@@ -29,6 +29,16 @@ BUILT_IN = {
     "sge": "b2batch.systems.sge:SGESystem",
     "htcondor": "b2batch.systems.htcondor:HTCondorSystem",
     "lsf": "b2batch.systems.lsf:LSFSystem",
+    "apptainer": "b2batch.systems.apptainer:ApptainerSystem",
+    "test": "b2batch.systems.testing:TestSystem",
+}
+
+#: Batch systems of b2luigi that cannot exist outside their home, with why and what to do instead.
+UNAVAILABLE = {
+    "gbasf2": ("gbasf2 is Belle II's submission tool for the LHC grid (DIRAC); b2batch has no gbasf2 batch "
+               "system and cannot submit to the grid",
+               "run the task with a batch system b2batch has ({known}), or run this "
+               "workflow with b2luigi itself in a Belle II (gbasf2) environment"),
 }
 
 
@@ -93,6 +103,10 @@ def system_class(name: str | type, task: Any = None) -> type:
     if name in _plugins():
         return _plugins()[name].load()
     owner = f" of task {task}" if task is not None else ""
+    if name in UNAVAILABLE:
+        why, fix = UNAVAILABLE[name]
+        raise SettingError(f"batch_system {name!r}{owner} is not available: {why}. The setting 'batch_system' is "
+                           f"{name!r}; to fix it, {fix.format(known=', '.join(known_systems()))}.")
     raise SettingError(f"Unknown batch_system {name!r}{owner}. Known ones: {', '.join(known_systems())}. "
                        f"Fix the setting 'batch_system', or install the plugin that provides {name!r}.")
 

@@ -11,7 +11,12 @@ import sys
 
 #: The modules mirrored here, by their name below ``b2luigi``.
 MODULES = ("core", "core.utils", "core.settings", "core.executable", "core.dispatchable_task",
-           "batch", "batch.processes")
+           "core.task", "core.target", "core.parameter", "core.temporary_wrapper",
+           "core.remote_target", "core.remote_target.xrootd", "core.remote_target.webdav",
+           "batch", "batch.processes", "batch.processes.lsf", "batch.processes.htcondor",
+           "batch.processes.slurm",
+           "batch.processes.apptainer", "batch.processes.gbasf2", "batch.processes.test", "batch.workers",
+           "batch.cache", "cli", "cli.process", "contrib", "contrib.gbasf2")
 
 
 def install_aliases(package: str = "b2luigi") -> None:
