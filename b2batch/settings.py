@@ -145,6 +145,9 @@ SETTINGS: dict[str, Setting] = {
                 "failure, preemption, a held or lost job) is submitted again.", kind=_number(integer=True, minimum=0)),
         Setting("resubmit_failed_tasks", False, "Also submit again jobs whose task itself failed (up to "
                 "max_resubmissions times).", kind=FLAG),
+        Setting("exit_on_failure", True, "A run in which a task failed ends the script with exit status 1 "
+                "(false: process() returns luigi's result and the script goes on, as in b2luigi; process()'s "
+                "argument exit_on_failure wins).", kind=FLAG),
         Setting("max_jobs_in_flight", None, "Most jobs of one batch system submitted and not yet over, "
                 "whatever luigi's workers; more wait in b2batch. None: no limit.",
                 kind=_number(integer=True, minimum=1, none=True)),
@@ -178,6 +181,20 @@ SETTINGS: dict[str, Setting] = {
         Setting("job_slots", None, "LSF job slots (bsub -n).", kind=_number(integer=True, minimum=1, none=True)),
         Setting("lsf_settings", {}, "Extra bsub options, e.g. {\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}.",
                 kind=DICT),
+        # Containers (docs/containers.md).
+        Setting("container", None, "Run every job's command in a container: a dict with engine (apptainer, "
+                "singularity, podman, docker), image, mounts (host paths, \"host[:container[:options]]\"), "
+                "mount_defaults (true: also mount the working, result, log and job folders), options (more arguments "
+                "of the engine) and executable (the engine's command).", kind=_of((dict,), "a dict (a JSON object)")),
+        Setting("apptainer_image", None, "b2luigi's: run the job in this Apptainer/Singularity image (the "
+                "batch_system 'apptainer' needs it).", kind=TEXT),
+        Setting("apptainer_mounts", [], "b2luigi's: folders mounted into the apptainer_image container.", kind=LIST),
+        Setting("apptainer_mount_defaults", True, "b2luigi's: also mount the folders the job needs (result, log, "
+                "job and working folders).", kind=FLAG),
+        Setting("apptainer_additional_params", "", "b2luigi's: more arguments of 'apptainer exec', as shell words.",
+                kind=TEXT),
+        Setting("apptainer_cmd", None, "b2luigi's: the command that runs apptainer_image containers: apptainer or "
+                "singularity (default: the first of them on PATH).", kind=TEXT),
         # Many tasks per job.
         Setting("tasks_per_job", 1, "Tasks that are ready together run one after another in one batch job, up "
                 "to this many (bundles).", kind=_number(integer=True, minimum=1)),
@@ -192,6 +209,9 @@ SETTINGS: dict[str, Setting] = {
                 "that pilot ran so far).", kind=_number(above=0, none=True)),
         Setting("heartbeat_timeout", 60.0, "Seconds without a heartbeat after which a pilot or bundle job counts "
                 "as lost and its task is run again elsewhere.", kind=_number(minimum=1)),
+        Setting("max_grouping_size", 1, "b2luigi's parameter grouping: tasks of a class that differ only in its "
+                "parameters with grouping=True run one after another in one batch job, up to this many (a bundle, "
+                "on every batch system); 1: no grouping.", kind=_number(integer=True, minimum=1)),
     ]
 }
 

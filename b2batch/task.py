@@ -1,4 +1,4 @@
-"""Task classes with output-path helpers, and the parameter options ``hashed`` and ``hidden``.
+"""Task classes with output-path helpers, and the parameter options ``hashed``, ``hidden`` and ``grouping``.
 
 A task declares its outputs by name and gets their paths laid out under ``result_dir``::
 
@@ -44,19 +44,29 @@ class LocalTarget(luigi.LocalTarget):
 
 class _PathOptions:
     """Adds the options ``hashed`` (a hash of the value in output paths), ``hash_function`` (a function of
-    one argument, the value, that gives the text put into output paths instead; it implies ``hashed``) and
-    ``hidden`` (left out of paths)."""
+    one argument, the value, that gives the text put into output paths instead; it implies ``hashed``),
+    ``hidden`` (left out of paths) and b2luigi's ``grouping`` (tasks that differ only in such parameters
+    share batch jobs, up to the setting ``max_grouping_size``; see
+    :mod:`b2batch.luigi_frontend.grouping`) with ``grouping_function`` (accepted, without effect: b2batch
+    never packs values)."""
 
     def __init__(self, *args: Any, hashed: bool = False, hidden: bool = False,
-                 hash_function: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
+                 hash_function: Callable[[Any], str] | None = None, grouping: bool = False,
+                 grouping_function: Callable[..., Any] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if hash_function is not None:
             if not callable(hash_function) or _positional_arity(hash_function) != 1:
                 raise TypeError(f"hash_function must be a function of one argument (the parameter's value), "
                                 f"not {hash_function!r}.")
+        if grouping not in (True, False):
+            raise TypeError(f"grouping must be True or False, not {grouping!r}.")
+        if grouping_function is not None and not callable(grouping_function):
+            raise TypeError(f"grouping_function must be a function, not {grouping_function!r}.")
         self.hashed = hashed or hash_function is not None
         self.hash_function = hash_function
         self.hidden = hidden
+        self.grouping = bool(grouping)
+        self.grouping_function = grouping_function
 
 
 def _positional_arity(function: Callable[..., Any]) -> int:
@@ -287,9 +297,16 @@ class _TemporaryOutputs:
                 _remove_path(temporary)
 
 
-def on_temporary_files(run: F) -> F:
+def on_temporary_files(run: F | None = None, *, inputs: bool = True, outputs: bool = True) -> Any:
     """Decorate ``run()`` so that its outputs are written to temporary paths and moved into place only when
-    it returns normally; when it raises, the temporary files are removed and no partial output remains."""
+    it returns normally; when it raises, the temporary files are removed and no partial output remains.
+
+    Also with b2luigi 1.3's options, ``@on_temporary_files(outputs=False)``: outputs are then written in
+    place. ``inputs`` is accepted; b2batch reads inputs where they are (b2luigi copies them to scratch)."""
+    if run is None:
+        return functools.partial(on_temporary_files, inputs=inputs, outputs=outputs)
+    if not outputs:
+        return run
 
     @functools.wraps(run)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -31,6 +31,9 @@ class InstantJobs:
     def system_of(self, task: Any) -> str:
         return "instant"
 
+    def group_of(self, task: Any) -> None:
+        return None  # no parameter grouping
+
     def outputs_count(self, task: Any) -> bool:
         return True
 

@@ -58,6 +58,9 @@ class Job:
     #: Units with the same (non-None) key have the same settings: what depends on them only is computed once
     #: per key (e.g. which worker jobs a unit may share). None: look them up for this unit.
     settings_key: Any = None
+    #: Units with a bundle key share bundle jobs (``tasks_per_job``) only with units of the same key (e.g.
+    #: b2luigi's parameter groups); None: with any unit of the same settings that has none.
+    bundle: str | None = None
     #: When the unit ran in its worker job (epoch seconds, start and end), as the worker measured it.
     ran: tuple[float, float] | None = None
 

@@ -165,17 +165,26 @@ class PooledSystem(BatchSystem):
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes: dict[Job, JobState] = {}
+        ended = self._ended_carriers()
         for key, pool in list(self.pools.items()):
-            self._follow(pool, changes)
+            self._follow(pool, changes, ended)
             if self._finished(pool):
                 del self.pools[key]
         return changes
 
-    def _follow(self, pool: Pool, changes: dict[Job, JobState]) -> None:
-        if pool.carriers:
-            for carrier, state in self.inner.states(list(pool.carriers.values())).items():
-                if state.final:
-                    self._carrier_ended(pool, carrier, state, changes)
+    def _ended_carriers(self) -> dict[str, JobState]:
+        """The worker jobs of every pool that ended, by key: one status query for all of them, each answer
+        going to the pool of its job (the inner system may answer for other jobs of it too)."""
+        carriers = {carrier.key: carrier for pool in self.pools.values() for carrier in pool.carriers.values()}
+        if not carriers:
+            return {}
+        answer = self.run.states(self.inner, list(carriers.values()),
+                                 lambda job: carriers.get(job.key) is job)
+        return {carrier.key: state for carrier, state in answer.items() if state.final}
+
+    def _follow(self, pool: Pool, changes: dict[Job, JobState], ended: dict[str, JobState]) -> None:
+        for carrier in [carrier for key, carrier in pool.carriers.items() if key in ended]:
+            self._carrier_ended(pool, carrier, ended[carrier.key], changes)
         now = time.monotonic()
         if now >= pool.next_check:
             pool.next_check = now + max(1.0, pool.template.setting("heartbeat_timeout") / 6)
@@ -455,10 +464,11 @@ class BundleSystem(PooledSystem):
     kind = "bundle"
 
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
-        """Units that may share jobs, in groups whose bundles go to the inner system as one array."""
+        """Units that may share jobs (the same settings, size and bundle key, in the order they came), in
+        groups whose bundles go to the inner system as one array."""
         by_kind: dict[str, list[Job]] = {}
         for job in jobs:
-            by_kind.setdefault(f"{signature(job)}-{job.setting('tasks_per_job')}", []).append(job)
+            by_kind.setdefault(f"{signature(job)}-{job.setting('tasks_per_job')}-{job.bundle}", []).append(job)
         groups = []
         for members in by_kind.values():
             size = max(1, members[0].setting("tasks_per_job")) * max(1, members[0].setting("max_array_size"))

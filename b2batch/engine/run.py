@@ -18,10 +18,11 @@ system when interrupted (:meth:`interrupt`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from b2batch.engine.job import Job
 from b2batch.engine.record import RunRecord
@@ -54,6 +55,8 @@ class Run:
         self.poll_pause = poll_pause
         self._ended: list[Job] = []
         self._counter = 0
+        self._held = 0
+        self._answers: dict[BatchSystem, dict[Job, JobState]] = {}  # states not yet taken by their follower
 
     # --- batch systems -------------------------------------------------------------------------------
 
@@ -97,8 +100,21 @@ class Run:
         job.job_id = None
         submitter = self.submitters[job.system]
         submitter.enqueue(job)
-        if not self.interrupted:
+        if not self.interrupted and not self._held:
             submitter.flush_if_due()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """Jobs submitted inside go out together (e.g. the members of a bundle, which a submission in between
+        would split into two batch jobs): none is submitted before the block ends."""
+        self._held += 1
+        try:
+            yield
+        finally:
+            self._held -= 1
+        if not self._held and not self.interrupted:  # not after an error: the run may be stopping
+            for submitter in self.submitters.values():
+                submitter.flush_if_due()
 
     def _submitted(self, job: Job) -> None:
         job.files.record_submission(job.system, str(job.job_id), job.placement)
@@ -121,10 +137,21 @@ class Run:
                 submitter.flush()
             if not submitter.in_flight:
                 continue
-            for job, state in system.states(submitter.in_flight.values()).items():
+            for job, state in self.states(system, submitter.in_flight.values(), self._follows).items():
                 self._observe(job, state)
         ended, self._ended = self._ended, []
         return ended
+
+    def _follows(self, job: Job) -> bool:
+        return id(job) in self.live
+
+    def states(self, system: BatchSystem, jobs: Iterable[Job], mine: Callable[[Job], bool]) -> dict[Job, JobState]:
+        """Ask ``system`` about ``jobs``; the states of the jobs ``mine`` accepts. The run's own jobs and the
+        worker jobs of pilots and bundles share one batch system object, whose answer may hold every job of it
+        that changed: an answer that is not the caller's waits for the follower it belongs to."""
+        waiting = self._answers.setdefault(system, {})
+        waiting.update(system.states(jobs))
+        return {job: waiting.pop(job) for job in [job for job in waiting if mine(job)]}
 
     def _observe(self, job: Job, state: JobState) -> None:
         if id(job) not in self.live:

@@ -27,6 +27,7 @@ from b2batch.engine import Job, JobFiles, Run
 from b2batch.engine.pooled import JOB_SETTINGS
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
+from b2batch.luigi_frontend.grouping import Group, group_of, refuse
 from b2batch.settings import get_setting, settings_snapshot
 
 logger = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ def _settings_key(task: Any) -> Any:
 
 def _on_this_host(job: Job) -> bool:
     """Whether the job ran on this machine (local jobs, or pilots and bundles of local jobs)."""
-    return job.system.partition("-")[0] == "local"
+    return job.system.partition("-")[0] in ("local", "test")
 
 
 class TaskJobs:
@@ -144,6 +145,28 @@ class TaskJobs:
         self.settings = settings_snapshot()
         self._system_names: dict[str, str] = {}
         self._followed: set[str] = set()  # tasks whose earlier job has not ended, said once each
+        self._groups: dict[str, Group | None] = {}  # b2luigi's parameter groups, by task id
+
+    def group_of(self, task: Any) -> Group | None:
+        """The parameter group of ``task`` (None: not grouped), looked up once per task; a grouped task whose
+        batch system runs one task per job, or a wrong max_grouping_size, raises a SettingError."""
+        if task.task_id in self._groups:
+            return self._groups[task.task_id]
+        group = group_of(task)
+        if group is not None:
+            value = get_setting("batch_system", task=task)
+            cls = systems.system_class(value if isinstance(value, type) else str(value), task)
+            if issubclass(cls, BatchProcess):
+                raise refuse(task, group, value)
+        self._groups[task.task_id] = group
+        return group
+
+    def _settings_of(self, task: Any) -> Any:
+        """``settings(name)`` of the task's job: its settings, where a group's size is its tasks_per_job."""
+        group = self.group_of(task)
+        if group is None:
+            return lambda name: get_setting(name, task=task)
+        return lambda name: group.size if name == "tasks_per_job" else get_setting(name, task=task)
 
     def system_of(self, task: Any) -> str:
         """The name of the task's batch system, which the run then has (looked up once per task)."""
@@ -158,16 +181,17 @@ class TaskJobs:
                 return cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls)
             return None
 
-        return systems.add_to_run(self.run, get_setting("batch_system", task=task), task,
-                                  lambda name: get_setting(name, task=task), adapt)
+        return systems.add_to_run(self.run, get_setting("batch_system", task=task), task, self._settings_of(task),
+                                  adapt)
 
     def make(self, task: Any) -> Job:
         """The engine job of ``task`` (its batch system is added to the run; an unknown one is an error that
         stops the run)."""
         system = self.system_of(task)
         files = task_files(task)
+        group = self.group_of(task)
         return Job(key=task.task_id, name=str(task), family=task.task_family, system=system,
-                   files=files, settings=lambda name, task=task: get_setting(name, task=task),
+                   files=files, settings=self._settings_of(task), bundle=group.key if group else None,
                    params=task.to_str_params(only_significant=True), payload=task,
                    unit={"call": "b2batch.luigi_frontend.node:run_unit", "args": [str(files.spec)],
                          "preload": [] if task.task_module == "__main__" else [task.task_module]},

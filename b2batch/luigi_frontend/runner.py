@@ -11,8 +11,9 @@ luigi's private state. This runner keeps what luigi users rely on, with the same
 - each task knows how many of its requirements are not done; a task whose count drops to 0 joins the ready
   set, kept in buckets by priority (a task's priority is raised to the highest of the tasks needing it, as
   luigi's scheduler does), so handing out the next task costs O(1) amortised;
-- ``--workers`` bounds the tasks running at once, ``resources`` (luigi's ``[resources]`` config) bound
-  those that need them; tasks that do not fit wait in a queue per resource need;
+- ``--workers`` bounds the tasks running at once (the tasks of a parameter group in one job count once),
+  ``resources`` (luigi's ``[resources]`` config) bound those that need them; tasks that do not fit wait in a
+  queue per resource need;
 - dynamic requirements (``yield`` in ``run()``) join the graph when a job reports them;
 - a failed task is tried again after ``retry_delay`` while fewer than its ``retry_count`` attempts failed
   when luigi's worker is told to keep alive (``[worker] keep_alive``), as luigi's scheduler does;
@@ -24,6 +25,7 @@ luigi's private state. This runner keeps what luigi users rely on, with the same
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import time
@@ -43,6 +45,7 @@ from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 from b2batch.engine import RunRecord
 from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
+from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.node import StatusReporter
 from b2batch.settings import misspelt_settings
@@ -64,6 +67,7 @@ class Node:
     needs: frozenset[tuple[str, int]] = frozenset()
     failures: int = 0
     queued: bool = False
+    group: Group | None = None  # b2luigi's parameter grouping: the tasks it may share a batch job with
 
 
 class GraphRunner:
@@ -83,6 +87,8 @@ class GraphRunner:
         self._blocked: dict[frozenset[tuple[str, int]], deque[Node]] = {}
         self._retries: list[tuple[float, int, Node]] = []
         self._running: dict[str, Node] = {}
+        self.slots = Slots(self.workers)  # --workers, counted in jobs (a group's tasks share one)
+        self._grouping = False  # whether some task is grouped: its group's tasks then go out together
         self._used: Counter[str] = Counter()
         self._resources = luigi.configuration.get_config().getintdict("resources")
         self._worker_config = luigi.worker.worker()
@@ -130,6 +136,9 @@ class GraphRunner:
             node.status = DISABLED
         if node.status == PENDING and node.runnable:
             self._claim_outputs(task)
+            if runs_as_job(task):
+                node.group = self.jobs.group_of(task)  # a wrong max_grouping_size stops the run here
+                self._grouping |= node.group is not None
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
         node.needs = frozenset((task.process_resources() or {}).items())
@@ -261,6 +270,14 @@ class GraphRunner:
             heapq.heappop(self._priorities)
         return None
 
+    def _unpop(self, node: Node) -> None:
+        """Put a node just popped back in front of its bucket."""
+        bucket = self._buckets.setdefault(node.priority, deque())
+        if not bucket:
+            heapq.heappush(self._priorities, -node.priority)
+        bucket.appendleft(node)
+        node.queued = True
+
     def _fits(self, needs: frozenset[tuple[str, int]]) -> bool:
         return all(amount + self._used[name] <= self._resources.get(name, 1) for name, amount in needs)
 
@@ -292,14 +309,19 @@ class GraphRunner:
 
     def _start_ready(self) -> None:
         self._retries_due()
-        while len(self._running) < self.workers:
-            node = self._pop()
-            if node is None:
-                return
-            if node.needs and not self._fits(node.needs):
-                self._blocked.setdefault(node.needs, deque()).append(node)
-                continue
-            self._start(node)
+        self.slots.begin()
+        with self.jobs.run.holding() if self._grouping else contextlib.nullcontext():
+            while not self.slots.full():
+                node = self._pop()
+                if node is None:
+                    return
+                if node.needs and not self._fits(node.needs):
+                    self._blocked.setdefault(node.needs, deque()).append(node)
+                    continue
+                if not self.slots.take(node.task.task_id, node.group):
+                    self._unpop(node)  # no worker free, and no job of its group with room
+                    return
+                self._start(node)
 
     def _start(self, node: Node) -> None:
         task = node.task
@@ -315,6 +337,7 @@ class GraphRunner:
 
     def _release(self, node: Node) -> None:
         self._running.pop(node.task.task_id, None)
+        self.slots.release(node.task.task_id)
         if not node.needs:
             return
         self._used.subtract(dict(node.needs))
