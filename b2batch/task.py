@@ -110,6 +110,14 @@ def _is_lazy_iterable(value: Any) -> bool:
     return isinstance(value, Iterator)
 
 
+def _is_remote_target(target_class: type) -> bool:
+    """Whether ``target_class`` is a remote target (b2batch.remote is imported only when it is loaded already)."""
+    import sys
+
+    remote = sys.modules.get("b2batch.remote.base")
+    return remote is not None and isinstance(target_class, type) and issubclass(target_class, remote.RemoteTarget)
+
+
 class TaskHelpers:
     """Output-path helpers mixed into b2batch's task classes."""
 
@@ -120,12 +128,15 @@ class TaskHelpers:
         As in b2luigi, ``target_class`` (default: a LocalTarget, or a remote target for a ``root://`` or
         ``davs://`` result_dir) is made from the path and ``kwargs`` (``XRootDTarget, file_system=fs``)."""
         path = str(paths.output_path(self, output_file_name, result_dir))
+        root = result_dir if result_dir is not None else get_setting("result_dir", task=self)
         if target_class is not None:
+            if "root" not in kwargs and _is_remote_target(target_class) and isinstance(root, str) \
+                    and (is_remote(root) or root.startswith("/")):
+                kwargs["root"] = root  # its result folder: listed at once by batched complete() checks
             return {output_file_name: target_class(path, **kwargs)}
         if is_remote(path):
             from b2batch.remote import outputs
 
-            root = result_dir if result_dir is not None else get_setting("result_dir", task=self)
             return {output_file_name: outputs.target_for(path, root=root, task=self)}
         return {output_file_name: LocalTarget(path)}
 

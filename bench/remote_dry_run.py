@@ -5,9 +5,11 @@ workflow with local results, measured in the same run. Target: the ratio under 2
     python bench/remote_dry_run.py dav://127.0.0.1:8765/bench     # a WebDAV server
     python bench/remote_dry_run.py --webdav                       # starts its own wsgidav server
 
-Each case is measured twice: with every output present ("All tasks are finished!") and with none. The
-outputs are made first (on the server: small files, uploaded in bulk). Prints one line per case and the
-ratio remote/local of the best of ``--repeat`` runs.
+Each case is measured three times: with every output present ("All tasks are finished!": only the top task
+is checked), with every output but the top task's (all 1,000 are checked: the result folder is listed) and
+with none. The outputs are made first (on the server: small files, uploaded one by one). Local and remote
+runs alternate (the machine's load changes); prints one line per case and the ratio remote/local of the best
+of ``--repeat`` runs. ``--profile`` prints where a remote dry run spends its time instead (cProfile).
 """
 
 from __future__ import annotations
@@ -87,6 +89,24 @@ def fill(result_dir: str, folder: Path) -> None:
         fs.put_atomically(str(local), urls.join(result_dir, name))
 
 
+def remove_top(result_dir: str) -> None:
+    from b2batch.remote import urls
+    from b2batch.remote.outputs import file_system_for
+
+    if urls.is_remote(result_dir):
+        file_system_for(result_dir).remove(urls.join(result_dir, "top.txt"))
+    else:
+        (Path(result_dir) / "top.txt").unlink()
+
+
+def profile(script: Path, result_dir: str, lines: int = 40) -> None:
+    """Print the functions a dry run against ``result_dir`` spends most time in (cumulative)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-s", "cumulative", str(script), result_dir,
+                           "--dry-run"], capture_output=True, text=True, env=env, cwd=script.parent, check=False)
+    print("\n".join(line for line in done.stdout.splitlines() if "importlib._bootstrap" not in line)[:200 * lines])
+
+
 def empty(result_dir: str) -> None:
     from b2batch.remote import urls
     from b2batch.remote.outputs import file_system_for
@@ -117,7 +137,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("url", nargs="?", help="the remote result_dir (a folder the benchmark may fill and remove)")
     parser.add_argument("--webdav", action="store_true", help="start a wsgidav server and use it")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--profile", action="store_true",
+                        help="profile one remote dry run per case instead of timing (cProfile, cumulative)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="b2batch-bench-") as folder_name:
         folder = Path(folder_name)
@@ -133,19 +155,28 @@ def main() -> None:
             script = folder / "workflow.py"
             script.write_text(WORKFLOW)
             local = str(folder / "results")
-            for state in ("all complete", "none complete"):
+            for state in ("all complete", "top missing", "none complete"):
                 if state == "all complete":
                     fill(local, folder)
                     fill(url, folder)
+                elif state == "top missing":
+                    remove_top(local)
+                    remove_top(url)
                 else:
                     empty(local)
                     empty(url)
-                times = {}
+                if args.profile:
+                    print(f"--- {state}: {url}")
+                    profile(script, url)
+                    continue
+                runs: dict[str, list[tuple[float, str]]] = {"local": [], "remote": []}
+                for _ in range(args.repeat):  # alternating, so that both meet the same load
+                    runs["local"].append(dry_run(script, local))
+                    runs["remote"].append(dry_run(script, url))
+                times = {name: min(t for t, _ in done) for name, done in runs.items()}
                 for name, result_dir in (("local", local), ("remote", url)):
-                    runs = [dry_run(script, result_dir) for _ in range(args.repeat)]
-                    times[name] = min(t for t, _ in runs)
                     print(f"{state:14s} {name:6s} {result_dir}: best {times[name]:.2f} s of {args.repeat} "
-                          f"({runs[0][1]})")
+                          f"({runs[name][0][1]})")
                 print(f"{state:14s} ratio remote/local: {times['remote'] / times['local']:.2f} (target < 2)")
             empty(url)
         finally:

@@ -206,6 +206,142 @@ def test_bulk_checks_list_each_result_folder_once(result_url: str, tmp_path: Pat
     assert [task.complete() for task in tasks[:2]] == [True, False]  # outside bulk checks: asked each time
 
 
+def _counting(monkeypatch: pytest.MonkeyPatch, fs: remote.RemoteFileSystem) -> dict[str, list[str]]:
+    """Record the paths of the stat and list requests of ``fs``'s class (the real server answers them)."""
+    calls: dict[str, list[str]] = {"stat": [], "list": []}
+    original_stat, original_list = type(fs)._stat, type(fs)._list
+
+    def stat(self: remote.RemoteFileSystem, path: str) -> object:
+        calls["stat"].append(path)
+        return original_stat(self, path)
+
+    def listing(self: remote.RemoteFileSystem, path: str, recursive: bool) -> object:
+        calls["list"].append(path)
+        return original_list(self, path, recursive)
+
+    monkeypatch.setattr(type(fs), "_stat", stat)
+    monkeypatch.setattr(type(fs), "_list", listing)
+    return calls
+
+
+def test_bulk_checks_of_a_complete_top_task_list_nothing(result_url: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A complete workflow's --dry-run checks its top task only: one small request, not a listing of all."""
+    fs = _fs(result_url)
+    local = tmp_path / "n.txt"
+    local.write_text("1")
+    for i in range(5):
+        fs.put_atomically(str(local), f"{result_url}/i={i}/n.txt")
+    b2batch.set_setting("result_dir", result_url)
+    calls = _counting(monkeypatch, fs)
+    with bulk_checks():
+        assert Numbered(i=3).complete()
+    assert calls == {"stat": [f"{remote.urls.parse(result_url).path}/i=3/n.txt"], "list": []}
+
+
+def test_bulk_checks_list_in_the_background_after_a_miss(result_url: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    fs = _fs(result_url)
+    local = tmp_path / "n.txt"
+    local.write_text("1")
+    fs.put_atomically(str(local), f"{result_url}/i=0/n.txt")
+    fs.put_atomically(str(local), f"{result_url}/i=7/n.txt")
+    b2batch.set_setting("result_dir", result_url)
+    calls = _counting(monkeypatch, fs)
+    with bulk_checks():
+        assert Numbered(i=0).complete() and not Numbered(i=1).complete()  # the miss starts the listing
+        assert [Numbered(i=i).complete() for i in range(2, 10)] == [i == 7 for i in range(2, 10)]
+    root = remote.urls.parse(result_url).path
+    assert calls == {"stat": [f"{root}/i=0/n.txt", f"{root}/i=1/n.txt"], "list": [root]}
+
+
+def test_b2luigi_style_targets_are_checked_from_one_listing_of_the_result_folder(
+        result_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``add_to_output(name, XRootDTarget, file_system=fs)`` with a server path as result_dir: the targets know
+    their result folder, so a miss lists it once instead of one folder (or file) per task."""
+    fs = _fs(result_url)
+    parsed = remote.urls.parse(result_url)
+    target_class = remote.XRootDTarget if parsed.kind == "xrootd" else remote.WebDAVTarget
+
+    class Styled(b2batch.Task):
+        i = b2batch.IntParameter()
+
+        def output(self):
+            yield self.add_to_output("s.txt", target_class, file_system=fs)
+
+    local = tmp_path / "s.txt"
+    local.write_text("1")
+    for i in (0, 5):
+        fs.put_atomically(str(local), f"{result_url}/i={i}/s.txt")
+    b2batch.set_setting("result_dir", parsed.path)
+    calls = _counting(monkeypatch, fs)
+    with bulk_checks():
+        assert [Styled(i=i).complete() for i in range(8)] == [i in (0, 5) for i in range(8)]
+    assert calls["list"] == [parsed.path]
+    assert len(calls["stat"]) <= 2  # the first checks ask for their file, until one misses
+
+
+def test_failed_background_listing_is_retried_then_reported_in_one_line(result_url: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from b2batch.remote.checks import remote_checks
+    from b2batch.remote.retry import TransientRemoteError
+
+    tries = []
+
+    def failing(self: remote.RemoteFileSystem, path: str, recursive: bool) -> object:
+        tries.append(path)
+        raise TransientRemoteError(f"list {self.url(path)}: connection reset by peer")
+
+    monkeypatch.setattr(type(_fs(result_url)), "_list", failing)
+    b2batch.set_setting("result_dir", result_url)
+    b2batch.set_setting("remote_retries", 2)
+    with pytest.raises(SystemExit) as stopped, remote_checks():
+        assert not Numbered(i=1).complete()  # answered by one stat; the listing starts in the background
+        Numbered(i=2).complete()  # needs the listing: its error ends the command here
+    message = str(stopped.value)
+    assert len(tries) == 2 and "\n" not in message, (tries, message)
+    assert message.startswith(f"ERROR: list of {result_url} failed 2 times") and "runs and is reachable" in message
+
+
+def test_webdav_checks_need_no_httpx(webdav_server: WebDAVServer) -> None:
+    """Existence checks and listings go over http.client: importing httpx and httpcore (which imports trio
+    and anyio) took longer than a whole --dry-run on local files."""
+    url = f"{webdav_server.url}/b2batch-tests/{uuid.uuid4().hex[:12]}"
+    script = f"""
+import sys
+import b2batch
+from b2batch.remote import bulk_checks
+
+class Numbered(b2batch.Task):
+    i = b2batch.IntParameter()
+
+    def output(self):
+        yield self.add_to_output("n.txt")
+
+b2batch.set_setting("result_dir", {url!r})
+with bulk_checks():
+    print(sum(Numbered(i=i).complete() for i in range(10)))
+print(sorted(m for m in ("httpx", "httpcore", "webdav4.client") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.split("\n")[:2] == ["0", "[]"], done.stdout + done.stderr
+
+
+def test_webdav_checks_through_httpx_with_an_auth_object(webdav_server: WebDAVServer, tmp_path: Path) -> None:
+    """An httpx auth object (not a (user, password) pair) sends the queries through httpx instead."""
+    import httpx
+
+    url = f"{webdav_server.url}/b2batch-tests/{uuid.uuid4().hex[:12]}"
+    fs = remote.WebDAVSystem(webdav_server.url, auth=httpx.BasicAuth("user", "secret"))
+    assert fs._queries is None
+    (tmp_path / "a.txt").write_text("a")
+    fs.put_atomically(str(tmp_path / "a.txt"), f"{url}/x/a.txt")
+    root = remote.urls.parse(url).path
+    assert fs.list_tree(root) == {f"{root}/x": True, f"{root}/x/a.txt": False}
+    assert fs.isdir(f"{url}/x") and fs.kind_of(f"{url}/x/a.txt") is False and fs.kind_of(f"{url}/y") is None
+
+
 # --- end-to-end (slow) ---------------------------------------------------------------------------------------
 
 def _remote_chain(workflow, result_url: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

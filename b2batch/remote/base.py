@@ -4,8 +4,9 @@ A file system does single attempts of each operation (``_stat``, ``_upload``, ..
 base class retries them (:mod:`b2batch.remote.retry`) and offers b2luigi's methods on top. Paths may be
 given as paths on the server (``/store/a.root``) or as URLs of the same server (``root://host//store/a.root``).
 
-Writes are atomic: a file is uploaded under a temporary name beside its final one (``.a.root.<random>.tmp``)
-and renamed when complete, so a killed upload never leaves a file that counts as an existing output.
+Writes are atomic: a file, or a folder with everything in it, is uploaded under a temporary name beside its
+final one (``.a.root.<random>.tmp``) and renamed when complete, so a killed upload never leaves a file or
+folder that counts as an existing output.
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ class RemoteFileSystem(luigi.target.FileSystem):
         """Make the folder ``path`` and its parents; no error if it exists."""
         raise NotImplementedError
 
+    def _mkdir_new(self, path: str) -> None:
+        """Make the folder ``path``, whose parent exists and which does not (one request where it can)."""
+        self._mkdir(path)
+
     def _remove_file(self, path: str) -> None:
         raise NotImplementedError
 
@@ -88,12 +93,16 @@ class RemoteFileSystem(luigi.target.FileSystem):
         raise NotImplementedError
 
     # --- b2luigi's and luigi's methods --------------------------------------------------------------------
+    def kind_of(self, path: str) -> bool | None:
+        """None if ``path`` does not exist, else whether it is a folder (asked now, with retries)."""
+        path = self.path_of(path)
+        return self._call("stat", path, lambda: self._stat(path))
+
     def exists(self, path: str) -> bool:
         session = checks.current()
         if session is not None:
             return session.exists(self, self.path_of(path))
-        path = self.path_of(path)
-        return self._call("stat", path, lambda: self._stat(path)) is not None
+        return self.kind_of(path) is not None
 
     def exists_many(self, paths: Iterable[str]) -> set[str]:
         """The paths of ``paths`` (as given) that exist, asked for all at once."""
@@ -102,8 +111,7 @@ class RemoteFileSystem(luigi.target.FileSystem):
         return {given[p] for p, kind in found.items() if kind is not None}
 
     def isdir(self, path: str) -> bool:
-        path = self.path_of(path)
-        return bool(self._call("stat", path, lambda: self._stat(path)))
+        return bool(self.kind_of(path))
 
     def locate(self, path: str) -> bool:
         return self.exists(path)
@@ -131,27 +139,53 @@ class RemoteFileSystem(luigi.target.FileSystem):
         self._call("mkdir", path, lambda: self._mkdir(path))
 
     def copy_file_to_remote(self, local_path: str, remote_path: str, force: bool = False) -> None:
-        """Upload ``local_path`` to ``remote_path`` atomically (under a temporary name, then renamed)."""
+        """Upload the file or folder ``local_path`` to ``remote_path`` atomically (under a temporary name, then
+        renamed)."""
         path = self.path_of(remote_path)
         if not force and self.exists(path):
             raise luigi.target.FileAlreadyExists(f"{self.url(path)} exists; pass force=True to replace it")
         self.put_atomically(local_path, path)
 
     def put_atomically(self, local_path: str, remote_path: str) -> None:
-        """Upload under a temporary name beside ``remote_path``, then rename it to ``remote_path``."""
-        path = self.path_of(remote_path)
+        """Upload the file or folder ``local_path`` under a temporary name beside ``remote_path``, then rename
+        it to ``remote_path`` (replacing what was there)."""
+        local, path = os.fspath(local_path), self.path_of(remote_path)
         folder, name = path.rsplit("/", 1)
         temporary = f"{folder}/.{name}.{secrets.token_hex(4)}.tmp"
         self._call("mkdir", folder or "/", lambda: self._mkdir(folder or "/"))
         try:
-            self._call("upload", temporary, lambda: self._upload(os.fspath(local_path), temporary))
-            if self._call("stat", path, lambda: self._stat(path)) is not None:
+            if os.path.isdir(local):
+                self._upload_tree(local, temporary)
+            else:
+                self._call("upload", temporary, lambda: self._upload(local, temporary))
+            if self.kind_of(path) is not None:
                 self._remove_tree(path)
             self._call("rename", temporary, lambda: self._move(temporary, path))
         except BaseException:
-            with contextlib.suppress(Exception):
-                self._remove_file(temporary)
+            self._discard(temporary)
             raise
+
+    def _upload_tree(self, local: str, path: str) -> None:
+        """Upload every file and sub-folder of the local folder ``local`` into the new folder ``path``."""
+        self._call("mkdir", path, lambda: self._mkdir_new(path))
+        for folder, sub_folders, files in os.walk(local):
+            relative = os.path.relpath(folder, local)
+            remote = path if relative == "." else f"{path}/{relative.replace(os.sep, '/')}"
+            for sub in sorted(sub_folders):
+                self._call("mkdir", f"{remote}/{sub}", lambda p=f"{remote}/{sub}": self._mkdir_new(p))
+            for file in sorted(files):
+                target = f"{remote}/{file}"
+                self._call("upload", target, lambda f=os.path.join(folder, file), t=target: self._upload(f, t))
+
+    def _discard(self, temporary: str) -> None:
+        """Remove a temporary upload, one try of each step (the upload failed: the server may be down)."""
+        with contextlib.suppress(Exception):
+            kind = self._stat(temporary)
+            entries = (self._list(temporary, True) or {}) if kind else {}
+            for entry in sorted(entries, key=len, reverse=True):  # files and sub-folders before their folders
+                (self._remove_empty_dir if entries[entry] else self._remove_file)(entry)
+            if kind is not None:
+                (self._remove_empty_dir if kind else self._remove_file)(temporary)
 
     def rename_dont_move(self, path: str, dest: str) -> None:
         """luigi's atomic-write hook: ``path`` is a local file, uploaded to ``dest`` atomically."""
@@ -168,8 +202,11 @@ class RemoteFileSystem(luigi.target.FileSystem):
         """Download every file below the folder ``remote_path`` into ``local_path``, keeping sub-folders."""
         root = self.path_of(remote_path)
         for entry, is_folder in sorted((self.list_tree(root) or {}).items()):
-            if not is_folder:
-                self.copy_file_from_remote(entry, os.path.join(local_path, entry[len(root):].lstrip("/")), force)
+            local = os.path.join(local_path, entry[len(root):].lstrip("/"))
+            if is_folder:
+                os.makedirs(local, exist_ok=True)
+            else:
+                self.copy_file_from_remote(entry, local, force)
 
     def move(self, source_path: str, dest_path: str, raise_if_exists: bool = False) -> None:
         source, dest = self.path_of(source_path), self.path_of(dest_path)
@@ -232,20 +269,26 @@ class RemoteTarget(luigi.target.FileSystemTarget):
         self.fs.mkdir(urls.parent(self.path))
 
     def get(self, path: str = "~") -> str:
-        """Download the file into the local folder ``path``; the local file's path."""
+        """Download the file (or the folder, with everything in it) into the local folder ``path``; the local
+        file's (folder's) path."""
         local = str(Path(os.path.expanduser(path)) / self.base_name)
-        self.fs.copy_file_from_remote(self.path, local, force=True)
+        if self.fs.isdir(self.path):
+            Path(local).mkdir(parents=True, exist_ok=True)
+            self.fs.copy_dir_from_remote(self.path, local, force=True)
+        else:
+            self.fs.copy_file_from_remote(self.path, local, force=True)
         return local
 
     @contextlib.contextmanager
     def get_temporary_input(self, task: Any = None, **kwargs: Any) -> Iterator[str]:
-        """A local copy of the file, removed when the context ends."""
+        """A local copy of the file (or folder), removed when the context ends."""
         with tempfile.TemporaryDirectory(prefix="b2batch-input-", dir=_scratch(task)) as folder:
             yield self.get(folder)
 
     @contextlib.contextmanager
     def temporary_path(self) -> Iterator[str]:
-        """A local path to write the file to; uploaded atomically when the context ends without error."""
+        """A local path to write the file (or make the folder) to; uploaded atomically when the context ends
+        without error."""
         with tempfile.TemporaryDirectory(prefix="b2batch-output-", dir=_scratch(None)) as folder:
             local = os.path.join(folder, self.base_name)
             yield local
