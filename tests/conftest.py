@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -27,6 +28,8 @@ import b2batch
 from b2batch import paths, settings
 
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
+#: compat/b2luigi-shim: a top-level package ``b2luigi`` that is b2batch (not installed by default).
+B2LUIGI_SHIM = Path(__file__).resolve().parents[1] / "compat" / "b2luigi-shim"
 
 
 @pytest.fixture(autouse=True)
@@ -114,3 +117,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "t
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+@pytest.fixture
+def b2luigi(monkeypatch: pytest.MonkeyPatch):
+    """``import b2luigi`` in this process, through the shim; forgotten again after the test."""
+    monkeypatch.syspath_prepend(str(B2LUIGI_SHIM))
+    yield importlib.import_module("b2luigi")
+    for name in [m for m in sys.modules if m == "b2luigi" or m.startswith("b2luigi.")]:
+        del sys.modules[name]

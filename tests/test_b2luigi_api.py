@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import luigi
 import pytest
 from conftest import clean_env
-from test_b2luigi_compat import SHIM, b2luigi, shim_env  # noqa: F401  (b2luigi: fixture, by name)
+from test_b2luigi_compat import shim_env
 
 import b2batch
 from b2batch.errors import SettingError

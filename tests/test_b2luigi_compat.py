@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import ast
-import importlib
 import json
 import os
 import re
@@ -34,15 +33,6 @@ def shim_env() -> dict[str, str]:
     """A workflow's environment with the shim (and this checkout of b2batch) importable."""
     path = os.pathsep.join(p for p in (str(SHIM), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return clean_env(PYTHONPATH=path)
-
-
-@pytest.fixture
-def b2luigi(monkeypatch: pytest.MonkeyPatch):
-    """``import b2luigi`` in this process, through the shim; forgotten again after the test."""
-    monkeypatch.syspath_prepend(str(SHIM))
-    yield importlib.import_module("b2luigi")
-    for name in [m for m in sys.modules if m == "b2luigi" or m.startswith("b2luigi.")]:
-        del sys.modules[name]
 
 
 # --- the shim -------------------------------------------------------------------------------------------------
