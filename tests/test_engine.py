@@ -175,3 +175,36 @@ def test_the_engine_imports_no_luigi() -> None:
             "print('luigi' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+#: Settings that do not shape a batch job's submission or environment: units that differ in them may share a
+#: pilot or bundle job. A new setting must be put here or in pooled.JOB_SETTINGS (the test below says so).
+NOT_JOB_SHAPING = {
+    "result_dir", "log_dir", "task_file_dir", "scratch_dir", "parameter_separator", "use_parameter_name_in_output",
+    "batch_system", "local_slots", "poll_interval", "max_poll_interval", "max_resubmissions",
+    "resubmit_failed_tasks", "exit_on_failure", "max_jobs_in_flight", "max_scheduler_calls_per_second",
+    "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout",
+    "output_wait_timeout", "remote_retries", "tasks_per_job", "pilot_jobs", "max_grouping_size",
+}
+
+
+def test_every_setting_is_known_to_shape_a_pooled_job_or_not() -> None:
+    from b2batch.engine.pooled import JOB_SETTINGS
+    from b2batch.settings import SETTINGS
+
+    undecided = set(SETTINGS) - set(JOB_SETTINGS) - NOT_JOB_SHAPING
+    assert not undecided, (f"settings {sorted(undecided)}: add each to pooled.JOB_SETTINGS if tasks that differ "
+                           f"in it must not share a pilot or bundle job, else to NOT_JOB_SHAPING here")
+    assert not set(JOB_SETTINGS) & NOT_JOB_SHAPING
+
+
+def test_units_in_other_containers_or_schedds_never_share_a_worker_job(tmp_path: Path) -> None:
+    from b2batch.engine.pooled import JOB_SETTINGS, signature
+
+    unset = dict.fromkeys(JOB_SETTINGS)
+    base = make_job(tmp_path, "a", **unset)
+    assert signature(base) == signature(make_job(tmp_path, "b", **unset, max_grouping_size=3))
+    for name, value in [("container", {"engine": "podman", "image": "x"}), ("apptainer_image", "/img.sif"),
+                        ("htcondor_schedd", "other"), ("env", {"A": "1"})]:
+        other = make_job(tmp_path, "c", **{**unset, name: value})
+        assert signature(other) != signature(base), name

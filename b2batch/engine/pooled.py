@@ -42,8 +42,10 @@ logger = logging.getLogger(__name__)
 #: Settings that shape a batch job (its submit options and environment): units that differ in one of them
 #: never share a worker job.
 JOB_SETTINGS = ("executable", "env_script", "env", "working_dir", "shell", "job_name", "slurm_settings",
-                "sge_settings", "htcondor_settings", "transfer_files", "queue", "job_slots", "lsf_settings",
-                "pilot_walltime", "pilot_task_seconds", "heartbeat_timeout", "pilot_idle_timeout")
+                "sge_settings", "htcondor_settings", "htcondor_pool", "htcondor_schedd", "transfer_files", "queue",
+                "job_slots", "lsf_settings", "container", "apptainer_image", "apptainer_mounts",
+                "apptainer_mount_defaults", "apptainer_additional_params", "apptainer_cmd", "pilot_walltime",
+                "pilot_task_seconds", "heartbeat_timeout", "pilot_idle_timeout")
 
 
 def signature(job: Job) -> str:
