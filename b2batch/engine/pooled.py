@@ -1,7 +1,8 @@
-"""Many units of work per batch job: pilot jobs that pull units from a queue, and bundles of units.
+"""Many units of work per batch job: what pilot jobs and bundles of units have in common.
 
-:class:`PilotSystem` and :class:`BundleSystem` are batch systems for the run, each wrapping one real batch
-system (the *inner* one). Units go to a :class:`~b2batch.engine.workqueue.WorkQueue` on the shared file
+:class:`PooledSystem` is the part of :class:`~b2batch.engine.pilots.PilotSystem` and
+:class:`~b2batch.engine.pilots.BundleSystem` they share: batch systems for the run, each wrapping one real
+batch system (the *inner* one). Units go to a :class:`~b2batch.engine.workqueue.WorkQueue` on the shared file
 system; worker jobs (:mod:`b2batch.engine.worker`), submitted to the inner system, run them. The run sees each
 unit as a job of its own: it ends when its unit's run ends, not when its worker job does.
 
@@ -18,11 +19,9 @@ given up: its claims are dropped and its units go back to the run as lost, to be
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from b2batch.engine.job import Job
 from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
-from b2batch.errors import B2BatchError, TransientCommandError
+from b2batch.errors import B2BatchError
 
 logger = logging.getLogger(__name__)
 
@@ -385,139 +384,6 @@ class PooledSystem(BatchSystem):
                 pool.carriers[stub.key] = stub
                 logger.info("Following %s", stub.name)
         self._check_heartbeats(pool, time.monotonic(), {})  # live workers of an earlier run count
-
-
-def _pool_root(job: Job, kind: str, name: str) -> Path:
-    return _resolved(str(job.setting("task_file_dir")), paths.base_dir()) / f"_{kind}s" / name
-
-
-@functools.lru_cache(maxsize=64)
-def _resolved(folder: str, base: Path) -> Path:
-    return paths.resolve(folder)
-
-
-class PilotSystem(PooledSystem):
-    """Units pulled from one queue per kind by at most ``pilot_jobs`` pilot jobs."""
-
-    kind = "pilot"
-
-    def __init__(self, run: Any, inner: BatchSystem) -> None:
-        super().__init__(run, inner)
-        self._roots: dict[tuple[Any, int], Path] = {}  # the queue of units with the same settings
-
-    def _pool(self, job: Job) -> Pool:
-        key = (job.settings_key, id(job.bootstrap))
-        root = self._roots.get(key) if job.settings_key is not None else None
-        if root is None:
-            root = _pool_root(job, self.kind, f"{self.inner.name}-{signature(job)}")
-            if job.settings_key is not None:
-                self._roots[key] = root
-        return self._adopt(job, root)
-
-    def submit(self, group: list[Job]) -> None:
-        touched = {}
-        for job in group:
-            pool = self._pool(job)
-            if pool.given_up:
-                raise B2BatchError(pool.given_up)
-            name = unit_name(job, self.run.next_number())
-            pool.queue.put(name, self._entry(job))
-            self._track(pool, name, job)
-            job.job_id = ""
-            job.carrier = ""
-            touched[id(pool)] = pool
-        for pool in touched.values():
-            self._top_up(pool, {})
-
-    def _top_up(self, pool: Pool, changes: dict[Job, JobState]) -> None:
-        now = time.monotonic()
-        if pool.given_up or now < pool.next_submit or self.run.interrupted:
-            return
-        alive = len(pool.carriers) + len([w for w in pool.beats if w not in pool.carriers])
-        queued = sum(1 for key in pool.carriers if key not in pool.started)  # each will take a waiting unit
-        wanted = min(pool.template.setting("pilot_jobs") - alive, pool.waiting() - queued)
-        if wanted <= 0:
-            return
-        try:
-            carriers = [self._carrier(pool, pool.template.setting("pilot_idle_timeout")) for _ in range(wanted)]
-            self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
-        except TransientCommandError as e:
-            pool.failing_since = pool.failing_since or now
-            limit = pool.template.setting("scheduler_unreachable_timeout")
-            if now - pool.failing_since > limit:
-                self._give_up(pool, f"{e}\nThe batch system kept failing for {limit:g} s (setting "
-                                    f"scheduler_unreachable_timeout); no pilot job was submitted.", changes)
-                return
-            pool.submit_attempts += 1
-            pool.next_submit = now + min(60.0, 2.0 ** (pool.submit_attempts - 1))
-            logger.warning("%s; submitting pilot jobs again later", e)
-            return
-        except B2BatchError as e:
-            # Each waiting unit fails with this; its own name comes first ("Task X could not be submitted ...").
-            self._give_up(pool, f"{self.inner.name} did not take the pilot job that would run it: {e}", changes)
-            return
-        pool.failing_since = None
-        pool.submit_attempts = 0
-
-
-class BundleSystem(PooledSystem):
-    """Up to ``tasks_per_job`` units that are ready together, run one after another in one job."""
-
-    kind = "bundle"
-
-    def groups(self, jobs: list[Job]) -> list[list[Job]]:
-        """Units that may share jobs (the same settings, size and bundle key, in the order they came), in
-        groups whose bundles go to the inner system as one array."""
-        by_kind: dict[str, list[Job]] = {}
-        for job in jobs:
-            by_kind.setdefault(f"{signature(job)}-{job.setting('tasks_per_job')}-{job.bundle}", []).append(job)
-        groups = []
-        for members in by_kind.values():
-            size = max(1, members[0].setting("tasks_per_job")) * max(1, members[0].setting("max_array_size"))
-            groups += [members[i:i + size] for i in range(0, len(members), size)]
-        return groups
-
-    def submit(self, group: list[Job]) -> None:
-        size = max(1, group[0].setting("tasks_per_job"))
-        bundles: list[tuple[Pool, Job, list[tuple[str, Job]]]] = []
-        try:
-            for start in range(0, len(group), size):
-                members = [(unit_name(job, self.run.next_number()), job) for job in group[start:start + size]]
-                root = _pool_root(group[start], self.kind, f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
-                pool = Pool(queue=WorkQueue(root), template=group[start])
-                pool.queue.create()
-                for name, job in members:
-                    pool.queue.put(name, self._entry(job))
-                bundles.append((pool, self._carrier(pool, 0.0), members))
-            self._submit_carriers({carrier.key: pool for pool, carrier, _members in bundles},
-                                  [carrier for _pool, carrier, _members in bundles])
-        except B2BatchError:
-            for pool, _carrier, _members in bundles:
-                if not pool.carriers:
-                    _remove_tree(pool.queue.root)
-            raise
-        for pool, carrier, members in bundles:
-            self.pools[str(pool.queue.root)] = pool
-            for name, job in members:
-                self._track(pool, name, job)
-                job.job_id = str(carrier.job_id)
-                job.carrier = f"bundle job {carrier.job_id} on {self.inner.name} (its log: {carrier.files.stderr})"
-
-    def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
-        self._take_done(pool, changes)
-        super()._carrier_ended(pool, carrier, state, changes)
-        # Units the bundle job did not get to (its allocation ended): submitted again by the run.
-        reason = f"its bundle job {carrier.job_id} on {self.inner.name} ended before it ran"
-        for name, job in list(pool.members.items()):
-            pool.queue.take_back(name)
-            self._untrack(job)
-            changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
-
-    def _finished(self, pool: Pool) -> bool:
-        if pool.carriers or pool.members:
-            return False
-        _remove_tree(pool.queue.root)
-        return True
 
 
 def _remove_tree(root: Path) -> None:

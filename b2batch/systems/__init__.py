@@ -116,7 +116,7 @@ def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None)
     when the settings ``lookup(name)`` of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
     turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None."""
     from b2batch.engine import BatchSystem
-    from b2batch.engine.pooled import BundleSystem, PilotSystem
+    from b2batch.engine.pilots import BundleSystem, PilotSystem
 
     cls = system_class(value if isinstance(value, type) else str(value), owner)
     factory = adapt(cls) if adapt is not None and isinstance(cls, type) else None
