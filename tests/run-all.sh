@@ -14,4 +14,4 @@ if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
 else
     echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm, SGE and XRootD tests are skipped" >&2
 fi
-exec python3 -m pytest -p no:cacheprovider "$@"
+exec python3 -m pytest -p no:cacheprovider --durations=25 "$@"

@@ -93,7 +93,8 @@ def start_slow(wf, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     """A run of 4 leaves, leaf 0 sleeping 20 s, in pilots; returns once leaf 0 started."""
     process = wf.popen("--system", "local", "--n", "4", "--pilots", "2", "--slow", "0", "--seconds", "20", *extra,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wait_for(lambda: (tmp_path / "runs" / "0.log").exists(), 60, "leaf 0 to start")
+    # The line, not only the file: the task creates the file, then writes its "start" line.
+    wait_for(lambda: runs(tmp_path).get(0), 60, "leaf 0 to start")
     return process
 
 
@@ -190,7 +191,7 @@ def test_slurm_pilot_cancelled_mid_task_has_its_task_run_again_exactly_once(slur
     settings(tmp_path)
     process = wf.popen("--system", "slurm", "--n", "4", "--pilots", "2", "--slow", "0", "--seconds", "20",
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    wait_for(lambda: (tmp_path / "runs" / "0.log").exists(), 120, "leaf 0 to start")
+    wait_for(lambda: runs(tmp_path).get(0), 120, "leaf 0 to start")  # its "start" line written
     pilot = int(runs(tmp_path)[0][0][2])  # the process that runs leaf 0: its pilot's heartbeat names the job
     beats = [json.loads(p.read_text()) for p in (tmp_path / "task_files" / "_pilots").glob("*/workers/*.json")]
     job_id = next(beat["job_id"] for beat in beats if beat["pid"] == pilot)
