@@ -111,6 +111,7 @@ def test_a_direct_writer_killed_by_the_time_limit_is_redone_by_the_rerun(slurm, 
     flow.gate(0)
     first = flow.run("--n", "1", timeout=300)
     assert first.returncode == 1, first.stderr[-4000:]
+    assert "slurm state TIMEOUT" in first.stderr, first.stderr[-4000:]  # aborted by the time limit, and says so
     assert NO_STEERING_TRACEBACK not in first.stderr, first.stderr[-4000:]
     assert flow.dones(0) == 0 and not (flow.output(0).exists() and flow.output(0).read_text() == content(0))
     flow.open(0)

@@ -94,14 +94,8 @@ def test_failing_task_reports_exit_code_and_stderr(slurm: None, workflow) -> Non
     assert "stderr: " in done.stderr and not list((wf.folder / "results").rglob("out.txt"))
 
 
-@pytest.mark.slurm
-@pytest.mark.slow
-def test_job_over_its_time_limit_is_aborted_with_timeout(slurm: None, workflow) -> None:
-    wf = workflow("scheduler_jobs.py")
-    done = wf.run("--system", "slurm", "--n", "1", "--mode", "sleep", "--seconds", "600",
-                  "--system-settings", json.dumps({"time": "00:01:00"}), timeout=400)
-    assert done.returncode == 1
-    assert "slurm state TIMEOUT" in done.stderr
+# A job over its time limit ends TIMEOUT: tests/test_reliability_restart.py (Slurm's limit is a whole minute,
+# so one test waits for it).
 
 
 @pytest.mark.slurm
