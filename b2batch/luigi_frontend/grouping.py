@@ -20,6 +20,7 @@ task with one error that says what to change.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,11 @@ from b2batch.errors import SettingError
 from b2batch.settings import get_setting
 
 
-def grouped_parameters(cls: type) -> list[str]:
-    """The names of the parameters of the task class ``cls`` declared with ``grouping=True``."""
-    return [name for name, param in cls.get_params() if getattr(param, "grouping", False)]  # type: ignore[attr-defined]
+@functools.lru_cache(maxsize=None)
+def grouped_parameters(cls: type) -> tuple[str, ...]:
+    """The names of the parameters of the task class ``cls`` declared with ``grouping=True``; once per class
+    (luigi's ``get_params`` walks ``dir(cls)``, and every task of a graph asks)."""
+    return tuple(name for name, param in cls.get_params() if getattr(param, "grouping", False))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ def group_of(task: Any) -> Group | None:
     if size <= 1:
         return None
     others = {name: value for name, value in task.to_str_params().items() if name not in names}
-    return Group(f"{task.task_family}{json.dumps(others, sort_keys=True)}", size, tuple(names))
+    return Group(f"{task.task_family}{json.dumps(others, sort_keys=True)}", size, names)
 
 
 def refuse(task: Any, group: Group, batch_system: Any) -> SettingError:
