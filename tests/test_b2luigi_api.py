@@ -321,3 +321,17 @@ def test_a_scripts_own_short_flag_is_not_taken_for_yes(workflow) -> None:
                            "print(a.yes, a.remove, rest)"], cwd=flow.folder, env=shim_env(),
                           capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["None", "['A']", "['-y',", "'3']"], done.stderr
+
+
+def test_b2luigis_default_empty_remove_lists_remove_nothing(workflow) -> None:
+    """b2luigi's ``process(..., remove=[], remove_only=[])`` defaults mean: remove nothing, run."""
+    flow = workflow("b2luigi_style.py")
+    assert flow.run().returncode == 0
+    code = ("import b2luigi_style as w, b2luigi; b2luigi.set_setting('result_dir', 'results'); "
+            "b2luigi.process(w.Summary(), remove=[], remove_only=[], auto_confirm=True); print('returned')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=flow.folder, env=shim_env(), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Remov" not in done.stdout and "Nothing to remove" not in done.stdout, done.stdout
+    assert done.stdout.strip().endswith("returned")
+    assert _outputs(flow.folder) == {"reco.txt": 1, "sim.txt": 2, "summary.txt": 1}
