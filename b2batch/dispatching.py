@@ -21,7 +21,6 @@ import signal
 import sys
 import traceback
 import warnings
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -156,13 +155,18 @@ def _signal_name(number: int) -> str:
         return "unknown signal"
 
 
+#: How much of the end of a failed child's stderr is read for the last lines of the error message.
+_TAIL_BYTES = 16 * 1024
+
+
 def _where(logs: tuple[Path, Path] | None) -> str:
     """Where the child's output is, with the end of its stderr."""
     if logs is None:
         return "; its output is in the job's log files."
     try:
-        with open(logs[1], errors="replace") as f:
-            tail = "".join(deque(f, maxlen=10)).rstrip()
+        with open(logs[1], "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - _TAIL_BYTES))  # a long log: only its end is read
+            tail = "\n".join(f.read().decode(errors="replace").splitlines()[-10:]).rstrip()
     except OSError:
         tail = ""
     where = f"; its output is in {logs[0]} and {logs[1]}"

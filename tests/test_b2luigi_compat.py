@@ -271,3 +271,14 @@ def test_a_b2luigi_script_dry_runs_runs_and_fails_as_b2luigi_documents(workflow)
     assert (results / "energy=2" / "files=2files" / "sim.txt").read_text() == "{'energy': '2', 'files': '2files'}"
     finished = flow.run("--dry-run", env=shim_env())
     assert finished.returncode == 0 and finished.stdout.strip() == "All tasks are finished!"
+
+
+def test_the_error_of_a_dispatched_child_quotes_the_end_of_a_long_stderr(tmp_path: Path) -> None:
+    from b2batch import dispatching
+
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    stderr.write_text("".join(f"noise {i}\n" for i in range(200_000)) + "Traceback ...\nRuntimeError: the cause\n")
+    where = dispatching._where((stdout, stderr))
+    assert where.endswith("noise 199999\nTraceback ...\nRuntimeError: the cause")
+    assert where.count("\n") == 10 and "noise 199992" in where and "noise 199991" not in where
+    assert dispatching._where((stdout, tmp_path / "missing")) == f"; its output is in {stdout} and {tmp_path / 'missing'}."
