@@ -12,13 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import socket
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,11 @@ class Job:
     exit_code: int | None = None
     state: str = "unknown"  # not submitted, queued, running, done, pending, failed, lost, unknown
     detail: str = ""
+    #: The job's journal (submission.json): what the batch system needs beyond the id, e.g. an HTCondor schedd.
+    journal: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "folder": str(self.folder)}
+        return {**{k: v for k, v in asdict(self).items() if k != "journal"}, "folder": str(self.folder)}
 
 
 def run(script: str, args: list[str]) -> int:
@@ -97,6 +100,7 @@ def collect(folder: Path) -> list[Job]:
             job.state, job.detail = "not submitted", "waiting in b2batch, or its submission failed"
             jobs.append(job)
             continue
+        job.journal = submission
         job.system, job.job_id = str(submission.get("system", "")), str(submission.get("job_id", ""))
         job.host, job.steering_pid = str(submission.get("host", "")), submission.get("steering_pid")
         job.submitted_at = submission.get("submitted_at")
@@ -135,7 +139,10 @@ def _scheduler_states(system: str, group: list[Job]) -> None:
         cls: Any = system_class(system)
         if not hasattr(cls, "query_states"):  # a plugin without a status query of its own (a BatchProcess)
             raise NotImplementedError(f"{system} is a plugin that b2batch cannot ask outside a run")
-        states = cls(Run()).query_states([job.job_id for job in group])
+        system_object = cls(Run())
+        for job in group:
+            system_object.recall(job.job_id, job.journal)
+        states = system_object.query_states([job.job_id for job in group])
     except (B2BatchError, NotImplementedError, AttributeError, ValueError) as e:  # ValueError: unreadable output
         for job in group:
             job.detail = f"could not ask {system}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
@@ -224,6 +231,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
     """Cancel the workflow's queued and running jobs: one cancel command per batch system; local jobs by
     stopping their steering process (which kills its jobs), or the job's processes if it is gone."""
     from b2batch.errors import B2BatchError
+    from b2batch.engine import Run
     from b2batch.systems import commands, system_class
 
     folder = task_file_dir(Path(script).resolve(), override)
@@ -248,17 +256,28 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
             continue
         try:
             cls: Any = system_class(system)
-            command = cls.cancel_command([job.job_id for job in group])
-            done = commands.run(command, check=False)
+            if not hasattr(cls, "cancel_commands"):  # a plugin without a cancel command of its own (a BatchProcess)
+                raise NotImplementedError(f"{system} is a plugin that b2batch cannot cancel outside a run")
+            system_object = cls(Run())
+            for job in group:
+                system_object.recall(job.job_id, job.journal)
+            cancel_commands = system_object.cancel_commands([job.job_id for job in group])
         except (B2BatchError, NotImplementedError) as e:
             print(f"{system}: could not cancel: {e}", file=sys.stderr)
             failures += 1
             continue
-        output = (done.stdout + done.stderr).strip()
-        print(f"{system}: {' '.join(command)}" + (f"\n{output}" if output else ""))
-        if done.returncode != 0:
-            print(f"{system}: the cancel command exited with {done.returncode}", file=sys.stderr)
-            failures += 1
+        for command in cancel_commands:
+            try:
+                done = commands.run(command, check=False)
+            except B2BatchError as e:
+                print(f"{system}: could not cancel: {e}", file=sys.stderr)
+                failures += 1
+                continue
+            output = (done.stdout + done.stderr).strip()
+            print(f"{system}: {shlex.join(command)}" + (f"\n{output}" if output else ""))
+            if done.returncode != 0:
+                print(f"{system}: the cancel command exited with {done.returncode}", file=sys.stderr)
+                failures += 1
     print(f"Cancelled {len(active)} job(s)." if not failures else "Some jobs could not be cancelled.")
     return 1 if failures else 0
 

@@ -152,7 +152,7 @@ SETTINGS: dict[str, Setting] = {
                 "whatever luigi's workers; more wait in b2batch. None: no limit.",
                 kind=_number(integer=True, minimum=1, none=True)),
         Setting("max_scheduler_calls_per_second", 5.0, "Cap on scheduler commands (submit, status, cancel) "
-                "per second from one steering process.", kind=_number(above=0)),
+                "per second, for each batch system of a run.", kind=_number(above=0)),
         Setting("max_array_size", 1000, "Most jobs submitted together as one job array.",
                 kind=_number(integer=True, minimum=1)),
         Setting("submission_window", 2.0, "Seconds a job that is ready to go waits for more ready tasks to "

@@ -137,7 +137,6 @@ WORKFLOW = textwrap.dedent(f'''
     import time
 
     import b2batch
-    from b2batch.systems import commands
 
     import {TASK_MODULE} as tasks
 
@@ -180,7 +179,6 @@ WORKFLOW = textwrap.dedent(f'''
             return original(self)
 
         report.RunReport.__enter__ = remember
-        commands.call_counts.clear()
         cpu_self, cpu_children, start = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.time()
         result = b2batch.process(tasks.Aggregate(n=N), batch=True, workers=N + 1, exit_on_failure=False)
         end = time.time()
@@ -194,7 +192,7 @@ WORKFLOW = textwrap.dedent(f'''
             "children_cpu": cpu(resource.RUSAGE_CHILDREN) - cpu_children,
             "script_cpu": cpu(resource.RUSAGE_SELF),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "calls": dict(commands.call_counts),
+            "calls": dict(runs[0].run.scheduler_calls) if runs else {{}},
             "status": str(getattr(result, "status", result)),
             "states": {{s: sum(r.state == s for r in records) for s in {{r.state for r in records}}}},
             "first_submitted": min(trivial_submits) - start if trivial_submits else None,

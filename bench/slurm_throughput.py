@@ -11,7 +11,7 @@ and measures, one after the other, with the queue free of this benchmark's jobs 
               jobs' exit-code files locally and asks ``squeue`` every 2 s (and at once when all are written);
   b2batch     ``python workflow.py``: ``b2batch.process(Aggregate(n=N), batch=True, workers=N+1,
               batch_system="slurm")`` with default settings; the workflow script reports at its exit the
-              scheduler calls it made (``b2batch.commands.call_counts``), the monitor's polls and its own
+              scheduler calls it made (the run record's ``scheduler_calls``), the monitor's polls and its own
               CPU time (``getrusage``).
 
 By default the raw array runs first, then b2batch (``--order b2batch-first`` swaps them); ``--repeat K``
@@ -96,7 +96,6 @@ WORKFLOW = textwrap.dedent(f'''
     import time
 
     import b2batch
-    from b2batch.systems import commands
 
     import {TASK_MODULE} as tasks
 
@@ -142,7 +141,6 @@ WORKFLOW = textwrap.dedent(f'''
             return original(self)
 
         report.RunReport.__enter__ = remember
-        commands.call_counts.clear()
         cpu_self, cpu_children, start = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.time()
         result = b2batch.process(tasks.Aggregate(n=N), batch=True, workers=N + 1, batch_system="slurm",
                                  exit_on_failure=False)
@@ -157,9 +155,9 @@ WORKFLOW = textwrap.dedent(f'''
             "commands_cpu": cpu(resource.RUSAGE_CHILDREN) - cpu_children,
             "script_cpu": cpu(resource.RUSAGE_SELF),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "calls": dict(commands.call_counts),
-            "polls": calls_of(commands.call_counts, "squeue"),
-            "submissions": calls_of(commands.call_counts, "sbatch"),
+            "calls": dict(runs[0].run.scheduler_calls) if runs else {{}},
+            "polls": calls_of(runs[0].run.scheduler_calls, "squeue"),
+            "submissions": calls_of(runs[0].run.scheduler_calls, "sbatch"),
             "status": str(getattr(result, "status", result)),
             "states": {{s: sum(r.state == s for r in records) for s in {{r.state for r in records}}}},
             "first_submitted": min(trivial_submits) - start if trivial_submits else None,

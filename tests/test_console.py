@@ -4,6 +4,8 @@ LSF jobs of the emulator (whose ``bjobs``/``bkill`` the commands call)."""
 from __future__ import annotations
 
 import json
+import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -139,10 +141,51 @@ def test_status_and_cancel_ask_the_batch_system(workflow, tmp_path: Path) -> Non
         cancelled = emulated("cancel", str(flow.script), "--yes")
         assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
         bkill_line = next(line for line in cancelled.stdout.splitlines() if line.startswith("lsf: bkill "))
-        assert sorted(bkill_line.split()[2:]) == ids  # one call for both jobs
+        assert sorted(shlex.split(bkill_line)[2:]) == ids  # one call for both jobs, printed as a shell takes it
         _, stderr = steering.communicate(timeout=120)
     finally:
         stop(steering)
     assert steering.returncode == 1, stderr[-3000:]
     assert "2 task(s) failed" in stderr and "lsf state EXIT" in stderr
 
+
+def test_status_and_cancel_send_htcondor_commands_to_the_schedd_in_the_journal(workflow, tmp_path: Path) -> None:
+    flow = workflow("experience.py")
+    env = clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator"), B2BATCH_EMULATOR_SLOTS="1")
+    schedd = f"schedd@{socket.gethostname()}"  # a name the emulated pool knows
+    (flow.folder / "settings.json").write_text(json.dumps({"poll_interval": 0.3, "max_poll_interval": 1,
+                                                           "htcondor_schedd": schedd}))
+    steering = subprocess.Popen([sys.executable, "-m", "b2batch", "emulate", "htcondor", "--", *flow.command(
+        "--batch", "--batch-system", "htcondor", "--count", "2", "--sleep", "60")], cwd=flow.folder, env=env,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def emulated(*args: str) -> subprocess.CompletedProcess[str]:
+        return b2batch("emulate", "htcondor", "--", sys.executable, "-m", "b2batch", *args, cwd=flow.folder, env=env)
+
+    def look() -> dict[str, dict]:
+        return {j["task"]: j for j in json.loads(emulated("status", str(flow.script), "--json").stdout or "[]")}
+
+    try:
+        found = wait_for_states(look, ["queued", "running"])
+        journals = sorted((flow.folder / "task_files").glob("*/*/submission.json"))
+        assert len(journals) == 2
+        assert all(json.loads(j.read_text())["htcondor_place"] == ["-name", schedd] for j in journals)
+        # The settings now name another schedd: status and cancel still go where the jobs are.
+        (flow.folder / "settings.json").write_text(json.dumps({"htcondor_schedd": "schedd@nowhere.invalid"}))
+        assert sorted(job["state"] for job in look().values()) == ["queued", "running"]
+        cancelled = emulated("cancel", str(flow.script), "--yes")
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+        (line,) = [line for line in cancelled.stdout.splitlines() if line.startswith("htcondor: condor_rm ")]
+        ids = sorted(job["job_id"] for job in found.values())
+        assert shlex.split(line)[2:4] == ["-name", schedd] and sorted(shlex.split(line)[4:]) == ids  # one call
+        _, stderr = steering.communicate(timeout=120)
+    finally:
+        stop(steering)
+    assert steering.returncode == 1, stderr[-3000:]
+    # A journal that names a schedd the pool does not know: status says that it could not ask.
+    journal = journals[0]
+    record = {**json.loads(journal.read_text()), "htcondor_place": ["-name", "x@nowhere.invalid"]}
+    journal.write_text(json.dumps(record))
+    (journal.parent / "exit_code").unlink(missing_ok=True)
+    (job,) = [job for job in look().values() if job["job_id"] == record["job_id"]]
+    assert job["state"] == "unknown" and "could not ask htcondor" in job["detail"], job

@@ -16,9 +16,12 @@ from b2batch.settings import set_setting
 from test_htcondor_lsf import Emulated
 
 
-def _calls(stdout: str) -> dict[str, int]:
-    (line,) = [l for l in stdout.splitlines() if l.startswith("CALLS ")]
-    return json.loads(line[len("CALLS "):])
+def _calls(emulated: Emulated, stderr: str) -> dict[str, int]:
+    """The scheduler commands of the run, from its report; the summary names the same counts."""
+    (report,) = (emulated.wf.folder / "logs").glob("b2batch-run-*.report.json")
+    calls = json.loads(report.read_text())["scheduler_calls"]
+    assert "Scheduler commands: " + ", ".join(f"{n} {p}" for p, n in calls.items()) + "." in stderr
+    return calls
 
 
 @pytest.mark.slow
@@ -31,7 +34,7 @@ def test_independent_tasks_go_as_one_array_and_one_status_query_per_poll(system:
     done = emulated.run("--n", "40")
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(emulated.outputs()) == 40
-    calls = _calls(done.stdout)
+    calls = _calls(emulated, done.stderr)
     submit, status = ("condor_submit", "condor_q") if system == "htcondor" else ("bsub", "bjobs")
     assert calls[submit] == 1, calls  # 40 tasks, one array
     # Polls are paced by poll_interval (0.5 s in the script), whatever the number of tasks.
@@ -49,7 +52,24 @@ def test_throttle_bounds_the_jobs_in_flight(workflow, tmp_path: Path) -> None:
     assert len(spans) == 9
     most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
     assert most <= 3, spans
-    assert _calls(done.stdout)["condor_submit"] >= 3
+    assert _calls(emulated, done.stderr)["condor_submit"] >= 3
+
+
+def test_scheduler_commands_are_paced_per_batch_system_of_a_run_and_counted() -> None:
+    from b2batch.systems.commands import SchedulerCalls, run
+
+    set_setting("max_scheduler_calls_per_second", 4)
+    counted: list[str] = []
+    calls = SchedulerCalls(counted.append)
+    start = time.monotonic()
+    for _ in range(5):
+        run(["/bin/true"], calls=calls)
+    assert time.monotonic() - start >= 4 / 4 - 0.01  # four gaps of at least 1/4 s
+    assert counted == ["true"] * 5
+    other = time.monotonic()
+    run(["true"], calls=SchedulerCalls())  # another system (or run) has a pace of its own
+    run(["true"])  # a one-off command outside a run (b2batch cancel) is neither paced nor counted
+    assert time.monotonic() - other < 0.2 and counted == ["true"] * 5
 
 
 def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> None:

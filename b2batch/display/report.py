@@ -187,6 +187,9 @@ class RunReport:
             lines += [f"  {o.name}: {o.reason}" if o.reason else f"  {o.name}" for o in not_run[:20]]
             if len(not_run) > 20:
                 lines.append(f"  ... and {len(not_run) - 20} more")
+        calls = self.run.scheduler_calls
+        if calls:
+            lines += ["", "Scheduler commands: " + ", ".join(f"{calls[p]} {p}" for p in sorted(calls)) + "."]
         if self.paths:
             lines.append("")
             lines.append(f"Timeline: {self.paths['trace']} (open in https://ui.perfetto.dev or chrome://tracing)")
@@ -258,6 +261,7 @@ class RunReport:
             "totals": {**{o: totals[o] for o in OUTCOMES}, "jobs": sum(len(r.job_ids) for r in self.run.jobs.values()),
                        "resubmissions": sum(len(r.resubmissions) for r in self.run.jobs.values())},
             "by_family": {f: {s: dict(c) for s, c in systems.items()} for f, systems in by_family.items()},
+            "scheduler_calls": dict(sorted(self.run.scheduler_calls.items())),
             "jobs": jobs,
             "other_tasks": [{"task_id": o.task_id, "task": o.name, "outcome": o.outcome, "reason": o.reason}
                             for o in outcomes if o.record is None],

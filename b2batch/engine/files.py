@@ -112,7 +112,7 @@ class JobFiles:
         """Where the log of the previous job is kept (one generation)."""
         return log.with_name(log.name + ".previous")
 
-    def record_submission(self, system: str, job_id: str, placement: dict[str, str] | None = None) -> None:
+    def record_submission(self, system: str, job_id: str, placement: dict[str, Any] | None = None) -> None:
         """Note the job in the run's journal: which batch system has it under which id (and where), since
         when."""
         record = {"system": system, "job_id": job_id, "submitted_at": time.time(), "host": _HOST,

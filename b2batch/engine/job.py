@@ -52,7 +52,7 @@ class Job:
     earlier: bool = False
     #: Where a batch system put the job, beyond its id, for a later steering process to find it (written
     #: into the journal; e.g. the work queue and unit name of a pilot).
-    placement: dict[str, str] = field(default_factory=dict)
+    placement: dict[str, Any] = field(default_factory=dict)
     #: The worker job that runs this unit, e.g. "pilot job 123 on slurm (log: ...)"; empty for own jobs.
     carrier: str = ""
     #: Units with the same (non-None) key have the same settings: what depends on them only is computed once

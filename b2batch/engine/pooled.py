@@ -127,7 +127,7 @@ class PooledSystem(BatchSystem):
             self.inner.submit(group)
             for carrier in group:
                 pools[carrier.key].carriers[carrier.key] = carrier
-                carrier.files.record_submission(self.inner.name, str(carrier.job_id))
+                carrier.files.record_submission(self.inner.name, str(carrier.job_id), carrier.placement)
                 logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
 
     def _describe(self, pool: Pool, worker: str, job_id: str | None = None) -> tuple[str, str]:

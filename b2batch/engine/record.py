@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +53,14 @@ class RunRecord:
         self.watchers: list[Callable[[], None]] = []
         #: Work a front-end expects to run as jobs and that has no job yet: key -> (family, system).
         self.expected: dict[str, tuple[str, str]] = {}
+        #: How many scheduler commands the run's batch systems ran, by program (``sbatch``, ``squeue`` ...).
+        self.scheduler_calls: Counter[str] = Counter()
         self._lock = threading.Lock()
+
+    def count_call(self, program: str) -> None:
+        """Count one scheduler command of ``program``."""
+        with self._lock:
+            self.scheduler_calls[program] += 1
 
     def expect(self, key: str, family: str, system: str) -> None:
         """Note work that will become a job of ``system`` (counted as waiting until it has one)."""

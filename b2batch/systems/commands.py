@@ -7,8 +7,7 @@ import re
 import subprocess
 import threading
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import tenacity
 
@@ -26,43 +25,37 @@ TRANSIENT = re.compile(
     re.IGNORECASE,
 )
 
-#: How many times each command (by its program name) ran, for benchmarks and tests.
-call_counts: Counter[str] = Counter()
-_counts_lock = threading.Lock()
+class SchedulerCalls:
+    """The scheduler commands of one batch system in one run: at most ``max_scheduler_calls_per_second`` of
+    them, each told to ``on_call`` with its program's name (the run's record counts them)."""
 
+    def __init__(self, on_call: Callable[[str], None] | None = None) -> None:
+        self.on_call = on_call
+        self._last = 0.0
+        self._lock = threading.Lock()
 
-
-class _RateLimit:
-    """At most ``max_scheduler_calls_per_second`` scheduler commands per second from this process."""
-
-    def __init__(self) -> None:
-        self.last = 0.0
-        self.lock = threading.Lock()
-
-    def wait(self) -> None:
+    def before(self, program: str) -> None:
+        """Wait until the next command may run, and count it."""
         from b2batch.settings import get_setting
 
         rate = get_setting("max_scheduler_calls_per_second")
-        if not rate:
-            return
-        with self.lock:
-            pause = self.last + 1.0 / float(rate) - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            self.last = time.monotonic()
-
-
-_rate_limit = _RateLimit()
+        with self._lock:
+            if rate:
+                pause = self._last + 1.0 / float(rate) - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+            self._last = time.monotonic()
+        if self.on_call is not None:
+            self.on_call(program)
 
 
 def run(command: Sequence[str], timeout: float = 60.0, stdin: str | None = None, hint: str = "",
-        check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run ``command`` once; a non-zero exit raises :class:`SchedulerCommandError` (transient ones
-    :class:`TransientCommandError`) unless ``check`` is false."""
+        check: bool = True, calls: SchedulerCalls | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` once (after ``calls`` allows it, if given); a non-zero exit raises
+    :class:`SchedulerCommandError` (transient ones :class:`TransientCommandError`) unless ``check`` is false."""
     command = [str(c) for c in command]
-    _rate_limit.wait()
-    with _counts_lock:
-        call_counts[command[0].rsplit("/", 1)[-1]] += 1
+    if calls is not None:
+        calls.before(command[0].rsplit("/", 1)[-1])
     try:
         done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout)
     except FileNotFoundError as e:
@@ -78,7 +71,8 @@ def run(command: Sequence[str], timeout: float = 60.0, stdin: str | None = None,
 
 
 def run_with_retries(command: Sequence[str], attempts: int = 4, timeout: float = 60.0,
-                     stdin: str | None = None, hint: str = "") -> subprocess.CompletedProcess[str]:
+                     stdin: str | None = None, hint: str = "",
+                     calls: SchedulerCalls | None = None) -> subprocess.CompletedProcess[str]:
     """:func:`run`, trying transient failures again with exponential back-off (1, 2, 4 ... s)."""
     retrying = tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(TransientCommandError),
@@ -88,7 +82,7 @@ def run_with_retries(command: Sequence[str], attempts: int = 4, timeout: float =
                                                   state.attempt_number + 1, attempts),
         reraise=True,
     )
-    return retrying(run, command, timeout=timeout, stdin=stdin, hint=hint)
+    return retrying(run, command, timeout=timeout, stdin=stdin, hint=hint, calls=calls)
 
 
 def _text(value: bytes | str | None) -> str:

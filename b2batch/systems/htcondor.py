@@ -8,7 +8,6 @@ JobStatus codes: https://htcondor.readthedocs.io/en/latest/classad-attributes/jo
 from __future__ import annotations
 
 import difflib
-import logging
 import json
 import re
 from pathlib import Path
@@ -18,13 +17,12 @@ import parse
 
 from b2batch import paths
 from b2batch.engine import Job, JobState, JobStatus, NativeState
-from b2batch.errors import SchedulerCommandError, SettingError
+from b2batch.errors import SettingError
 from b2batch.settings import get_setting
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.wrapper import render
 
-logger = logging.getLogger(__name__)
 
 ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
 _KEY = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_.]*\Z")
@@ -217,8 +215,12 @@ class HTCondorSystem(SchedulerSystem):
         return states
 
     def _track(self, job: Job, job_id: str) -> None:
-        self._places[job_id] = place(job)
+        where = self._places[job_id] = place(job)
+        job.placement["htcondor_place"] = list(where)  # the journal says which pool and schedd ([]: local)
         super()._track(job, job_id)
+
+    def recall(self, job_id: str, journal: dict[str, Any]) -> None:
+        self._places[job_id] = tuple(str(option) for option in journal.get("htcondor_place") or ())
 
     def forget(self, job: Job) -> None:
         super().forget(job)
@@ -226,7 +228,9 @@ class HTCondorSystem(SchedulerSystem):
             self._places.pop(job.job_id, None)
 
     def attach(self, job: Job, journal: dict[str, Any]) -> bool:
-        self._earlier_place = place(job)
+        # Where the earlier steering process sent the job, else where this task's settings send it now.
+        recorded = journal.get("htcondor_place")
+        self._earlier_place = tuple(str(o) for o in recorded) if recorded is not None else place(job)
         return super().attach(job, journal)
 
     def _by_place(self, job_ids: list[str]) -> dict[tuple[str, ...], list[str]]:
@@ -240,25 +244,18 @@ class HTCondorSystem(SchedulerSystem):
         left its queue."""
         states: dict[str, NativeState] = {}
         for where, ids in self._by_place(job_ids).items():
-            found = self.parse_status(commands.run(_at(self.status_command(ids), where), timeout=self.call_timeout).stdout)
+            found = self.parse_status(commands.run(_at(self.status_command(ids), where), timeout=self.call_timeout,
+                                                         calls=self.calls).stdout)
             left = [j for j in ids if j not in found]
             if left:  # completed and removed jobs leave the queue: one history query for all of them
                 found.update(self.parse_status(commands.run(_at(self.history_command(left), where),
-                                                               timeout=self.call_timeout).stdout))
+                                                               timeout=self.call_timeout, calls=self.calls).stdout))
             states.update(found)
         return states
 
-    def cancel(self, jobs: list[Job]) -> None:
-        ids = [job.job_id for job in jobs if job.job_id is not None]
-        for where, group in self._by_place(ids).items():
-            for start in range(0, len(group), 500):
-                command = _at(self.cancel_command(group[start:start + 500]), where)
-                try:
-                    commands.run_with_retries(command, attempts=3, timeout=self.call_timeout)
-                except SchedulerCommandError as e:
-                    logger.warning("Could not cancel %d htcondor job(s): %s", len(group[start:start + 500]), e)
-        for job in jobs:
-            self.forget(job)
+    def cancel_commands(self, job_ids: list[str]) -> list[list[str]]:
+        per_place = super().cancel_commands
+        return [_at(command, where) for where, ids in self._by_place(job_ids).items() for command in per_place(ids)]
 
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:

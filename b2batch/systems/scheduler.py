@@ -76,6 +76,8 @@ class SchedulerSystem(BatchSystem):
         self._earlier: dict[str, NativeState | None] = {}
         #: Seconds a scheduler command may take: the setting scheduler_call_timeout of the jobs last submitted.
         self.call_timeout: float = get_setting("scheduler_call_timeout")
+        #: This system's scheduler commands: rate-limited, and counted in the run's record.
+        self.calls = commands.SchedulerCalls(run.record.count_call)
 
     # --- what a batch system implements ---------------------------------------------------------------
 
@@ -99,7 +101,8 @@ class SchedulerSystem(BatchSystem):
 
     def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
         """Run the status command for ``job_ids``; subclasses may add history look-ups."""
-        return self.parse_status(commands.run(self.status_command(job_ids), timeout=self.call_timeout).stdout)
+        return self.parse_status(commands.run(self.status_command(job_ids), timeout=self.call_timeout,
+                                              calls=self.calls).stdout)
 
     def common_options(self, job: Job) -> list[str]:
         """Submit options that jobs must share to go into one array (e.g. resources, queue)."""
@@ -221,7 +224,7 @@ class SchedulerSystem(BatchSystem):
         """Run a submit command; a rejection becomes a BatchSystemError, transient errors stay as they are
         (the submitter tries again later)."""
         try:
-            return commands.run(command, stdin=stdin, timeout=self.call_timeout)
+            return commands.run(command, stdin=stdin, timeout=self.call_timeout, calls=self.calls)
         except TransientCommandError:
             raise
         except SchedulerCommandError as e:
@@ -359,13 +362,20 @@ class SchedulerSystem(BatchSystem):
 
     # --- cancelling -----------------------------------------------------------------------------------
 
+    def cancel_commands(self, job_ids: list[str]) -> list[list[str]]:
+        """The commands that cancel ``job_ids``: as few as the command line's length allows."""
+        return [self.cancel_command(job_ids[start:start + 500]) for start in range(0, len(job_ids), 500)]
+
+    def recall(self, job_id: str, journal: dict[str, Any]) -> None:
+        """Note what the journal of job ``job_id`` says of where it is, beyond its id (for ``b2batch status``
+        and ``cancel``, which ask about jobs of steering processes that may be gone)."""
+
     def cancel(self, jobs: list[Job]) -> None:
         ids = [job.job_id for job in jobs if job.job_id is not None]
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+        for command in self.cancel_commands(ids):
             try:
-                commands.run_with_retries(self.cancel_command(chunk), attempts=3, timeout=self.call_timeout)
+                commands.run_with_retries(command, attempts=3, timeout=self.call_timeout, calls=self.calls)
             except SchedulerCommandError as e:
-                logger.warning("Could not cancel %d %s job(s): %s", len(chunk), self.name, e)
+                logger.warning("Could not cancel %s job(s) with %s: %s", self.name, command[0], e)
         for job in jobs:
             self.forget(job)

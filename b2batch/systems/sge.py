@@ -152,7 +152,8 @@ class SGESystem(SchedulerSystem):
 
     def _error_reason(self, job: Job) -> str:
         try:
-            out = commands.run(["qstat", "-j", str(job.job_id)], check=False, timeout=self.call_timeout).stdout
+            out = commands.run(["qstat", "-j", str(job.job_id)], check=False, timeout=self.call_timeout,
+                               calls=self.calls).stdout
         except SchedulerCommandError:
             return ""
         reasons = re.findall(r"^error reason\s+\d+:\s*(.*)$", out, re.M)
@@ -163,7 +164,7 @@ class SGESystem(SchedulerSystem):
         number, _, task = str(job.job_id).partition(".")
         command = ["qacct", "-j", number, *(["-t", task] if task else [])]
         try:
-            out = commands.run(command, check=False, timeout=self.call_timeout).stdout
+            out = commands.run(command, check=False, timeout=self.call_timeout, calls=self.calls).stdout
         except SchedulerCommandError:
             return None
         failed = re.search(r"^failed\s+(\d+)\s*:?\s*(.*)$", out, re.M)

@@ -11,7 +11,6 @@ import sys
 import time
 
 import b2batch
-from b2batch.systems import commands
 
 
 class Work(b2batch.Task):
@@ -66,5 +65,4 @@ if __name__ == "__main__":
         os.makedirs("spans", exist_ok=True)
     result = b2batch.process(All(n=args.n, mode=args.mode, seconds=args.seconds), workers=max(args.n, 1),
                              batch=True, exit_on_failure=False)
-    print("CALLS " + json.dumps(dict(commands.call_counts)))
     sys.exit(0 if result.scheduling_succeeded else 1)
