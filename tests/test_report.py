@@ -10,7 +10,7 @@ from pathlib import Path
 import luigi
 
 from b2batch.engine import JobRecord
-from b2batch.display.report import attempts, trace
+from b2batch.display.trace import attempts, trace
 from b2batch.luigi_frontend.outcomes import luigi_sets as luigi_outcome
 
 BATCH = ("--batch", "--batch-system", "local")
