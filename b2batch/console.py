@@ -130,19 +130,29 @@ def ask_batch_systems(jobs: list[Job]) -> None:
             _scheduler_states(system, group)
 
 
-def _scheduler_states(system: str, group: list[Job]) -> None:
-    from b2batch.engine import JobStatus, Run
-    from b2batch.errors import B2BatchError
+def _scheduler_of(system: str, group: list[Job], what: str) -> Any:
+    """The scheduler ``system`` outside a run, told where each job of ``group`` is (its journal). A plugin
+    (a BatchProcess) has no commands b2batch could run to ``what`` its jobs: NotImplementedError."""
+    from b2batch.engine import Run
     from b2batch.systems import system_class
+    from b2batch.systems.scheduler import SchedulerSystem
+
+    cls = system_class(system)
+    if not issubclass(cls, SchedulerSystem):
+        raise NotImplementedError(f"{system} is a plugin that b2batch cannot {what} outside a run")
+    scheduler = cls(Run())
+    for job in group:
+        scheduler.recall(job.job_id, job.journal)
+    return scheduler
+
+
+def _scheduler_states(system: str, group: list[Job]) -> None:
+    from b2batch.engine import JobStatus
+    from b2batch.errors import B2BatchError
 
     try:
-        cls: Any = system_class(system)
-        if not hasattr(cls, "query_states"):  # a plugin without a status query of its own (a BatchProcess)
-            raise NotImplementedError(f"{system} is a plugin that b2batch cannot ask outside a run")
-        system_object = cls(Run())
-        for job in group:
-            system_object.recall(job.job_id, job.journal)
-        states = system_object.query_states([job.job_id for job in group])
+        scheduler = _scheduler_of(system, group, "ask")
+        states = scheduler.query_states([job.job_id for job in group])
     except (B2BatchError, NotImplementedError, AttributeError, ValueError) as e:  # ValueError: unreadable output
         for job in group:
             job.detail = f"could not ask {system}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
@@ -154,7 +164,7 @@ def _scheduler_states(system: str, group: list[Job]) -> None:
         if native is None:
             job.detail = f"{system} does not list it and it wrote no exit code (lost, or the file is not visible yet)"
             continue
-        status = cls.state_map.get(native.state)
+        status = scheduler.state_map.get(native.state)
         job.state = meaning[status] if status is not None else "running"
         job.detail = f"{system} state {native.state}" + (f" ({native.reason})" if native.reason else "")
 
@@ -231,8 +241,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
     """Cancel the workflow's queued and running jobs: one cancel command per batch system; local jobs by
     stopping their steering process (which kills its jobs), or the job's processes if it is gone."""
     from b2batch.errors import B2BatchError
-    from b2batch.engine import Run
-    from b2batch.systems import commands, system_class
+    from b2batch.systems import commands
 
     folder = task_file_dir(Path(script).resolve(), override)
     jobs = collect(folder)
@@ -255,13 +264,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
             failures += _cancel_local(group)
             continue
         try:
-            cls: Any = system_class(system)
-            if not hasattr(cls, "cancel_commands"):  # a plugin without a cancel command of its own (a BatchProcess)
-                raise NotImplementedError(f"{system} is a plugin that b2batch cannot cancel outside a run")
-            system_object = cls(Run())
-            for job in group:
-                system_object.recall(job.job_id, job.journal)
-            cancel_commands = system_object.cancel_commands([job.job_id for job in group])
+            cancel_commands = _scheduler_of(system, group, "cancel").cancel_commands([job.job_id for job in group])
         except (B2BatchError, NotImplementedError) as e:
             print(f"{system}: could not cancel: {e}", file=sys.stderr)
             failures += 1

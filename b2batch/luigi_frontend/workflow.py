@@ -251,15 +251,15 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
             return None
         if args.dry_run or dry_run:
             sys.exit(1 if print_dry_run(tasks) else 0)
-        # The flags: None (not given), or the names given ([]: the root tasks). The arguments: False, None or []
-        # (b2luigi's default) say no, True the root tasks, names those classes.
+        # The flags: None (not given), or the names given ([]: the root tasks). The arguments: anything false
+        # (False, None, b2luigi's default []) says no, True the root tasks, names those classes.
         removing = [r for r in (args.remove_only, args.remove) if r is not None]
-        removing += [r for r in (remove_only, remove) if r not in (None, False) and r != []]
+        removing += [r for r in (remove_only, remove) if r]
         if removing:
             keep = list(args.keep or []) + keep_tasks
             chosen = tasks_to_remove(tasks, [n for r in removing for n in _names(r)], keep)
             remove_outputs(chosen, ask=not (args.yes or yes))
-            if args.remove_only is not None or (remove_only not in (None, False) and remove_only != []):
+            if args.remove_only is not None or remove_only:
                 return None
 
     host = args.scheduler_host or scheduler_host

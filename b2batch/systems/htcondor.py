@@ -103,6 +103,12 @@ def place(task: Any) -> tuple[str, ...]:
     return tuple(options)
 
 
+def _recorded_place(journal: dict[str, Any]) -> tuple[str, ...] | None:
+    """The -pool/-name options a job's journal recorded (None: a journal from before they were recorded)."""
+    recorded = journal.get("htcondor_place")
+    return None if recorded is None else tuple(str(option) for option in recorded)
+
+
 def _at(command: list[str], where: tuple[str, ...]) -> list[str]:
     """``command`` sent to the pool and schedd ``where`` (its -pool/-name options right after the command)."""
     return [command[0], *where, *command[1:]]
@@ -220,7 +226,7 @@ class HTCondorSystem(SchedulerSystem):
         super()._track(job, job_id)
 
     def recall(self, job_id: str, journal: dict[str, Any]) -> None:
-        self._places[job_id] = tuple(str(option) for option in journal.get("htcondor_place") or ())
+        self._places[job_id] = _recorded_place(journal) or ()
 
     def forget(self, job: Job) -> None:
         super().forget(job)
@@ -228,9 +234,10 @@ class HTCondorSystem(SchedulerSystem):
             self._places.pop(job.job_id, None)
 
     def attach(self, job: Job, journal: dict[str, Any]) -> bool:
-        # Where the earlier steering process sent the job, else where this task's settings send it now.
-        recorded = journal.get("htcondor_place")
-        self._earlier_place = tuple(str(o) for o in recorded) if recorded is not None else place(job)
+        # Where the earlier steering process sent the job, else (an older journal) where this task's settings
+        # send it now.
+        recorded = _recorded_place(journal)
+        self._earlier_place = recorded if recorded is not None else place(job)
         return super().attach(job, journal)
 
     def _by_place(self, job_ids: list[str]) -> dict[tuple[str, ...], list[str]]:
