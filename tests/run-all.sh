@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs what the tests need (the package with its test extras, a local Slurm, a local Sun Grid
+# Installs what the tests need (the package with its test extras and the drop-in shims, the real peers in
+# venvs of their own, a local Slurm, a local Sun Grid
 # Engine and a local XRootD server), then runs the whole test suite. Arguments go to pytest (e.g.
 # -m "not slow" for a quick subset).
 # The exit status is pytest's: "no tests ran" (5) fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]' \
+    ./compat/b2luigi-shim ./compat/joblib-htcondor-shim ./compat/pypoolparty-shim
+# The real b2luigi, joblib-htcondor, pypoolparty and PyTaskFarmer, each in its own venv (differential tests).
+bash tests/peers/install.sh
+export B2BATCH_REQUIRE_PEERS=1
 if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
     bash tests/clusters/slurm.sh start
     bash tests/clusters/sge.sh start
