@@ -28,7 +28,24 @@ from b2batch.engine.files import JobFiles
 from b2batch.settings import get_setting
 
 #: States of a job that is not over: ``cancel`` cancels these.
-ACTIVE = ("queued", "running")
+ACTIVE = ("queued", "running", "held")
+
+#: Readable words for the batch systems' own job states (the states in their documentation).
+NATIVE_WORDS: dict[str, dict[str, str]] = {
+    # https://htcondor.readthedocs.io/en/latest/classad-attributes/job-classad-attributes.html (JobStatus)
+    "htcondor": {"1": "idle", "2": "running", "3": "removed", "4": "completed", "5": "held",
+                 "6": "transferring output", "7": "suspended"},
+    # https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=execution-about-job-states
+    "lsf": {"PEND": "pending", "PROV": "provisioning", "WAIT": "waiting", "PSUSP": "suspended while pending",
+            "RUN": "running", "USUSP": "suspended by its owner", "SSUSP": "suspended by LSF", "DONE": "done",
+            "EXIT": "exited", "UNKWN": "unknown (its host lost contact)", "ZOMBI": "zombie"},
+    # qstat(1): letters of the state column
+    "sge": {"qw": "queued", "hqw": "on hold", "r": "running", "t": "transferring", "Rr": "running (restarted)",
+            "Rq": "queued (restarted)", "s": "suspended", "S": "suspended (queue)", "T": "suspended (threshold)",
+            "Eqw": "error state", "dr": "being deleted", "dt": "being deleted", "dqw": "being deleted"},
+}
+#: The scheduler states shown as "held": in the queue, but not going to run until someone acts.
+HELD = {("htcondor", "5"), ("sge", "hqw"), ("sge", "Eqw"), ("lsf", "PSUSP")}
 
 
 @dataclass
@@ -166,7 +183,19 @@ def _scheduler_states(system: str, group: list[Job]) -> None:
             continue
         status = scheduler.state_map.get(native.state)
         job.state = meaning[status] if status is not None else "running"
-        job.detail = f"{system} state {native.state}" + (f" ({native.reason})" if native.reason else "")
+        if (system, native.state) in HELD:
+            job.state = "held"
+        job.detail = f"{system}: {native_state_words(system, native.state)}" + (
+            f"; {native.reason}" if native.reason else "")
+
+
+def native_state_words(system: str, state: str) -> str:
+    """A batch system's job state in words, with the scheduler's own name of it: ``held (JobStatus 5)``."""
+    if system == "slurm":
+        return f"{state.lower().replace('_', ' ')} ({state})"
+    word = NATIVE_WORDS.get(system, {}).get(state)
+    own = f"JobStatus {state}" if system == "htcondor" else state
+    return f"{word} ({own})" if word else f"state {own}"
 
 
 def _local_states(group: list[Job]) -> None:
@@ -216,16 +245,43 @@ def _steering_process(job: Job) -> Any:
 
 # --- the commands --------------------------------------------------------------------------------------------
 
-def status(script: str, override: str | None = None, as_json: bool = False) -> int:
-    """Print the jobs of the workflow with their states and the counts per state."""
+def last_arguments(script: Path) -> list[str] | None:
+    """The script's own arguments in its newest batch run (its report in log_dir), if one is found."""
+    with in_workflow_folder(script):
+        log_dir = paths.resolve(get_setting("log_dir"))
+    reports = sorted(log_dir.glob("b2batch-run-*.report.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for report in reports:
+        try:
+            found = json.loads(report.read_text())
+        except (OSError, ValueError):
+            continue
+        if found.get("script") == str(script):
+            return [str(arg) for arg in found.get("argv") or []]
+    return None
+
+
+def status(script: str, override: str | None = None, as_json: bool = False,
+           current: set[Path] | None = None) -> int:
+    """Print the jobs of the workflow with their states and the counts per state. ``current``: the job
+    folders of the workflow's tasks; jobs in other folders (earlier parameters) are only counted."""
     folder = task_file_dir(Path(script).resolve(), override)
-    jobs = collect(folder)
+    every = collect(folder)
+    if current is not None:  # by <family>/<task_id>: the same with another task_file_dir (--task-file-dir)
+        wanted = {(f.parent.name, f.name) for f in current}
+        jobs = [job for job in every if (job.folder.parent.name, job.folder.name) in wanted]
+    else:
+        jobs = every
+    others = len(every) - len(jobs)
     ask_batch_systems(jobs)
     if as_json:
         print(json.dumps([job.as_dict() for job in jobs], indent=1))
         return 0
+    more = (f"{others} job folder(s) of other tasks (earlier parameters) not listed: "
+            f"b2batch status --all {shlex.quote(script)} lists them too.") if others else ""
     if not jobs:
-        print(f"No jobs in {folder}.")
+        print(f"No jobs of the workflow's tasks in {folder}." if others else f"No jobs in {folder}.")
+        if more:
+            print(more)
         return 0
     print(f"Jobs of {script} in {folder}:")
     table = [["task", "system", "job id", "state", "detail"]]
@@ -234,6 +290,8 @@ def status(script: str, override: str | None = None, as_json: bool = False) -> i
         print("  " + line)
     counts = Counter(job.state for job in jobs)
     print(f"{len(jobs)} job(s): " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items())))
+    if more:
+        print(more)
     return 0
 
 
@@ -247,9 +305,13 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
     jobs = collect(folder)
     ask_batch_systems(jobs)
     active = [job for job in jobs if job.state in ACTIVE]
+    unasked = [job for job in jobs if job.detail.startswith("could not ask")]
+    for job in unasked:
+        print(f"  {job.task}: {job.system} job {job.job_id}: {job.detail}", file=sys.stderr)
     if not active:
-        print(f"No queued or running jobs in {folder}.")
-        return 0
+        print(f"No queued or running jobs in {folder}." if not unasked else
+              f"No job known to be queued or running in {folder}; {len(unasked)} could not be asked about.")
+        return 1 if unasked else 0
     for job in active:
         print(f"  {job.task}: {job.system} job {job.job_id}, {job.state}")
     if not yes and not cli.confirm(f"Cancel these {len(active)} job(s)?"):

@@ -47,3 +47,16 @@ class SchedulerCommandError(BatchSystemError):
 
 class TransientCommandError(SchedulerCommandError):
     """A scheduler command failed in a way that may go away when tried again."""
+
+
+class CommandNotFoundError(SchedulerCommandError):
+    """A scheduler command could not be started: its program is not on PATH (exit status 127, as a shell
+    says) or is not executable (126)."""
+
+    def __str__(self) -> str:
+        import shlex
+
+        program = self.command[0]
+        what = "is not on PATH" if self.returncode == 127 else "cannot be run (not executable)"
+        text = f"{program} {what}: cannot run `{shlex.join(self.command)}`."
+        return text + (f"\n{self.hint}" if self.hint else "")

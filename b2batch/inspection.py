@@ -165,6 +165,14 @@ def _parameters(task_class: type) -> str:
     return ", ".join(f"{name} ({type(param).__name__})" for name, param in task_class.get_params()) or "-"
 
 
+def job_folders(tasks: list[Any]) -> set[Path]:
+    """Where the job folders of every task of the graph are, whether they exist or not (``b2batch status``
+    lists these)."""
+    from b2batch.luigi_frontend.jobs import task_files
+
+    return {task_files(task).folder.resolve() for task, _complete in workflow.walk(tasks)}
+
+
 def cleanup_paths(tasks: list[Any]) -> list[Path]:
     """The log and job folders of the complete tasks of the graph that exist."""
     from b2batch.luigi_frontend.jobs import task_files

@@ -75,7 +75,15 @@ def _run_to_its_end(cmd: list[str], env: dict[str, str]) -> int:
     """Run ``cmd`` and wait for it, however it is stopped: a Ctrl-C in the terminal reaches it (it is in the
     terminal's process group) once, SIGTERM and SIGHUP sent to this process are passed on to it, and either
     way this process waits while the command cleans up (cancels its jobs, writes its summary)."""
-    child = subprocess.Popen(cmd, env=env)
+    try:
+        child = subprocess.Popen(cmd, env=env)
+    except OSError as e:  # as a shell says it, with its exit status: 127 not found, 126 found but not runnable
+        found = not isinstance(e, FileNotFoundError)
+        reason = e.strerror or type(e).__name__
+        if not found and os.sep not in cmd[0]:
+            reason = "command not found"  # looked up on PATH
+        sys.stderr.write(f"b2batch emulate: {cmd[0]}: {reason}\n")
+        return 126 if found else 127
 
     def pass_on(signum: int, frame: object) -> None:
         if child.poll() is None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 import tenacity
 
-from b2batch.errors import SchedulerCommandError, TransientCommandError
+from b2batch.errors import CommandNotFoundError, SchedulerCommandError, TransientCommandError
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,11 @@ TRANSIENT = re.compile(
     r"Temporarily unable|Try again later|SCHEDD.*not respond|Failed to fetch ads",
     re.IGNORECASE,
 )
+
+#: What to check when a scheduler's program is missing.
+NOT_FOUND_HINT = ("Is batch_system right, and is the scheduler's client installed on this host? (HTCondor and "
+                  "LSF can be emulated: b2batch emulate htcondor|lsf -- COMMAND)")
+
 
 class SchedulerCalls:
     """The scheduler commands of one batch system in one run: at most ``max_scheduler_calls_per_second`` of
@@ -58,9 +63,9 @@ def run(command: Sequence[str], timeout: float = 60.0, stdin: str | None = None,
         calls.before(command[0].rsplit("/", 1)[-1])
     try:
         done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError as e:
-        raise SchedulerCommandError(command, 127, "", str(e), hint or
-                                    f"{command[0]} is not on PATH: is this the right batch_system?") from e
+    except (FileNotFoundError, PermissionError) as e:  # as a shell: 127 not found, 126 not executable
+        raise CommandNotFoundError(command, 127 if isinstance(e, FileNotFoundError) else 126, "", str(e),
+                                   hint or NOT_FOUND_HINT) from e
     except subprocess.TimeoutExpired as e:
         raise TransientCommandError(command, None, _text(e.stdout), _text(e.stderr),
                                     f"No answer within {timeout:g} s.") from e

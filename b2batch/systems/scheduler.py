@@ -29,7 +29,8 @@ import parse
 from b2batch import paths
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
 from b2batch.engine.monitor import JobMonitor
-from b2batch.errors import B2BatchError, BatchSystemError, SchedulerCommandError, TransientCommandError
+from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
+                            TransientCommandError)
 from b2batch.settings import get_setting
 from b2batch.systems import commands
 from b2batch.wrapper import render
@@ -227,6 +228,8 @@ class SchedulerSystem(BatchSystem):
             return commands.run(command, stdin=stdin, timeout=self.call_timeout, calls=self.calls)
         except TransientCommandError:
             raise
+        except CommandNotFoundError as e:  # nothing to do with the job: the tool is missing
+            raise BatchSystemError(f"{self.name} cannot be used here: {e}") from e
         except SchedulerCommandError as e:
             raise BatchSystemError(f"{self.name} rejected the job: {e}\nCheck the task's settings for "
                                    f"{self.name} ({self.name}_settings) and {what}.") from e
