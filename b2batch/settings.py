@@ -26,7 +26,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from b2batch.errors import SettingError
@@ -305,35 +305,125 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SettingError(f"The settings file {path} must hold one JSON object of setting names to values, "
                            f"not {type(data).__name__}.")
-    for name in data:
-        if name not in SETTINGS and name not in RENAMED_SETTINGS and not name.startswith("_"):  # "_x": comments
-            warnings.warn(unknown_setting_message(name, f"in {path}"), UserWarning, stacklevel=2)
+    # "_x" names are comments
+    check_setting_names([name for name in data if not name.startswith("_")], f"the settings file {path}")
     return data
 
 
-def unknown_setting_message(name: str, where: str) -> str:
-    """A message for an unknown setting name that suggests the closest names and lists all known ones."""
-    close = difflib.get_close_matches(name, SETTINGS, n=3)
-    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    known = ", ".join(f"{s.name} (default {s.default!r})" for s in SETTINGS.values())
-    return f"Unknown setting {name!r} {where}.{hint} Known settings: {known}."
+#: How alike (difflib's ratio) an unknown name must be to a known one to count as its misspelling.
+TYPO_CUTOFF = 0.8
 
 
-def misspelt_settings(cls: type, stop: tuple[type, ...] = ()) -> list[str]:
-    """Messages for attributes of the task class ``cls`` (and its bases up to ``stop``) that look like a
-    misspelt setting (``htcondor_setings``): as settings they would be silently ignored."""
-    messages = []
+def closest_name(name: str, known: Iterable[str], cutoff: float = TYPO_CUTOFF) -> str | None:
+    """The known name that ``name`` most likely misspells, or None when none is that close."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def unknown_setting_message(name: str, where: str, known: Iterable[str] | None = None, what: str = "setting") -> str:
+    """One line for an unknown setting (or option) name: where it was given, the closest known name, and the
+    known names (``known``: a front-end's own list; default: the declared settings)."""
+    names = sorted(SETTINGS) if known is None else sorted(set(known))
+    close = closest_name(name, names, cutoff=0.6)
+    hint = f" Did you mean {close!r}?" if close else ""
+    return f"Unknown {what} {name!r} {where}.{hint} Known {what}s: {', '.join(names)}."
+
+
+def check_setting_names(names: Iterable[str], where: str, known: Iterable[str] | None = None,
+                        what: str = "setting") -> None:
+    """Check names given as settings (or a front-end's options) in the place ``where`` (e.g. "the settings file
+    /x/settings.json", "set_setting()", "the joblib backend b2batch"). A name close to a known one (a likely
+    typo: ``batch_sytem``) raises :class:`SettingError` with one line naming the place, the name, the name
+    meant and the known names, so that the run stops before anything is submitted; any other unknown name
+    (e.g. a user's own setting read with get_setting) gets one short warning line. ``known``: the names the
+    front-end takes (default: the declared settings and their former names)."""
+    names = list(names)
+    known_names = sorted({*SETTINGS, *RENAMED_SETTINGS} if known is None else set(known))
+    for name in names:
+        if name in known_names:
+            continue
+        meant = closest_name(name, known_names)
+        if meant is not None:
+            raise SettingError(f"In {where}: {name!r} is not a known {what}. Did you mean {meant!r}? Rename it "
+                               f"(known {what}s: {', '.join(known_names)}).")
+    for name in names:
+        if name not in known_names:
+            logger.warning("%s", f"In {where}: {name!r} is not a {what} b2batch knows; it is ignored unless your "
+                                 f"code reads it with get_setting().")
+
+
+def _code_uses(klass: type, name: str) -> bool:
+    """Whether code of ``klass`` (its functions, properties, nested functions) reads or writes ``name`` as an
+    attribute or variable: then an attribute of that name is the task's own, not a misspelt setting."""
+    stack = []
+    for value in vars(klass).values():
+        value = getattr(value, "__func__", value)  # classmethod, staticmethod
+        if isinstance(value, property):
+            stack += [f.__code__ for f in (value.fget, value.fset, value.fdel) if hasattr(f, "__code__")]
+        elif hasattr(value, "__code__"):
+            stack.append(value.__code__)
+    while stack:
+        code = stack.pop()
+        if name in code.co_names or name in code.co_varnames:
+            return True
+        stack += [c for c in code.co_consts if hasattr(c, "co_names")]
+    return False
+
+
+def _takes_arguments(value: Any) -> bool:
+    """Whether ``value`` is a function that takes arguments besides ``self``: a method, never a setting (a
+    setting may be a zero-argument method)."""
+    import inspect
+
+    function = getattr(value, "__func__", value)
+    if not inspect.isfunction(function):
+        return False
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if not isinstance(value, staticmethod):
+        parameters = parameters[1:]
+    return any(p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               for p in parameters)
+
+
+#: Modules whose classes' attributes are the framework's own, never a user's misspelt setting.
+_FRAMEWORK_MODULES = ("luigi", "b2batch", "b2luigi")
+
+
+def misspelt_settings(cls: type, stop: tuple[type, ...] = (),
+                      own: Callable[[str, Any], bool] | None = None) -> list[tuple[str, str]]:
+    """Attributes of the task class ``cls`` (and its user-written bases; not ``stop`` and what comes after it,
+    nor classes of luigi, b2batch or b2luigi) that look like a misspelt setting (``htcondor_setings``), as
+    (attribute, setting meant). Not counted: names close to no setting, names the class's own code uses
+    (``self.queues`` in ``run()``), methods that take arguments, and attributes ``own(name, value)`` says are
+    the task's (e.g. luigi parameters)."""
+    found: dict[str, str] = {}
+    classes = []
     for klass in cls.__mro__:
         if klass in stop or klass is object:
             break
-        for name in vars(klass):
-            if name.startswith("_") or name in SETTINGS:
+        if klass.__module__.split(".")[0] not in _FRAMEWORK_MODULES:
+            classes.append(klass)
+    for klass in classes:
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in SETTINGS or name in RENAMED_SETTINGS or name in found:
                 continue
-            close = difflib.get_close_matches(name, SETTINGS, n=1, cutoff=0.85)
-            if close:
-                messages.append(f"Task class {cls.__name__}: the attribute {name!r} is not a setting b2batch knows "
-                                f"and is ignored as one. Did you mean {close[0]!r}?")
-    return messages
+            meant = closest_name(name, SETTINGS, cutoff=0.85)
+            if meant is None or (own is not None and own(name, value)) or _takes_arguments(value):
+                continue
+            if any(_code_uses(k, name) for k in classes):
+                continue
+            found[name] = meant
+    return list(found.items())
+
+
+def misspelt_setting_error(cls: type, name: str, meant: str) -> str:
+    """The one line that stops a run whose task class ``cls`` has the attribute ``name`` for the setting ``meant``."""
+    return (f"Task class {cls.__name__}: the attribute {name!r} is not a setting b2batch knows. Did you mean "
+            f"{meant!r}? Rename it (or, if it is the task's own value, give it a name further from the settings: "
+            f"{', '.join(sorted(SETTINGS))}).")
 
 
 _files = _SettingsFiles()
@@ -342,8 +432,9 @@ _code_settings: dict[str, Any] = {}
 
 def set_setting(key: str, value: Any) -> None:
     """Set a setting for all tasks, taking precedence over settings.json and defaults."""
-    if key not in SETTINGS and key not in RENAMED_SETTINGS:
-        warnings.warn(unknown_setting_message(key, "passed to set_setting()"), UserWarning, stacklevel=2)
+    known = {*SETTINGS, *RENAMED_SETTINGS}
+    if key not in known and closest_name(key, known) is None:
+        check_setting_names([key], "set_setting()")  # one warning line; a likely typo stops check_settings()
     _code_settings[key] = value
 
 
@@ -422,8 +513,13 @@ def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
 
 
 def check_settings() -> None:
-    """Check every declared setting set in code or in settings files now, so that a wrong value stops a run
-    before it starts (task attributes are checked when a task's setting is looked up)."""
+    """Check every setting set in code or in settings files now, so that a misspelt name (see
+    :func:`check_setting_names`) or a wrong value stops a run before it starts (task attributes are checked
+    when a task's setting is looked up). Raises :class:`SettingError`."""
+    _files.get()  # the files' names are checked as they are read
+    for key in _code_settings:
+        if key not in SETTINGS and key not in RENAMED_SETTINGS and closest_name(key, {*SETTINGS, *RENAMED_SETTINGS}):
+            check_setting_names([key], f"b2batch.set_setting({key!r}, ...)")
     for key in SETTINGS:
         try:
             find_setting(key)

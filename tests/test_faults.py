@@ -599,18 +599,17 @@ def test_malformed_settings_file_is_one_clear_error_and_loses_no_output(flows) -
     flow.assert_complete_once(range(2))  # the outputs of the earlier run are still there
 
 
-def test_unknown_name_in_settings_file_warns_once_with_the_valid_ones(flows) -> None:
+def test_misspelt_name_in_settings_file_stops_the_run_once_with_the_valid_ones(flows) -> None:
     from b2batch.settings import SETTINGS
 
     flow = flows("local", pol_interval=1)
     done = flow.run("--n", "1")
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert done.stderr.count("Unknown setting") == 1, done.stderr[-4000:]
-    warning = next(line for line in done.stderr.splitlines() if "Unknown setting" in line)
-    assert f"Unknown setting 'pol_interval' in {flow.folder / 'settings.json'}" in warning
-    assert "Did you mean 'poll_interval'" in warning
-    assert all(f"{name} (default " in warning for name in SETTINGS)
-    flow.assert_complete_once(range(1))
+    assert done.returncode == 1, done.stderr[-4000:]
+    assert done.stderr.count("pol_interval") == 1 and "Traceback" not in done.stderr, done.stderr[-4000:]
+    error = next(line for line in done.stderr.splitlines() if "pol_interval" in line)
+    assert error.startswith(f"ERROR: In the settings file {flow.folder / 'settings.json'}: 'pol_interval' is not a "
+                            f"known setting. Did you mean 'poll_interval'?"), error
+    assert all(name in error for name in SETTINGS) and "(default " not in error
 
 
 BATCH_SYSTEM_SETTINGS = {  # a wrong key in each system's settings, and what the error must suggest or list

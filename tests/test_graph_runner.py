@@ -295,16 +295,15 @@ class Misspelt(Done):
     htcondor_setings = {"request_cpus": 2}
 
 
-def test_a_misspelt_setting_on_a_task_class_is_warned_about_once(caplog) -> None:
-    import logging
+def test_a_misspelt_setting_on_a_task_class_stops_the_graph_before_it_is_run() -> None:
+    from b2batch.errors import SettingError
 
-    runner = GraphRunner(InstantJobs(), workers=1)
-    with caplog.at_level(logging.WARNING):
+    jobs = InstantJobs()
+    runner = GraphRunner(jobs, workers=1)
+    with pytest.raises(SettingError, match="Task class Misspelt: the attribute 'htcondor_setings' is not a setting "
+                                           "b2batch knows. Did you mean 'htcondor_settings'?"):
         runner.add(Misspelt())
-        runner.add(Leaf(i=99))
-    warnings = [r.getMessage() for r in caplog.records if "htcondor_setings" in r.getMessage()]
-    assert warnings == ["Task class Misspelt: the attribute 'htcondor_setings' is not a setting b2batch knows and "
-                        "is ignored as one. Did you mean 'htcondor_settings'?"]
+    assert not runner.nodes
 
 
 class Writer(Done):

@@ -179,22 +179,22 @@ def test_declared_required_setting_without_value_raises(monkeypatch: pytest.Monk
     assert b2batch.get_setting("needed") == 2
 
 
-def test_unknown_name_in_settings_file_warns_with_the_known_ones(tmp_path: Path) -> None:
+def test_misspelt_name_in_settings_file_is_an_error_naming_the_file_and_the_known_ones(tmp_path: Path) -> None:
     path = write_settings(tmp_path, result_dri="x", _comment="keys starting with _ are comments")
-    with pytest.warns(UserWarning) as record:
+    with pytest.raises(SettingError) as error:
         b2batch.get_setting("result_dir")
-    assert len(record) == 1
-    message = str(record[0].message)
-    assert "'result_dri'" in message
-    assert str(path) in message
-    assert "Did you mean 'result_dir'" in message
-    for name, declared in settings.SETTINGS.items():
-        assert f"{name} (default {declared.default!r})" in message
+    message = str(error.value)
+    assert message.startswith(f"In the settings file {path}: 'result_dri' is not a known setting. Did you mean "
+                              f"'result_dir'? Rename it (known settings: ")
+    assert "\n" not in message and "(default " not in message
+    assert all(name in message for name in settings.SETTINGS)
 
 
-def test_unknown_name_passed_to_set_setting_warns() -> None:
-    with pytest.warns(UserWarning, match="'log_dri'.*Did you mean 'log_dir'"):
-        b2batch.set_setting("log_dri", "x")
+def test_misspelt_name_passed_to_set_setting_stops_the_check(caplog) -> None:
+    b2batch.set_setting("log_dri", "x")
+    assert not caplog.records  # the check before the run says it, once
+    with pytest.raises(SettingError, match="'log_dri' is not a known setting. Did you mean 'log_dir'"):
+        settings.check_settings()
 
 
 def test_known_names_do_not_warn(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ overwrite each other's files), and task classes with an attribute that looks lik
 
 A batch run with the local scheduler does both in its graph runner, and stops before it submits two tasks
 that declare one output; runs driven by luigi's worker are checked here, before they start, with a warning
-each.
+each. A misspelt setting on a task class stops every kind of run, before anything runs or is submitted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 import luigi
 import luigi.task
 
-from b2batch.settings import misspelt_settings
+from b2batch.errors import SettingError
+from b2batch.settings import misspelt_setting_error, misspelt_settings
 
 logger = logging.getLogger(__name__)
 
@@ -58,13 +59,21 @@ def shared_outputs(walked: Iterable[tuple[Any, list[str]]]) -> Iterator[tuple[st
                 yield path, owner, task
 
 
+def check_task_class(cls: type) -> None:
+    """Stop the run (:class:`SettingError`) when the task class ``cls`` has an attribute that looks like a
+    misspelt setting: one the class's code does not use, no luigi parameter, no method taking arguments."""
+    for name, meant in misspelt_settings(cls, stop=(luigi.Task,),
+                                         own=lambda _name, value: isinstance(value, luigi.Parameter)):
+        raise SettingError(misspelt_setting_error(cls, name, meant))
+
+
 def check_graph(tasks: Iterable[Any], walked: list[tuple[Any, list[str]]] | None = None) -> int:
-    """Warn about misspelt settings on the task classes of the graph of ``tasks`` (once per class) and about
-    each output path two tasks declare; how many such paths there are. ``walked``: the graph, walked already."""
+    """Stop at a misspelt setting on a task class of the graph of ``tasks`` (:func:`check_task_class`); warn
+    about each output path two tasks declare; how many such paths there are. ``walked``: the graph, walked
+    already."""
     walked = list(graph(tasks)) if walked is None else walked
     for cls in dict.fromkeys(type(task) for task, _paths in walked):
-        for message in misspelt_settings(cls, stop=(luigi.Task,)):
-            logger.warning("%s", message)
+        check_task_class(cls)
     count = 0
     for path, first, second in shared_outputs(walked):
         count += 1

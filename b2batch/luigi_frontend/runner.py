@@ -45,10 +45,10 @@ from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 from b2batch.engine import RunRecord
 from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
+from b2batch.luigi_frontend.checks import check_task_class
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.node import StatusReporter
-from b2batch.settings import misspelt_settings
 
 logger = logging.getLogger(__name__)
 
@@ -128,8 +128,7 @@ class GraphRunner:
         node = Node(task=task, priority=int(getattr(task, "priority", 0) or 0))
         if type(task) not in self._classes:
             self._classes.add(type(task))
-            for message in misspelt_settings(type(task), stop=(luigi.Task,)):
-                logger.warning("%s", message)
+            check_task_class(type(task))  # a misspelt setting stops the run before anything is submitted
         self.nodes[task.task_id] = node
         deps, ok = self._classify(task, node)
         if getattr(task, "disabled", False):

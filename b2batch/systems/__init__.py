@@ -73,13 +73,21 @@ def _is_grid_engine_qsub() -> bool:
 @functools.cache
 def detect() -> str:
     """The batch system ``auto`` stands for: the first of bsub, condor_submit, sbatch, Grid Engine's qsub on
-    PATH, else local."""
+    PATH, else local. Which one and why is logged once, before anything is submitted to it."""
+    name, why = _detected()
+    logger.info("batch_system 'auto' chose %s: %s. Set the setting batch_system (or --batch-system) to choose "
+                "another.", name, why)
+    return name
+
+
+def _detected() -> tuple[str, str]:
     for command, name in (("bsub", "lsf"), ("condor_submit", "htcondor"), ("sbatch", "slurm")):
-        if shutil.which(command):
-            return name
+        found = shutil.which(command)
+        if found:
+            return name, f"{command} is on PATH ({found})"
     if shutil.which("qsub") and _is_grid_engine_qsub():
-        return "sge"
-    return "local"
+        return "sge", f"Grid Engine's qsub is on PATH ({shutil.which('qsub')}), and no bsub, condor_submit or sbatch"
+    return "local", "none of bsub, condor_submit, sbatch or Grid Engine's qsub is on PATH"
 
 
 def system_name_of(task: Any) -> str:
