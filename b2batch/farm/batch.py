@@ -12,6 +12,7 @@ runs out puts its running lines back and asks Slurm to requeue it (which also se
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -22,11 +23,18 @@ from typing import Any
 
 from b2batch.farm.definitions import FarmError
 from b2batch.farm.display import Progress, summary
+from b2batch.farm.farmer import STOP_SIGNALS as FARMER_STOP_SIGNALS
+from b2batch.farm.farmer import exit_code_of
 from b2batch.farm.runners import load_runner
 from b2batch.farm.tasklist import load_handler
 from b2batch.farm.workdir import WorkDir
 
 logger = logging.getLogger(__name__)
+
+#: Signals that stop the steering process (``--timeout`` is kept by the steering loop itself).
+STOP_SIGNALS = sorted(FARMER_STOP_SIGNALS - {signal.SIGALRM})
+#: Seconds beyond ``--kill-grace`` the steering process waits for its pilots' farmers to put their lines back.
+STOP_MARGIN = 2.0
 
 
 class FarmSettings:
@@ -39,12 +47,17 @@ class FarmSettings:
         return "farm"
 
 
-def pilot_command(args: argparse.Namespace, workdir: WorkDir, lock_dir: str | None, requeue: bool) -> list[str]:
+def pilot_command(args: argparse.Namespace, workdir: WorkDir, lock_dir: str | None, requeue: bool,
+                  steering: str = "") -> list[str]:
     """The farmer a pilot runs (``executable`` is prepended by the caller)."""
     command = ["-m", "b2batch.farm", os.path.abspath(args.tasklist), "--workdir", str(workdir.path),
                "--proc", str(args.proc), "--runner", args.runner, "--tasklist", args.tasklisthandler,
                "--heartbeat-timeout", f"{args.heartbeat_timeout:g}", "--kill-grace", f"{args.kill_grace:g}",
                "--pilot"]
+    if steering:
+        command += ["--steering", steering]
+    if args.timeout and args.submit_only:  # without a steering process, each pilot's farmer keeps the time
+        command += ["--timeout", str(args.timeout)]
     if lock_dir:
         command += ["--lock-dir", os.path.abspath(lock_dir)]
     if args.walltime:
@@ -90,11 +103,14 @@ class Steering:
                                         "signal": f"B:USR1@{args.signal_seconds}"}
         self.settings = FarmSettings(**values)
         self.lookup = lambda key: get_setting(key, task=self.settings)
-        self.command = pilot_command(args, self.workdir, lock_dir, self.requeue)
         self.run = Run()
+        self.command = pilot_command(args, self.workdir, lock_dir, self.requeue,
+                                     "" if args.submit_only else self.run.tag)
         self.run.add_system(self.system, system_class)
         self.pilots: list[Any] = []
         self.problems: list[str] = []
+        #: The stop signal that came (SIGALRM for --timeout), or None.
+        self.stop: int | None = None
 
     def make_pilot(self, key: str) -> Any:
         from b2batch import wrapper
@@ -127,6 +143,8 @@ class Steering:
         for job in self.pilots:
             if job.outcome is not None:
                 states["ended"] += 1
+            elif self.run.interrupted:
+                states["cancelled"] = states.get("cancelled", 0) + 1
             else:
                 record = self.run.record.jobs.get(job.key) if hasattr(self.run.record, "jobs") else None
                 state = getattr(record, "state", "")
@@ -160,13 +178,16 @@ class Steering:
             summary(self.workdir)
             return 0
         progress = Progress(self.workdir, total)
-        interrupted = False
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = {signum: signal.signal(signum, self._stop_signal) for signum in STOP_SIGNALS}
+        deadline = time.monotonic() + self.args.timeout if self.args.timeout else None
         round_number = 0
         done_at_round = self.done_count()
         try:
             self.submit_round(min(jobs, self.lines_left()), round_number)
-            while True:
+            while self.stop is None:
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.stop = signal.SIGALRM
+                    break
                 for job in self.run.poll():
                     self.ended(job)
                 progress.update(self.pilot_states())
@@ -183,21 +204,59 @@ class Steering:
                     print(f"{time.strftime('%H:%M:%S')} all pilots ended with {left} line(s) left: submitting "
                           f"{min(jobs, left)} more (round {round_number})", flush=True)
                     self.submit_round(min(jobs, left), round_number)
-                self.run.wait()
-        except KeyboardInterrupt:
-            interrupted = True
-            killed = self.run.interrupt()
-            print(f"Interrupted: cancelled {len(killed)} pilot job(s); their running lines go back into toprocess "
-                  f"(at once when the pilots get the signal, else when their heartbeat goes stale)", flush=True)
+                self.run.wait(min(self.run.poll_pause, max(0.0, deadline - time.monotonic()))
+                              if deadline is not None else None)
+        except KeyboardInterrupt:  # a SIGINT that came before the handlers were in place
+            self.stop = signal.SIGINT
+        try:
+            if self.stop is not None:
+                self.stop_pilots(self.stop)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
             self.run.close()
             progress.update(self.pilot_states(), force=True)
             progress.close()
         for problem in self.problems:
             print(problem, file=sys.stderr, flush=True)
         summary(self.workdir)
-        return 1 if interrupted or self.lines_left() else 0
+        if self.stop is not None:
+            return exit_code_of(self.stop)
+        return 1 if self.lines_left() else 0
+
+    def _stop_signal(self, signum: int, frame: Any) -> None:
+        if self.stop is None:
+            self.stop = signum
+            print(f"{time.strftime('%H:%M:%S')} {signal.Signals(signum).name}: stopping the farm", flush=True)
+
+    def stop_pilots(self, signum: int) -> None:
+        """Cancel every pilot (their farmers get SIGTERM, or SIGKILL where the batch system sends that), wait
+        for their farmers to put their running lines back, and put back those of farmers that died first.
+        Within ``--kill-grace`` plus a few seconds."""
+        by = "the timeout" if signum == signal.SIGALRM else signal.Signals(signum).name
+        killed = self.run.interrupt()
+        deadline = time.monotonic() + self.args.kill_grace + STOP_MARGIN
+        while self._own_farmers() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with self.workdir.locked():
+            recovered = self.workdir.recover_locked(f"steering-{self.run.tag}", self.handler.tasks)
+        left = self._own_farmers()
+        print(f"{time.strftime('%H:%M:%S')} Stopped by {by}: cancelled {len(killed)} pilot job(s)"
+              + (f", put back the {len(recovered)} line(s) their killed farmers held" if recovered else "")
+              + (f"; {len(left)} farmer(s) of these pilots still run: {', '.join(left)} (their lines go back when "
+                 f"they end, or when their heartbeat is {self.args.heartbeat_timeout:g} s old)" if left else ""),
+              flush=True)
+
+    def _own_farmers(self) -> list[str]:
+        """The farmers of this steering process's pilots that are still registered in the work dir."""
+        own = []
+        for beat in self.workdir.claims.glob("*.json"):
+            try:
+                if json.loads(beat.read_text()).get("steering") == self.run.tag:
+                    own.append(beat.stem)
+            except (OSError, ValueError):
+                continue
+        return own
 
     def ended(self, job: Any) -> None:
         from b2batch.engine import JobStatus
@@ -206,10 +265,6 @@ class Steering:
         if not ok:
             self.problems.append("Pilot " + job.failure_message().removeprefix("Task "))
         self.run.settle(job, ok, "" if ok else (job.outcome.reason if job.outcome else ""))
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def steer(args: argparse.Namespace, lock_dir: str | None) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import time
 from typing import Any
 
 from b2batch.errors import B2BatchError
@@ -58,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser, compat: bool = False) -> None
     batch.add_argument("--signal-seconds", type=int, default=120,
                        help="Slurm: the pilot gets USR1 this long before its time limit (default 120)")
     batch.add_argument("--pilot", action="store_true", help=argparse.SUPPRESS)  # a farmer in a pilot job
+    batch.add_argument("--steering", default="", help=argparse.SUPPRESS)  # the tag of the pilot's steering process
 
 
 def workdir_of(args: argparse.Namespace) -> str:
@@ -111,7 +114,8 @@ def run_local(args: argparse.Namespace, compat: bool, summary: bool) -> int:
     print(_now(), "Found", len(handler), "total tasks", flush=True)
     options = FarmerOptions(proc=args.proc, timeout=args.timeout, verbose=args.verb, walltime=args.walltime,
                             in_batch_job=args.pilot, task_seconds=args.task_seconds, kill_grace=args.kill_grace,
-                            requeue=args.pilot and args.requeue, heartbeat_timeout=args.heartbeat_timeout)
+                            requeue=args.pilot and args.requeue, heartbeat_timeout=args.heartbeat_timeout,
+                            steering=args.steering)
     result = Farmer(workdir, handler, runner, options).run()
     if summary:
         display.summary(workdir)
@@ -119,8 +123,6 @@ def run_local(args: argparse.Namespace, compat: bool, summary: bool) -> int:
 
 
 def _now() -> str:
-    import time
-
     return time.asctime()
 
 
@@ -130,11 +132,26 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, compat: bool 
         if (args.batch_system is not None or args.jobs is not None) and not args.pilot:
             from b2batch.farm.batch import steer
 
-            return steer(args, lock_dir_of(args, compat))
-        return run_local(args, compat, summary=not compat and not args.pilot)
+            code = steer(args, lock_dir_of(args, compat))
+        else:
+            code = run_local(args, compat, summary=not compat and not args.pilot)
     except (FarmError, B2BatchError) as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr, flush=True)
         return 2
+    if code - 128 in (signal.SIGTERM, signal.SIGHUP):
+        die_by(code - 128)
+    return code
+
+
+def die_by(signum: int) -> None:
+    """End this process as killed by ``signum`` (after the farm was stopped cleanly by it), so that its parent
+    sees what PyTaskFarmer's parent sees."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
+    os.kill(os.getpid(), signum)
+    time.sleep(5)  # the signal ends the process before this returns
 
 
 def main(argv: list[str] | None = None, prog: str = "b2batch farm") -> int:

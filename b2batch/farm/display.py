@@ -12,6 +12,16 @@ from typing import Any, TextIO
 from b2batch.farm.workdir import WorkDir
 
 
+def shown(command: str, most: int = 300) -> str:
+    """A line fit to print: control characters (NUL...) and bytes that are not UTF-8 escaped, cut after
+    ``most`` characters (0: never)."""
+    text = command.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    text = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+    if most and len(text) > most:
+        text = f"{text[:most]}... ({len(command)} characters)"
+    return text
+
+
 def exit_code_text(code: int | None) -> str:
     if code is None:
         return "exit code unknown"
@@ -23,6 +33,8 @@ def exit_code_text(code: int | None) -> str:
             pass
     elif code == 127:
         text += " (command not found)"
+    elif code == 126:
+        text += " (could not be run)"
     return text
 
 
@@ -37,7 +49,7 @@ def summary(workdir: WorkDir, out: TextIO | None = None, most: int = 20, tail: i
         codes = workdir.read_exit_codes()
         lines.append(f"Failed lines ({len(failed)}):")
         for task_id, command in failed[:most]:
-            lines.append(f"  {task_id}: {command}  [{exit_code_text(codes.get(task_id))}; log "
+            lines.append(f"  {task_id}: {shown(command)}  [{exit_code_text(codes.get(task_id))}; log "
                          f"{workdir.log(task_id)}]")
             end = workdir.log_tail(task_id, tail)
             lines.extend(f"      | {line}" for line in end.splitlines())

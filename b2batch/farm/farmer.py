@@ -16,6 +16,7 @@ Slurm to requeue its job (``scontrol requeue``).
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import os
 import signal
@@ -30,7 +31,7 @@ from typing import Any, TextIO
 
 import psutil
 
-from b2batch.farm.definitions import FarmError
+from b2batch.farm.display import shown
 from b2batch.farm.runners import Runner
 from b2batch.farm.workdir import HOST, MARK, WorkDir
 
@@ -48,6 +49,37 @@ PREFETCH_BELOW = 0.5
 RECORD_WITHIN = 0.05
 #: Seconds of margin before the end of the allocation when no line is taken any more.
 WALLTIME_MARGIN = 5.0
+#: Signals that kill a line when they are sent to a whole process group or job, the farmer included.
+STOPPED_LINE = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+#: Seconds a farmer waits for its own stop signal after a line was killed by one of those.
+STOP_SIGNAL_WITHIN = 0.5
+#: Stops after which the farmer ends as killed by the signal, as PyTaskFarmer does (it has no handler for them).
+DIE_BY = frozenset({signal.SIGTERM, signal.SIGHUP})
+
+
+def exit_code_of(stop: int | None) -> int:
+    """0 for a normal end; 1 when stopped by SIGUSR1, SIGINT or the timeout (PyTaskFarmer's handler exits 1);
+    128 + the signal for SIGTERM and SIGHUP, which end PyTaskFarmer by the signal itself."""
+    if stop is None:
+        return 0
+    return 128 + stop if stop in DIE_BY else 1
+
+
+def cannot_start_reason(error: Exception) -> str:
+    """Why a line could not be started, in words."""
+    text = str(error)
+    if isinstance(error, ValueError) and "null byte" in text:
+        return "it contains a NUL byte, which no command line can hold"
+    if isinstance(error, OSError) and error.errno == errno.E2BIG:
+        return "it is too long for a command line on this system (E2BIG: Argument list too long)"
+    if isinstance(error, FileNotFoundError):
+        return f"command not found ({error.strerror}: {error.filename})"
+    if isinstance(error, PermissionError):
+        return f"not executable ({error.strerror}: {error.filename})"
+    if isinstance(error, UnicodeError):
+        return f"it cannot be encoded for the operating system ({error})"
+    return f"{type(error).__name__}: {text}"
+
 
 
 @dataclass
@@ -64,6 +96,8 @@ class FarmerOptions:
     kill_grace: float = 5.0
     requeue: bool = False
     heartbeat_timeout: float = 60.0
+    #: The steering process whose pilot this farmer is (its tag, noted in the heartbeat file), or "".
+    steering: str = ""
 
 
 @dataclass
@@ -112,6 +146,10 @@ class Farmer:
         self.longest = 0.0
         self.base_env = {**os.environ, MARK: str(workdir.path)}
         self._old_mask: set[int] = set()
+        #: A stop signal that came while lines were being reaped (see :meth:`_reap`).
+        self.stop_pending: int | None = None
+        #: Lines killed by the same signal that stops the farmer: they go back into toprocess.
+        self.killed_by_stop: list[int] = []
 
     def say(self, *words: Any) -> None:
         print(time.asctime(), *words, file=self.out, flush=True)
@@ -138,7 +176,8 @@ class Farmer:
             end = allocation_end(options.walltime, started)
         workdir.register(self.name, {"host": HOST, "pid": os.getpid(), "started": started,
                                      "create_time": psutil.Process().create_time(),
-                                     "job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID")})
+                                     "job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID"),
+                                     "steering": options.steering})
         if options.timeout:
             signal.alarm(int(options.timeout))
         beat_every = max(0.5, options.heartbeat_timeout / 6)
@@ -151,6 +190,9 @@ class Farmer:
         try:
             while True:
                 self._reap()
+                if self.stop_pending is not None:
+                    stop = self.stop_pending
+                    break
                 now = time.monotonic()
                 if end is not None and not draining:
                     needed = options.task_seconds or self.longest
@@ -206,7 +248,7 @@ class Farmer:
                     stop = info.si_signo
                     break
             put_back = self._stop_all() if stop is not None else []
-            put_back += list(self.queue)
+            put_back += self.killed_by_stop + list(self.queue)
             self.queue.clear()
             with workdir.locked():
                 self._record_locked()
@@ -220,11 +262,11 @@ class Farmer:
         except BaseException:
             self._kill_all()
             raise
-        result = FarmResult(1 if stop is not None else 0, self.finished, self.failed, put_back)
+        result = FarmResult(exit_code_of(stop), self.finished, self.failed, put_back)
         if stop is not None:
             result.stopped_by = "the timeout" if stop == signal.SIGALRM else signal.Signals(stop).name
             self.say(f"Stopped by {result.stopped_by}: {len(put_back)} running line(s) put back into toprocess")
-        if options.requeue and (stop is not None or draining) and left:
+        if options.requeue and (stop == signal.SIGUSR1 or draining) and left:  # not when cancelled (SIGTERM)
             self._requeue()
         self.say(f"Finished working: {self.finished} finished, {self.failed} failed in this run, {left} left to "
                  f"process")
@@ -250,7 +292,7 @@ class Farmer:
         slot = self.free_slots.pop()
         started = time.time()
         if self.options.verbose:
-            self.say("Executing task", task_id, ":", command)
+            self.say("Executing task", task_id, ":", shown(command, 0))
         log = self.log_prefix + str(task_id)
         cleanup = None
         try:
@@ -265,16 +307,37 @@ class Farmer:
                            (os.POSIX_SPAWN_DUP2, 1, 2)]
                 pid = os.posix_spawnp(launch.argv[0], launch.argv, env, file_actions=actions, setpgroup=0,
                                       setsigmask=(), setsigdef=DEFAULT_IN_CHILD)
-        except (OSError, FarmError) as e:
-            with open(log, "w") as f:
-                f.write(f"b2batch farm: cannot start task {task_id} ({command}): {e}\n")
+        except Exception as e:  # noqa: BLE001  (a line that cannot start fails alone, whatever the reason)
             self.free_slots.append(slot)
             if cleanup:
                 cleanup()
-            self._ended(task_id, 127, started, started, slot)
+            self._not_started(task_id, command, e, log, started, slot)
             return
         self.running[pid] = _Running(task_id, pid, slot, started, cleanup)
         self.pids.append(f"p {task_id} {pid}\n")
+
+    def where(self, task_id: int) -> str:
+        """A line as the user sees it: its task id, and its line number in the task list where known."""
+        numbers = getattr(self.handler, "line_numbers", None)
+        path = getattr(self.handler, "path", None)
+        if numbers and task_id < len(numbers) and path:
+            return f"task {task_id} (line {numbers[task_id]} of {path})"
+        return f"task {task_id}"
+
+    def _not_started(self, task_id: int, command: str, error: Exception, log: str, started: float,
+                     slot: int) -> None:
+        """A line that cannot be started (not found, not executable, a NUL byte, too long for the OS...) fails
+        alone: into ``failed``, the reason in its log, exit code 127 (not found) or 126 (cannot run)."""
+        code = 127 if isinstance(error, FileNotFoundError) else 126
+        reason = cannot_start_reason(error)
+        message = f"b2batch farm: {self.where(task_id)} cannot be started: {reason}. The line: {shown(command)}"
+        try:
+            with open(log, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(message + "\n")
+        except OSError as e:
+            logger.warning("Cannot write %s: %s", log, e)
+        self.say(f"{message} (it goes into failed with exit code {code})")
+        self._ended(task_id, code, started, started, slot)
 
     def _fork(self, task_id: int, command: str, log: str) -> int:
         sys.stdout.flush()
@@ -321,6 +384,15 @@ class Farmer:
             self.free_slots.append(run.slot)
             if run.cleanup:
                 run.cleanup()
+            if code - 128 in STOPPED_LINE and self.stop_pending is None:
+                # Killed by a stop signal sent to every process (Ctrl-C in a terminal, scancel, a process group):
+                # the farmer's own signal is on its way. Such a line was stopped, it did not fail.
+                info = signal.sigtimedwait(STOP_SIGNALS, STOP_SIGNAL_WITHIN)
+                if info is not None:
+                    self.stop_pending = info.si_signo
+            if self.stop_pending is not None and code != 0:
+                self.killed_by_stop.append(run.task_id)
+                continue
             ended.append((run, code))
             self._ended(run.task_id, code, run.started, time.time(), run.slot)
         return ended
@@ -336,7 +408,7 @@ class Farmer:
         else:
             self.failed += 1
         if self.options.verbose:
-            self.say("Completed task", task_id, ":", self.tasks[task_id], f"(exit code {code})")
+            self.say("Completed task", task_id, ":", shown(self.tasks[task_id], 0), f"(exit code {code})")
         self.events.append({"cat": "task", "name": self.tasks[task_id], "pid": os.getpid(), "tid": slot,
                             "ts": started * 1e6, "dur": (ended - started) * 1e6, "ph": "X",
                             "args": {"id": task_id, "exit_code": code, "host": HOST}})

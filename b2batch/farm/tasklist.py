@@ -25,9 +25,21 @@ from b2batch.farm.definitions import Definition, FarmError, ini_files, read_defi
 
 def read_tasks(path: str | Path) -> list[str]:
     """The tasks of a task-list file: its lines stripped, without blank ones and those starting with ``#``."""
+    return read_numbered_tasks(path)[0]
+
+
+def read_numbered_tasks(path: str | Path) -> tuple[list[str], list[int]]:
+    """The tasks of a task-list file, and the number of the file's line (from 1) each comes from."""
+    tasks: list[str] = []
+    numbers: list[int] = []
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+            for number, line in enumerate(f, 1):
+                task = line.strip()
+                if task and not line.startswith("#"):
+                    tasks.append(task)
+                    numbers.append(number)
+        return tasks, numbers
     except FileNotFoundError:
         raise FarmError(f"The task list {path} does not exist. Give the path of a text file with one command "
                         f"per line (b2batch farm TASKLIST ...).") from None
@@ -56,7 +68,7 @@ class ListTaskList:
                             f"{', '.join(sorted(kwargs))}.")
         self.path = str(path)
         self.workdir = str(workdir)
-        self.tasks = read_tasks(path)
+        self.tasks, self.line_numbers = read_numbered_tasks(path)
 
     def __len__(self) -> int:
         return len(self.tasks)
