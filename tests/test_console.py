@@ -4,6 +4,7 @@ LSF jobs of the emulator (whose ``bjobs``/``bkill`` the commands call)."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import socket
 import subprocess
@@ -135,7 +136,7 @@ def test_status_and_cancel_ask_the_batch_system(workflow, tmp_path: Path) -> Non
                                                                                 "--json").stdout or "[]")},
                                 ["queued", "running"])
         details = sorted(job["detail"] for job in found.values())
-        assert details == ["lsf state PEND", "lsf state RUN"]  # one slot: the other pends
+        assert details == ["lsf: pending (PEND)", "lsf: running (RUN)"]  # one slot: the other pends; in words
         ids = sorted(job["job_id"] for job in found.values())
 
         cancelled = emulated("cancel", str(flow.script), "--yes")
@@ -167,6 +168,15 @@ def test_status_and_cancel_send_htcondor_commands_to_the_schedd_in_the_journal(w
 
     try:
         found = wait_for_states(look, ["queued", "running"])
+        assert sorted(job["detail"] for job in found.values()) == ["htcondor: idle (JobStatus 1)",
+                                                                   "htcondor: running (JobStatus 2)"]
+        # Outside the emulator: condor_q and condor_rm are not on PATH, and status and cancel say so.
+        outside = b2batch("status", str(flow.script), cwd=flow.folder, env=env)
+        assert outside.returncode == 0 and outside.stdout.count("could not ask htcondor: condor_q is not on PATH") == 2
+        assert "exited with 127" not in outside.stdout, outside.stdout
+        not_cancelled = b2batch("cancel", "--yes", str(flow.script), cwd=flow.folder, env=env)
+        assert not_cancelled.returncode == 1 and "could not be asked about" in not_cancelled.stdout
+        assert not_cancelled.stderr.count("condor_q is not on PATH") == 2, not_cancelled.stderr
         journals = sorted((flow.folder / "task_files").glob("*/*/submission.json"))
         assert len(journals) == 2
         assert all(json.loads(j.read_text())["htcondor_place"] == ["-name", schedd] for j in journals)
@@ -189,3 +199,66 @@ def test_status_and_cancel_send_htcondor_commands_to_the_schedd_in_the_journal(w
     (journal.parent / "exit_code").unlink(missing_ok=True)
     (job,) = [job for job in look().values() if job["job_id"] == record["job_id"]]
     assert job["state"] == "unknown" and "could not ask htcondor" in job["detail"], job
+
+
+def test_status_lists_the_jobs_of_the_current_tasks(workflow, tmp_path: Path) -> None:
+    flow = workflow("experience.py")
+    assert flow.run(*BATCH, "--count", "3").returncode == 0
+    assert flow.run(*BATCH, "--count", "1").returncode == 0  # Part(n=1), Part(n=2) are not tasks of this run
+    status = b2batch("status", str(flow.script), cwd=tmp_path)  # the arguments of the last run
+    assert status.returncode == 0, status.stderr
+    listed = [line.split()[0] for line in status.stdout.splitlines()[2:-2]]
+    assert listed == ["Part(n=0)", "Total()"], status.stdout
+    assert status.stdout.splitlines()[-2:] == [
+        "2 job(s): 2 done",
+        f"2 job folder(s) of other tasks (earlier parameters) not listed: b2batch status --all {flow.script} "
+        "lists them too."]
+    assert sorted(jobs(flow.script, tmp_path)) == ["Part(n=0)", "Total()"]  # the JSON too
+    every = b2batch("status", "--all", str(flow.script), cwd=tmp_path).stdout
+    assert every.splitlines()[-1] == "4 job(s): 4 done" and "not listed" not in every
+    asked = b2batch("status", str(flow.script), "--count", "2", "--json", cwd=tmp_path)  # the script's arguments
+    assert sorted(job["task"] for job in json.loads(asked.stdout)) == ["Part(n=0)", "Part(n=1)", "Total()"]
+
+
+def test_every_subcommand_has_a_description(capsys: pytest.CaptureFixture[str]) -> None:
+    from b2batch.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = capsys.readouterr().out
+    assert "console script" not in top and "Run luigi workflows as batch jobs" in top
+    names = re.search(r"\{([a-z,]+)\}", top).group(1).split(",")
+    assert {"emulate", "settings", "run", "status", "cancel", "farm"} <= set(names)
+    for name in names:
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = capsys.readouterr().out
+        description = text.split("\n\n")[1]  # usage, the description, the arguments
+        assert not description.startswith(("positional arguments", "options")), f"b2batch {name} --help:\n{text}"
+        assert len(description.split()) >= 8, f"b2batch {name} --help:\n{text}"
+
+
+@pytest.mark.parametrize("system", ["htcondor", "lsf"])
+def test_emulate_says_in_one_line_that_a_command_cannot_run(system: str, tmp_path: Path) -> None:
+    script = tmp_path / "not-executable.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    for cmd, code, line in [("nosuchcmd", 127, "b2batch emulate: nosuchcmd: command not found"),
+                            (str(tmp_path / "nosuch"), 127, f"b2batch emulate: {tmp_path / 'nosuch'}: No such file "
+                                                            "or directory"),
+                            (str(script), 126, f"b2batch emulate: {script}: Permission denied")]:
+        done = b2batch("emulate", system, "--", cmd, "arg", cwd=tmp_path,
+                       env=clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator")))
+        assert (done.returncode, done.stderr, done.stdout) == (code, line + "\n", ""), done.stderr
+        shell = subprocess.run(["sh", "-c", shlex.quote(cmd)], capture_output=True)
+        assert shell.returncode == code  # as a shell says
+
+
+@pytest.mark.parametrize("system, tool", [("htcondor", "condor_submit"), ("lsf", "bsub"), ("slurm", "sbatch")])
+def test_a_run_says_which_scheduler_tool_is_not_on_path(system: str, tool: str, workflow, tmp_path: Path) -> None:
+    flow = workflow("experience.py")
+    bare = clean_env(PATH=str(tmp_path / "no-tools"))  # no scheduler tools
+    run = flow.run("--batch", "--batch-system", system, "--count", "1", env=bare)
+    assert run.returncode == 1
+    assert f"could not be submitted to {system}: {system} cannot be used here: {tool} is not on PATH: cannot run `" \
+        f"{tool} " in run.stderr, run.stderr[-3000:]
+    assert "rejected the job" not in run.stderr and "exited with 127" not in run.stderr
