@@ -4,6 +4,7 @@
 - :mod:`b2batch.calls.node`: what a job runs: the calls, their values or the exception written back.
 """
 
+from b2batch.calls import pickling
 from b2batch.calls.executor import CallFuture, CallJobError, Executor, RemoteTraceback, as_completed
 
-__all__ = ["CallFuture", "CallJobError", "Executor", "RemoteTraceback", "as_completed"]
+__all__ = ["CallFuture", "CallJobError", "Executor", "RemoteTraceback", "as_completed", "pickling"]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch import paths, systems
+from b2batch.calls import pickling
 from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
 from b2batch.engine import Job, JobFiles, JobState, Run
 from b2batch.errors import B2BatchError, SettingError
@@ -92,7 +93,7 @@ class CallFuture(concurrent.futures.Future):
             return True
         if not super().cancel():
             return False
-        self.executor._requests.put(("cancel", self))
+        self.executor._requests.put(("cancel", [self]))
         self.executor._wake.set()
         return True
 
@@ -143,10 +144,8 @@ class Executor:
         """Run ``calls`` one after another in one job; a future of the list of their values."""
         if self._closing:
             raise RuntimeError(f"{self.name}: cannot submit calls after shutdown")
-        import cloudpickle
-
         try:
-            payload = cloudpickle.dumps(list(calls))
+            payload = pickling.dumps(list(calls))
         except Exception as e:
             first = calls[0][0] if calls else None
             raise pickle.PicklingError(f"{self.name}: the call {getattr(first, '__qualname__', first)!r} or its "
@@ -176,6 +175,13 @@ class Executor:
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
                    files=files, settings=self.settings, params={"call": str(number)}, unit=unit,
                    bootstrap={"frontend": "calls"}, settings_key=self.settings)
+
+    def cancel(self, futures: Iterable[CallFuture]) -> None:
+        """Cancel these futures (those not ended) and their jobs, with one cancel command per batch system."""
+        chosen = [future for future in futures if not future.done() and concurrent.futures.Future.cancel(future)]
+        if chosen:
+            self._requests.put(("cancel", chosen))
+            self._wake.set()
 
     def in_flight(self) -> int:
         """Calls submitted whose job has not ended."""
@@ -231,10 +237,13 @@ class Executor:
     def _take_requests(self) -> bool:
         """Submit and cancel what the caller asked for; whether the caller is closing."""
         closing = self._closing
+        cancelled: list[Job] = []  # one cancel command per batch system for all of them
         while True:
             try:
                 kind, future = self._requests.get_nowait()
             except queue.Empty:
+                if cancelled:
+                    self.run.cancel(cancelled, reason="cancelled by the caller")
                 return closing
             if kind == "submit":
                 if future.cancelled():
@@ -242,8 +251,7 @@ class Executor:
                 self._futures[id(future.job)] = future
                 self.run.submit(future.job)
             elif kind == "cancel":
-                if self._futures.pop(id(future.job), None) is not None:
-                    self.run.cancel([future.job], reason="cancelled by the caller")
+                cancelled += [each.job for each in future if self._futures.pop(id(each.job), None) is not None]
             else:  # "close", or "cancel-all"
                 if kind == "cancel-all":
                     self.run.interrupt()
@@ -259,8 +267,8 @@ class Executor:
                 _kind, future = self._requests.get_nowait()
             except queue.Empty:
                 return
-            if future is not None:
-                future.cancel()
+            for each in future if isinstance(future, list) else [future] if future is not None else []:
+                each.cancel()
 
     def _finish(self, job: Job) -> None:
         future = self._futures.pop(id(job), None)

@@ -59,6 +59,8 @@ class B2BatchBackend(ParallelBackendBase):
     default_n_jobs = -1
     #: Where task files go when ``shared_data_dir`` is not given (relative: to the settings' base folder).
     default_shared_data_dir: str | None = None
+    #: How messages name this front-end.
+    frontend_name = "the joblib backend b2batch"
 
     def __init__(self, nesting_level: int | None = None, inner_max_num_threads: int | None = None,
                  **parameters: Any) -> None:

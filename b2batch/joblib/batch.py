@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from b2batch.calls import CallFuture, Executor, RemoteTraceback
+from b2batch.calls import CallFuture, Executor, RemoteTraceback, pickling
 from b2batch.engine import RunRecord
 from b2batch.joblib.node import BatchesRaised, BatchOutcome, run_batches
 
@@ -59,6 +59,8 @@ class Pending:
     batch: Any
     future: concurrent.futures.Future
     calls: int
+    #: The place of its first call in the Parallel call (joblib hands batches over in the input's order).
+    position: int = 0
     payload: bytes | None = None
 
 
@@ -77,8 +79,12 @@ class CallBatch:
     def __init__(self, *, name: str, system: str, settings: dict[str, Any], folder: Path, log_folder: Path,
                  keep_logs: bool, level: int, throttle: int | None, batch_size: int | str, coalesce: bool,
                  delete_task_file_on_load: bool, log_level: int, context_func: Any, record: RunRecord,
-                 pilots: int | None = None) -> None:
+                 pilots: int | None = None, frontend: str = "the joblib backend b2batch") -> None:
         self.name = name
+        #: How messages name this front-end.
+        self.frontend = frontend
+        #: Calls handed over so far: the place in the Parallel call of the next batch's first call.
+        self.positions = 0
         self.folder = folder
         self.log_folder = log_folder
         self.keep_logs = keep_logs
@@ -107,7 +113,9 @@ class CallBatch:
 
     def submit(self, batch: Any) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
-        self._pending.append(Pending(batch, future, max(1, len(batch) if hasattr(batch, "__len__") else 1)))
+        calls = max(1, len(batch) if hasattr(batch, "__len__") else 1)
+        self._pending.append(Pending(batch, future, calls, self.positions))
+        self.positions += calls
         self._wake.set()
         return future
 
@@ -188,13 +196,9 @@ class CallBatch:
             member = self._pending.popleft()
             if member.payload is None:
                 try:
-                    import cloudpickle
-
-                    member.payload = cloudpickle.dumps(member.batch)
+                    member.payload = pickling.dumps(member.batch)
                 except Exception as e:
-                    _fail(member.future, pickle.PicklingError(
-                        f"a call of this Parallel or its arguments cannot be pickled to send them to a job: "
-                        f"{type(e).__name__}: {e}"))
+                    _fail(member.future, self._unpicklable(member, e))
                     continue
             if members and (size + len(member.payload) > MAX_UNIT_BYTES or len(members) >= MAX_UNIT_BATCHES):
                 self._pending.appendleft(member)
@@ -205,6 +209,20 @@ class CallBatch:
             if single or self._full(calls):
                 break
         return members
+
+    def _unpicklable(self, member: Pending, error: Exception) -> pickle.PicklingError:
+        """The error for a batch that cannot be pickled, naming the call (its place in the Parallel call)."""
+        index, reason = 0, error
+        for index, item in enumerate(getattr(member.batch, "items", None) or []):
+            try:
+                pickling.dumps(item)
+            except Exception as e:  # noqa: BLE001 - any reason counts
+                reason = e
+                break
+        return pickle.PicklingError(
+            f"{self.frontend}: call {member.position + index} of this Parallel call ({_label(member.batch, index)}) "
+            f"cannot be pickled to send it to a job (its function or an argument): {type(reason).__name__}: "
+            f"{reason}")
 
     def _full(self, calls: int) -> bool:
         if isinstance(self.batch_size, int):
@@ -258,14 +276,27 @@ class CallBatch:
                     continue
                 self.failed = True
                 outcome.error.__cause__ = RemoteTraceback(outcome.traceback)
-                outcome.error.add_note(f"Raised in {job.name}: {job.system} job {job.job_id} "
-                                       f"(log: {job.files.stderr})")
+                outcome.error.add_note(self._where(member, outcome.index, job))
                 _fail(member.future, outcome.error)
         else:
             self.failed = True
             for member in unit.members:
-                _fail(member.future, error or RuntimeError(f"{self.name}: a unit gave no outcome per batch"))
+                failure = error or RuntimeError(f"{self.name}: a unit gave no outcome per batch")
+                if isinstance(future, CallFuture):
+                    failure.add_note(self._where(member, None, future.job))
+                _fail(member.future, failure)
         self._wake.set()
+
+    def _where(self, member: Pending, index: int | None, job: Any) -> str:
+        """Which call it was (its place in the Parallel call), in which front-end, job and log files."""
+        if index is not None:
+            which = f"call {member.position + index} of this Parallel call"
+        elif member.calls == 1:
+            which = f"call {member.position} of this Parallel call"
+        else:
+            which = f"calls {member.position} to {member.position + member.calls - 1} of this Parallel call"
+        return (f"Raised by {which}, in {self.frontend}: {job.system} job {job.job_id} (stdout: {job.files.stdout}, "
+                f"stderr: {job.files.stderr})")
 
     def _time(self, outcomes: list[BatchOutcome]) -> None:
         calls = sum(o.calls for o in outcomes)
@@ -289,10 +320,10 @@ class CallBatch:
         shutil.rmtree(self.log_folder, ignore_errors=True)
 
 
-def _label(batch: Any) -> str:
-    """The name of the first call's function, for the progress display and the report."""
+def _label(batch: Any, index: int = 0) -> str:
+    """The name of the first call's function (or the ``index``-th's), for the progress display and messages."""
     try:
-        function = batch.items[0][0]
+        function = batch.items[index][0]
         return str(getattr(function, "__name__", None) or getattr(getattr(function, "func", None), "__name__", "joblib"))
     except (AttributeError, IndexError, TypeError):
         return "joblib"

@@ -34,6 +34,47 @@ class BatchOutcome:
     traceback: str = ""
     seconds: float = 0.0
     calls: int = 0
+    #: The place in the batch of the call that raised (or whose value cannot be pickled), when known.
+    index: int | None = None
+
+
+class _Marked:
+    """A call of a batch that notes its place in the batch when it starts, so that a failure names it."""
+
+    def __init__(self, function: Callable[..., Any], outcome: BatchOutcome, index: int) -> None:
+        self.function, self.outcome, self.index = function, outcome, index
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.outcome.index = self.index
+        return self.function(*args, **kwargs)
+
+
+def _mark(batch: Any, outcome: BatchOutcome) -> None:
+    items = getattr(batch, "items", None)  # joblib's BatchedCalls: (function, args, kwargs) per call
+    if isinstance(items, list) and all(isinstance(item, tuple) and len(item) == 3 for item in items):
+        batch.items = [(_Marked(f, outcome, i), args, kwargs) for i, (f, args, kwargs) in enumerate(items)]
+
+
+def _unsendable(values: Any, outcome: BatchOutcome) -> BaseException | None:
+    """None if the batch's values can be pickled; else an error for the first that cannot (its place noted)."""
+    import cloudpickle
+
+    try:
+        cloudpickle.dumps(values)
+        return None
+    except Exception as e:  # noqa: BLE001 - find the value
+        reason: BaseException = e
+    outcome.index = None
+    for index, value in enumerate(values if isinstance(values, list) else []):
+        try:
+            cloudpickle.dumps(value)
+        except Exception as e:  # noqa: BLE001
+            outcome.index, reason = index, e
+            break
+    shown = repr(values[outcome.index]) if outcome.index is not None else repr(values)
+    return pickle.PicklingError(f"the value the call returned, {shown:.120}, cannot be pickled to send it back: "
+                                f"{type(reason).__name__}: {reason}. Return plain data (numbers, strings, lists, "
+                                f"dicts, arrays) instead.")
 
 
 class BatchesRaised(Exception):
@@ -74,6 +115,7 @@ def run_batches(batches: list[bytes], level: int, log_level: int,
         try:
             batch = pickle.loads(payload)
             outcome.calls = len(batch)
+            _mark(batch, outcome)
             begin = time.perf_counter()  # the calls' own time: a first load may import modules
             outcome.value = batch()
         except BaseException as e:  # noqa: BLE001 - as joblib's own workers: everything goes back
@@ -81,6 +123,11 @@ def run_batches(batches: list[bytes], level: int, log_level: int,
             outcome.traceback = traceback.format_exc()
             sys.stderr.write(outcome.traceback)
         outcome.seconds = time.perf_counter() - begin
+        if outcome.error is None:  # a value that cannot go back fails its own batch, not the job's others
+            outcome.error = _unsendable(outcome.value, outcome)
+            if outcome.error is not None:
+                outcome.value, outcome.traceback = None, f"{outcome.error}\n"
+                sys.stderr.write(outcome.traceback)
         outcomes.append(outcome)
     if any(o.error is not None for o in outcomes):
         raise BatchesRaised(outcomes)

@@ -22,16 +22,17 @@ extra_directives   ``htcondor_settings``   ``slurm_settings``    ``sge_settings`
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
 from b2batch.errors import SettingError
-from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
+from b2batch.settings import SETTINGS, get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class Options:
         """Refuse values that cannot work, naming the parameter."""
         for key in self.settings:
             if key not in SETTINGS:
-                raise SettingError(unknown_setting_message(key, "given to the joblib backend b2batch"))
+                raise SettingError(unknown_option_message(key))
         if isinstance(self.throttle, list):
             if not self.throttle:
                 raise ValueError("throttle must be a whole number, or a list of them with one per nesting level; "
@@ -131,6 +132,23 @@ class Options:
 
     def system(self) -> str:
         return str(self.batch_system or self.settings.get("batch_system") or get_setting("batch_system"))
+
+
+#: joblib's own parameters of ``parallel_config`` and ``Parallel`` (a misspelt one arrives at the backend).
+JOBLIB_PARAMETERS = ("backend", "n_jobs", "verbose", "temp_folder", "max_nbytes", "mmap_mode", "prefer", "require",
+                     "inner_max_num_threads", "backend_params", "return_as", "timeout", "pre_dispatch", "batch_size",
+                     "backend_kwargs")
+
+
+def unknown_option_message(name: str) -> str:
+    """One line for an option the backend does not know: "did you mean" among joblib's parameters, the
+    backend's and b2batch's settings, and the names it knows."""
+    own = [f.name for f in fields(Options) if f.name != "settings"]
+    close = difflib.get_close_matches(name, [*own, *JOBLIB_PARAMETERS, *SETTINGS], n=3, cutoff=0.75)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return (f"Unknown option {name!r} given to the joblib backend (parallel_config(backend=..., {name}=...)).{hint} "
+            f"Fix the name; the backend's options: {', '.join(own)}; joblib's own: {', '.join(JOBLIB_PARAMETERS)}; "
+            f"and any b2batch setting by name: {', '.join(SETTINGS)}.")
 
 
 def job_settings(options: Options, system: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ class HTCondorBackend(B2BatchBackend):
     ``./joblib_htcondor_shared_data``, as there; every other batch system works too (``batch_system=...``)."""
 
     default_shared_data_dir = "joblib_htcondor_shared_data"
+    frontend_name = "the joblib backend htcondor (joblib-htcondor on b2batch)"
 
     def __init__(self, nesting_level: int | None = None, inner_max_num_threads: int | None = None,
                  **parameters: Any) -> None:

@@ -109,7 +109,8 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
                           keep_logs=bool(options.log_dir_prefix), level=level, throttle=throttle,
                           batch_size=options.batch_size, coalesce=bool(pilots) and options.batch_size == "auto",
                           delete_task_file_on_load=options.delete_task_file_on_load, log_level=options.log_level(),
-                          context_func=options.context_func, record=record, pilots=adaptive)
+                          context_func=options.context_func, record=record, pilots=adaptive,
+                          frontend=backend.frontend_name)
     except BaseException:
         watch.close(failed=True, cancelled=True)
         raise

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from b2batch.calls import CallFuture, CallJobError, Executor, RemoteTraceback
+from b2batch.calls import CallFuture, CallJobError, Executor, RemoteTraceback, pickling
 from b2batch.pool import runner
 from b2batch.pool.packing import OUTPUTS, Packer
 
@@ -34,6 +34,10 @@ class PoolJobLostError(CallJobError, RuntimeError):
 
 class PoolTerminatedError(RuntimeError):
     """The pool was terminated before these items ran."""
+
+
+def _name(function: Any) -> str:
+    return repr(getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or function)
 
 
 def chunks_of(iterable: Iterable[Any], size: int) -> Iterator[tuple[int, list[Any]]]:
@@ -116,8 +120,7 @@ class Dispatcher:
         """No more chunks go out; those not submitted, and those in flight (their jobs are cancelled), fail
         with :class:`PoolTerminatedError`."""
         self._terminated = self._closing = True
-        for chunk in list(self._chunks.values()):
-            chunk.future.cancel()  # one cancel request each to the executor's thread
+        self.executor.cancel([chunk.future for chunk in list(self._chunks.values())])  # one request for all
         self._ended.put(None)
 
     def join(self, timeout: float | None = None) -> None:
@@ -193,12 +196,33 @@ class Dispatcher:
                                    self.initargs), {})
         try:
             future = self.executor.submit_calls([call], label=batch.label)
-        except Exception as e:  # noqa: BLE001 - e.g. a function or items that cannot be pickled
+        except pickle.PicklingError as e:  # the function, an item or the initializer cannot be sent
+            batch.result.fail(start, start + len(items), self._unpicklable(batch, start, items, e))
+            return
+        except Exception as e:  # noqa: BLE001 - e.g. the job's folder cannot be written
             batch.result.fail(start, start + len(items), e)
             return
         meta = {"call": batch.label, "chunk": number, "start": start, "count": len(items)}
         self._chunks[id(future)] = _Chunk(batch, number, start, len(items), future, meta)
         future.add_done_callback(self._ended.put)
+
+    def _unpicklable(self, batch: Batch, start: int, items: list[Any], error: Exception) -> pickle.PicklingError:
+        """What of the call cannot be pickled, named as the caller wrote it: the function, an item or the
+        initializer."""
+        parts = [(f"the function {_name(batch.function)}", batch.function)]
+        parts += [(f"item {start + offset} ({item!r:.80})", item) for offset, item in enumerate(items)]
+        if self.initializer is not None:
+            parts.append((f"the initializer {_name(self.initializer)} or its initargs",
+                          (self.initializer, self.initargs)))
+        what, reason = "the call", error.__cause__ or error
+        for name, value in parts:
+            try:
+                pickling.dumps(value)
+            except Exception as e:  # noqa: BLE001 - any reason counts
+                what, reason = name, e
+                break
+        return pickle.PicklingError(f"b2batch pool: {what} of {batch.label} cannot be pickled to send it to a "
+                                    f"job: {type(reason).__name__}: {reason}")
 
     # --- an ended job --------------------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ remote traceback. ``batch_system="multiprocessing"`` gives a real ``multiprocess
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 import math
 import multiprocessing
@@ -23,6 +25,7 @@ import shutil
 import sys
 import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,8 @@ from b2batch.pool import environment, runner
 from b2batch.pool.dispatch import Batch, Dispatcher, chunks_of
 from b2batch.pool.packing import Packer
 from b2batch.pool.results import AsyncResult, ItemIterator, MapResult
-from b2batch.settings import get_setting
+from b2batch.errors import SettingError
+from b2batch.settings import SETTINGS, get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +57,20 @@ def _wants_multiprocessing(batch_system: Any, fallback: str | None) -> bool:
 
 def _name_of(function: Callable[..., Any]) -> str:
     return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or type(function).__name__
+
+
+def _check_settings(values: dict[str, Any], name: str) -> None:
+    """Refuse a name in ``settings`` that is no b2batch setting, in one line with "did you mean"."""
+    for key in values:
+        if key in SETTINGS:
+            continue
+        own = [p for p in inspect.signature(Pool.__init__).parameters if p not in ("self", "settings")]
+        close = difflib.get_close_matches(key, [*SETTINGS, *own], n=3, cutoff=0.75)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        where = "b2batch.Pool" if name == "pool" else "the pypoolparty pool"
+        raise SettingError(f"Unknown setting {key!r} in settings={{...}} given to {where}.{hint} Fix the name; the "
+                           f"pool's own options are arguments ({', '.join(own)}), and settings takes b2batch "
+                           f"settings: {', '.join(SETTINGS)}.")
 
 
 class Pool:
@@ -95,6 +113,7 @@ class Pool:
         self.throttle = throttle
         self.keep_work_dir = bool(keep_work_dir)
         self.slurm_call_timeout = slurm_call_timeout
+        _check_settings(dict(settings or {}), name)
         parent = Path(work_dir) if work_dir is not None else paths.resolve(get_setting("task_file_dir"))
         self.work_dir = (parent / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}").resolve()
         self.work_dir.mkdir(parents=True)
@@ -123,8 +142,9 @@ class Pool:
         self._dispatcher = Dispatcher(self.executor, self.packer, window, task_errors, initializer,
                                       tuple(initargs))
         self._state = _RUN
-        self._ended = False
         self._progress, self._report = self._show(verbose)
+        self._ending = _Ending(self)
+        self._finalizer = weakref.finalize(self, self._ending, True)
 
     def _system_slots(self) -> int:
         if self.executor.system == "local":
@@ -236,20 +256,15 @@ class Pool:
     def terminate(self) -> None:
         """Cancel every job not ended; results not ready fail with PoolTerminatedError."""
         self._state = _TERMINATE
-        self._dispatcher.terminate()
-        self._dispatcher.join()
-        # Not shutdown(cancel_futures=True): the dispatcher cancelled each future itself, because the
-        # executor's cancel-all loops for ever on a future that is cancelled twice.
-        self.executor.shutdown(wait=True)
-        self._end()
+        self._finalizer.detach()
+        self._ending(terminate=True)
 
     def join(self) -> None:
         """Wait until every call ended (after :meth:`close` or :meth:`terminate`)."""
         if self._state == _RUN:
             raise ValueError("Pool is still running")
-        self._dispatcher.join()
-        self.executor.shutdown(wait=True)
-        self._end()
+        self._finalizer.detach()
+        self._ending(terminate=False)
 
     def __enter__(self) -> Pool:
         self._check_running()
@@ -263,21 +278,41 @@ class Pool:
         else:
             self.terminate()
 
-    def _end(self) -> None:
-        if self._ended:
+
+
+class _Ending:
+    """What ends a pool: its jobs cancelled (terminate) or waited for, its display stopped, its work dir removed
+    unless kept. It holds no reference to the pool, so that it also ends a pool dropped without ``close``
+    (garbage-collected, or still there when the interpreter exits), as ``multiprocessing.Pool`` does."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.dispatcher, self.executor, self.packer = pool._dispatcher, pool.executor, pool.packer
+        self.work_dir, self.keep_work_dir = pool.work_dir, pool.keep_work_dir
+        self.progress, self.report = pool._progress, pool._report
+        self.ended = False
+
+    def __call__(self, terminate: bool) -> None:
+        if terminate:
+            self.dispatcher.terminate()
+        else:
+            self.dispatcher.close()
+        self.dispatcher.join()
+        # Not shutdown(cancel_futures=True): the dispatcher cancelled the futures itself, because the
+        # executor's cancel-all loops for ever on a future that is cancelled twice.
+        self.executor.shutdown(wait=True)
+        if self.ended:
             return
-        self._ended = True
+        self.ended = True
         self.packer.close()
-        if self._progress is not None:
-            self._progress.stop()
-        if self._report is not None:
-            self._report.__exit__(None, None, None)
+        if self.progress is not None:
+            self.progress.stop()
+        if self.report is not None:
+            self.report.__exit__(None, None, None)
         reasons = [why for why, yes in (("keep_work_dir is set", self.keep_work_dir),
-                                        ("an item failed or a job was lost", self._dispatcher.failed),
+                                        ("an item failed or a job was lost", self.dispatcher.failed),
                                         ("a job wrote to stderr", self.packer.wrote_stderr)) if yes]
         if reasons:
-            log = logger.warning if self._dispatcher.failed else logger.info
+            log = logger.warning if self.dispatcher.failed else logger.info
             log("b2batch pool: the work dir is kept (%s): %s", "; ".join(reasons), self.work_dir)
         else:
             shutil.rmtree(self.work_dir, ignore_errors=True)
-

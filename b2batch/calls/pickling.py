@@ -1,0 +1,36 @@
+"""Pickling calls for a job: cloudpickle, but functions keep the file name they were defined in.
+
+cloudpickle sends the code of functions it pickles by value (those of the caller's ``__main__``, lambdas,
+closures) with the file name ``<dynamic-code>``, so a traceback raised in a job shows
+``File "<dynamic-code>", line 5`` instead of the user's script. Here code objects travel in ``marshal``'s form,
+which is how Python itself stores compiled code (``.pyc``): the file name and line table stay, and the
+traceback names the user's file and line (with the line's text when the file is readable on the node).
+"""
+
+from __future__ import annotations
+
+import io
+import marshal
+import pickle
+import types
+from collections import ChainMap
+from typing import Any
+
+import cloudpickle
+
+
+def _code_reduce(code: types.CodeType) -> tuple[Any, ...]:
+    return marshal.loads, (marshal.dumps(code),)
+
+
+class Pickler(cloudpickle.Pickler):
+    """cloudpickle's pickler with code objects that keep ``co_filename``."""
+
+    dispatch_table = ChainMap({types.CodeType: _code_reduce}, cloudpickle.Pickler.dispatch_table)
+
+
+def dumps(value: Any, protocol: int | None = None) -> bytes:
+    """``cloudpickle.dumps(value)``, with functions' code keeping its file name and lines."""
+    with io.BytesIO() as file:
+        Pickler(file, protocol=protocol or pickle.DEFAULT_PROTOCOL).dump(value)
+        return file.getvalue()
