@@ -52,10 +52,27 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
                        arguments: str = "", suffix: str = "") -> str:
     """The submit description of the task's job (or of an array of ``count`` jobs with the task's
     settings), checked by ``htcondor2.Submit``; errors name the bad setting."""
-    settings = merged_settings(task)
+    settings = checked_settings(task)
     if any(c in text for text in (executable, folder) for c in "\r\n"):
         raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
                            f"submit description cannot hold; choose another task_file_dir.")
+    transfer = task.setting("transfer_files") or []
+    what = f"task {task.key}" if count == 1 else f"an array of {count} {task.family} tasks"
+    text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
+                  suffix=suffix, count=count, batch_name=batch_name,
+                  transfer_files=[str(paths.resolve(f)) for f in transfer],
+                  settings=[(k, _value(v)) for k, v in settings.items()])
+    # An array's jobs share these settings: an error found only now is one of all of them, not of the first.
+    _check(text, settings, f"Task {task}" if count == 1 else f"The {count} {task.family} tasks of one array "
+           f"({task} and others with the same htcondor_settings)")
+    return text
+
+
+def checked_settings(task: Any) -> dict[str, Any]:
+    """The task's merged htcondor_settings, each name and value checked, and its transfer_files checked; a
+    bad one is a SettingError naming the task. Jobs are checked one by one before they are put into arrays,
+    so that each error names its own task."""
+    settings = merged_settings(task)
     for key, value in settings.items():
         if not isinstance(key, str) or not _KEY.match(key):
             raise SettingError(f"Task {task}: {key!r} in htcondor_settings is not a submit command name.")
@@ -73,13 +90,7 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     transfer = task.setting("transfer_files") or []
     if isinstance(transfer, str) or any("," in str(f) or "\n" in str(f) for f in transfer):
         raise SettingError(f"Task {task}: transfer_files must be a list of paths without commas, not {transfer!r}.")
-    what = f"task {task.key}" if count == 1 else f"an array of {count} {task.family} tasks"
-    text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
-                  suffix=suffix, count=count, batch_name=batch_name,
-                  transfer_files=[str(paths.resolve(f)) for f in transfer],
-                  settings=[(k, _value(v)) for k, v in settings.items()])
-    _check(text, settings, task)
-    return text
+    return settings
 
 
 _HOST = re.compile(r"[A-Za-z0-9_.\-]+(:[0-9]+)?(,[A-Za-z0-9_.\-]+(:[0-9]+)?)*\Z")
@@ -120,19 +131,19 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _check(text: str, settings: dict[str, Any], task: Any) -> None:
+def _check(text: str, settings: dict[str, Any], unit: str) -> None:
     import htcondor2  # the official bindings; imported only where a description is made
 
     try:
         parsed = dict(htcondor2.Submit(text))
     except Exception as e:  # the bindings raise ValueError/HTCondorException with little detail
-        raise SettingError(f"Task {task}: HTCondor cannot parse the submit description made from "
+        raise SettingError(f"{unit}: HTCondor cannot parse the submit description made from "
                            f"htcondor_settings {settings!r}: {e}") from e
     lowered = {k.lower() for k in parsed}
     for key in settings:
         name = f"my.{key[1:]}" if key.startswith("+") else key
         if name.lower() not in lowered:
-            raise SettingError(f"Task {task}: htcondor_settings[{key!r}] did not survive HTCondor's parsing "
+            raise SettingError(f"{unit}: htcondor_settings[{key!r}] did not survive HTCondor's parsing "
                                f"of the submit description; check its name and value.")
 
 
@@ -170,7 +181,8 @@ class HTCondorSystem(SchedulerSystem):
         self._earlier_place: tuple[str, ...] = ()
 
     def common_options(self, job: Job) -> list[str]:
-        return [json.dumps(merged_settings(job), sort_keys=True, default=str),
+        # Checked here, job by job: a job with bad settings is not put into an array, and its error names it.
+        return [json.dumps(checked_settings(job), sort_keys=True, default=str),
                 json.dumps(job.setting("transfer_files") or [], default=str), *place(job)]
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
