@@ -1,0 +1,20 @@
+# No --batch, but a task class that names its batch system: b2luigi's task attribute wins over the
+# batch_system=local that a run without --batch sets.
+# args:
+import b2luigi
+
+
+class MyTask(b2luigi.Task):
+    batch_system = "test"
+
+    def output(self):
+        yield self.add_to_output("out.txt")
+
+    def run(self):
+        print("ran in the steering process")
+        with open(self.get_output_file_name("out.txt"), "w") as f:
+            f.write("ran\n")
+
+
+if __name__ == "__main__":
+    b2luigi.process(MyTask())

@@ -1,0 +1,124 @@
+"""``import b2luigi`` side by side: each script of ``tests/differential/b2luigi/scripts`` runs under the real
+b2luigi 1.3.0 (its own venv, ``tests/peers/install.sh``) and under b2batch through the shim, in fresh folders,
+and every difference in exit status, printed lines, exception types and files written fails its test unless
+it is one of the differences listed in docs/migrating.md ("Differences from b2luigi 1.3"), matched by the
+script's ``# allowed: D<n>: <regex>`` lines or by ``allowed.txt``. The list must stay honest (every listed
+difference still shows somewhere) and short (at most five).
+
+The scripts run two at a time in the background from the first test on; each test waits for its own script.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from peers import peer_python
+
+ROOT = Path(__file__).resolve().parents[1]
+MIGRATING = ROOT / "docs" / "migrating.md"
+HEADING = "## Differences from b2luigi 1.3"
+MAX_LISTED = 5
+
+
+def _load_harness():
+    path = ROOT / "tests" / "differential" / "b2luigi" / "harness.py"
+    spec = importlib.util.spec_from_file_location("b2luigi_differential_harness", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+harness = _load_harness()
+SCRIPTS = harness.scripts()
+
+
+def listed_differences() -> dict[str, str]:
+    """The ids and texts of the table under ``## Differences from b2luigi 1.3`` in docs/migrating.md."""
+    text = MIGRATING.read_text()
+    if HEADING not in text:
+        return {}
+    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\|\s*(D\d+)\s*\|\s*(.*?)\s*\|", section, flags=re.MULTILINE)
+    return dict(rows)
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> Iterator[dict[str, Future]]:
+    """Every script's outcome, computed two at a time in the background (in the order the tests ask)."""
+    python = str(peer_python("b2luigi"))
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="b2luigi-diff")
+    futures = {script.name: pool.submit(harness.run_script, script, python) for script in SCRIPTS}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def judged(outcome) -> tuple[list[str], set[str]]:
+    """Differences no listed difference explains, and the listed ids this outcome shows. A pattern for an
+    id that the table does not list explains nothing."""
+    return harness.unexplained(harness.CORPUS / outcome.script, harness.compare(outcome),
+                               set(listed_differences()))
+
+
+def test_the_corpus_has_at_least_40_scripts_each_stating_its_runs() -> None:
+    assert len(SCRIPTS) >= 40, [s.name for s in SCRIPTS]
+    for script in SCRIPTS:
+        text = script.read_text()
+        assert re.search(r"^# args:", text, flags=re.MULTILINE), f"{script.name} states no '# args:' line"
+        assert "import b2luigi" in text, script.name
+        harness.read_manifest(script)  # a malformed 'allowed' line raises
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
+def test_a_script_behaves_as_under_b2luigi(script: Path, outcomes: dict[str, Future]) -> None:
+    outcome = outcomes[script.name].result()
+    left, _ = judged(outcome)
+    assert not left, (f"{script.name}: {len(left)} difference(s) from b2luigi 1.3.0 not listed in "
+                      f"docs/migrating.md:\n  " + "\n  ".join(left) + "\n" + harness.report(outcome))
+
+
+@pytest.mark.slow
+def test_every_listed_difference_still_shows(outcomes: dict[str, Future]) -> None:
+    shown: set[str] = set()
+    for future in outcomes.values():
+        shown |= judged(future.result())[1]
+    gone = sorted(set(listed_differences()) - shown)
+    assert not gone, f"listed in docs/migrating.md but shown by no script of the corpus (fixed? remove): {gone}"
+
+
+def test_at_most_five_differences_are_listed() -> None:
+    listed = listed_differences()
+    assert len(listed) <= MAX_LISTED, listed
+
+
+def test_the_comparison_sees_each_kind_of_difference(tmp_path: Path) -> None:
+    """The harness itself: a changed exit status, a missing or extra line, an exception of another type, a
+    file elsewhere or with other text are all differences; times, pids and folders are not."""
+    def run(status, out, err, files):
+        return harness.Run([], status, harness.normalise(out, tmp_path), harness.normalise(err, tmp_path), files)
+
+    same = harness.Outcome("x.py", [run(0, "a\nb\n", f"pid 12 in {tmp_path}\n", {"r/o.txt": "1"})],
+                           [run(0, "a\nb\nsummary\n", "pid 99 in " + str(tmp_path) + "\n", {"r/o.txt": "1"})])
+    assert harness.compare(same) == ["run 1 (no arguments) stdout: extra line 'summary'"]
+    traceback = "Traceback (most recent call last):\n  File \"x\", line 1\n    f()\n{}: {}\n"
+    other = harness.Outcome("x.py", [run(0, "a\nb\n", traceback.format("ValueError", "bad"), {"r/o.txt": "1"})],
+                            [run(1, "b\n", traceback.format("b2batch.errors.SettingError", "clearer"),
+                                 {"results/r/o.txt": "1"})])
+    kinds = harness.compare(other)
+    assert "run 1 (no arguments) exit status: b2luigi 0, b2batch 1" in kinds
+    assert "run 1 (no arguments) stdout: missing line 'a'" in kinds
+    assert "run 1 (no arguments) stderr: missing line '<exception ValueError>'" in kinds
+    assert "run 1 (no arguments) stderr: extra line '<exception SettingError>'" in kinds
+    assert "run 1 (no arguments) files: missing r/o.txt" in kinds
+    assert "run 1 (no arguments) files: extra results/r/o.txt" in kinds
+    same_type = harness.Outcome("x.py", [run(0, "", traceback.format("ValueError", "short"), {})],
+                                [run(0, "", traceback.format("ValueError", "a clearer message"), {})])
+    assert harness.compare(same_type) == []
