@@ -9,7 +9,9 @@ A setting is looked up in this order:
    root, the nearest one winning, then those from the workflow script's folder up to the root (so a
    script finds the settings.json beside it wherever it is started from);
 4. the ``default`` passed to :func:`get_setting`;
-5. the default declared in :data:`SETTINGS`.
+5. the default of the process's profile (:data:`PROFILES`): a workflow written against b2luigi (one that
+   imported ``b2luigi`` through the shim, or ``b2batch.compat.b2luigi``) gets b2luigi 1.3's defaults;
+6. the default declared in :data:`SETTINGS`.
 
 Every setting b2batch knows is declared once, in :data:`SETTINGS`; ``settings.json.example`` and the docs'
 settings reference are generated from it (``python -m b2batch.settings --example``).
@@ -21,8 +23,9 @@ import difflib
 import json
 import logging
 import os
+import stat
 import sys
-import time
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,6 +151,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("exit_on_failure", True, "A run in which a task failed ends the script with exit status 1 "
                 "(false: process() returns luigi's result and the script goes on, as in b2luigi; process()'s "
                 "argument exit_on_failure wins).", kind=FLAG),
+        Setting("run_summary", True, "At the end of process(): b2batch's summary on stderr and, after a --batch "
+                "run, the timeline and the JSON report in log_dir (b2luigi profile: false; luigi's own summary is "
+                "printed either way).", kind=FLAG),
         Setting("max_jobs_in_flight", None, "Most jobs of one batch system submitted and not yet over, "
                 "whatever luigi's workers; more wait in b2batch. None: no limit.",
                 kind=_number(integer=True, minimum=1, none=True)),
@@ -216,6 +222,38 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+#: Defaults layers, one per kind of workflow, between the ``default`` passed to :func:`get_setting` and the
+#: declared defaults. ``b2luigi``: b2luigi 1.3's defaults, for a workflow written against b2luigi (outputs
+#: in the script's folder, process() returns when a task failed, temporary outputs in the system's
+#: temporary folder, no b2batch summary, timeline or report that b2luigi would not print or write).
+PROFILES: dict[str, dict[str, Any]] = {
+    "b2batch": {},
+    "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
+                "run_summary": False},
+}
+_profile = "b2batch"  # the process's profile: the one choice of this kind (use_profile)
+
+
+def use_profile(name: str) -> None:
+    """Choose the process's defaults layer (:data:`PROFILES`); importing ``b2luigi`` (the shim) or
+    ``b2batch.compat.b2luigi`` chooses ``b2luigi``. Settings given anywhere else still win."""
+    global _profile
+    if name not in PROFILES:
+        raise SettingError(f"Unknown settings profile {name!r}; the profiles are {', '.join(PROFILES)}.")
+    _profile = name
+
+
+def active_profile() -> str:
+    """The name of the process's defaults layer (see :func:`use_profile`)."""
+    return _profile
+
+
+def default_of(key: str) -> Any:
+    """The default of the declared setting ``key`` under the process's profile."""
+    layer = PROFILES[_profile]
+    return layer[key] if key in layer else SETTINGS[key].default
+
+
 class DeprecatedSettingsWarning(DeprecationWarning):
     """A setting was found under a former (b2luigi) name; the message names the current one."""
 
@@ -227,43 +265,52 @@ _FORMER_NAMES = {new: tuple(o for o, n in RENAMED_SETTINGS.items() if n == new) 
 
 
 class _SettingsFiles:
-    """settings.json files found from a folder upward, parsed once and re-read only when they change."""
+    """settings.json files found from a folder upward, parsed once and re-read when they change.
 
-    CHECK_INTERVAL = 1.0  # seconds between checks whether the files changed
+    Each lookup stats every place a settings file may be (one ``stat`` per folder, about a microsecond
+    each): a file written, changed or removed while the process runs is seen at the next lookup, as
+    b2luigi reads the files at each lookup; the files are parsed again only when one's mtime or size
+    changed (or one appeared or went away)."""
 
     def __init__(self) -> None:
         self._key: tuple[Any, ...] | None = None
-        self._stamps: tuple[tuple[str, int, int], ...] = ()
+        self._places: tuple[str, ...] = ()
+        self._stamps: tuple[tuple[int, int], ...] = ()
         self._merged: dict[str, Any] = {}
-        self._checked_at = 0.0
         self.pinned: list[str] | None = None  # set in jobs: the files the steering process used
 
-    def _locate(self) -> list[Path]:
+    def _candidates(self) -> tuple[str, ...]:
         if self.pinned is not None:
-            return [Path(f) for f in self.pinned]
+            return tuple(self.pinned)
         for var in SETTINGS_ENV_VARS:
             if os.environ.get(var):
-                return [Path(os.environ[var])]
+                return (os.environ[var],)
         here = Path.cwd()
         folders = [here, *here.parents]
         script = getattr(sys.modules.get("__main__"), "__file__", None)
         if script:  # then the workflow script's folder and its parents, so that it runs from anywhere
             there = Path(os.path.abspath(script)).parent
             folders += [p for p in (there, *there.parents) if p not in folders]
-        return [p / SETTINGS_FILE_NAME for p in folders if (p / SETTINGS_FILE_NAME).is_file()]
+        return tuple(str(p / SETTINGS_FILE_NAME) for p in folders)
+
+    def _named(self) -> bool:
+        """Whether the files are named (by the steering process or an environment variable), not searched."""
+        return self.pinned is not None or any(os.environ.get(var) for var in SETTINGS_ENV_VARS)
+
+    def _locate(self) -> list[Path]:
+        return [Path(f) for f in self._candidates() if os.path.isfile(f)]
 
     def get(self) -> dict[str, Any]:
-        key = (os.getcwd(), _environment_key())
-        now = time.monotonic()
-        if key == self._key and now - self._checked_at < self.CHECK_INTERVAL:
-            return self._merged
-        self._checked_at = now
-        files = self._locate()
-        stamps = tuple(_stamp(f) for f in files)
+        key = (os.getcwd(), _environment_key(), self.pinned is None,
+               getattr(sys.modules.get("__main__"), "__file__", None))
+        if key != self._key:
+            self._places, self._stamps = self._candidates(), ()
+        stamps = tuple(_stamp(place) for place in self._places)
         if key != self._key or stamps != self._stamps:
             merged: dict[str, Any] = {}
-            for f in reversed(files):  # nearest file last, so it wins
-                merged.update(_read_settings_file(f))
+            for place, stamp in reversed(list(zip(self._places, stamps))):  # nearest file last, so it wins
+                if (stamp[0] >= 0 and stat.S_ISREG(stamp[2])) or self._named():  # a named file must be there
+                    merged.update(_read_settings_file(Path(place)))
             self._key, self._stamps, self._merged = key, stamps, merged
         return self._merged
 
@@ -283,12 +330,13 @@ def _environment_key() -> tuple[Any, ...]:
     return tuple(os.environ.get(v) for v in SETTINGS_ENV_VARS)
 
 
-def _stamp(path: Path) -> tuple[str, int, int]:
+def _stamp(path: str) -> tuple[int, int, int]:
+    """The mtime, size and mode of the file at ``path``; (-1, -1, 0) when there is none."""
     try:
-        st = path.stat()
+        st = os.stat(path)
     except OSError:
-        return (str(path), -1, -1)
-    return (str(path), st.st_mtime_ns, st.st_size)
+        return (-1, -1, 0)
+    return (st.st_mtime_ns, st.st_size, st.st_mode)
 
 
 def _read_settings_file(path: Path) -> dict[str, Any]:
@@ -469,8 +517,8 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
             if value is _NOT_SET:
                 continue
             if name != key:
-                warnings.warn(f"The setting {name!r} is deprecated: it is now called {key!r}. Rename it.",
-                              DeprecatedSettingsWarning, stacklevel=3)
+                warnings.warn(f"The setting with the name {name} is deprecated. Please use {key} instead. Future "
+                              f"versions might remove this setting.", DeprecatedSettingsWarning, stacklevel=3)
             declared = SETTINGS.get(key)
             if declared is None or declared.kind is None:
                 return value
@@ -487,7 +535,7 @@ def _wrong_kind(key: str, name: str, value: Any, task: Any, where: int, kind: Ki
     owner = f"Task {task}: the" if task is not None else "The"
     return (f"{owner} setting {key!r} is {value!r} (set {source}{'' if name == key else f' as {name!r}'}), "
             f"but it must be {kind.expects}. Fix the value there, e.g. {key!r}: "
-            f"{json.dumps(SETTINGS[key].default, default=str)} (its default).")
+            f"{json.dumps(default_of(key), default=str)} (its default).")
 
 
 def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
@@ -503,7 +551,7 @@ def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
         return default
     declared = SETTINGS.get(key)
     if declared is not None and not declared.required:
-        return declared.default
+        return default_of(key)
     owner = f" of task {task}" if task is not None else ""
     raise SettingError(
         f"No value for the setting {key!r}{owner}. Set it as an attribute of the task, with "
@@ -535,24 +583,29 @@ def load_settings_files() -> dict[str, Any]:
 
 def settings_snapshot() -> dict[str, Any]:
     """The code-set settings and the settings-file path, for handing the same settings to a job."""
-    return {"code": dict(_code_settings), "files": [str(f) for f in _files.files()]}
+    return {"code": dict(_code_settings), "files": [str(f) for f in _files.files()], "profile": _profile}
 
 
 def use_settings_snapshot(snapshot: dict[str, Any]) -> None:
     """Use the settings of the steering process (see :func:`settings_snapshot`) in a job."""
+    use_profile(snapshot.get("profile", _profile))
     _code_settings.update(snapshot.get("code", {}))
     _files.pinned = list(snapshot.get("files", []))
     _files._key = None
 
 
 def example_settings() -> str:
-    """The text of settings.json.example: every declared setting with its default and meaning."""
+    """The text of settings.json.example: every declared setting with its default (under the process's
+    profile, named first when it is not b2batch's) and meaning."""
     lines = ["{"]
+    if _profile != "b2batch":
+        note = f"profile {_profile}: these defaults are {_profile} 1.3's where it has the setting"
+        lines.append(f'  "_profile": {json.dumps(note)},')
     items = list(SETTINGS.values())
     for i, s in enumerate(items):
         lines.append(f'  "_{s.name}": {json.dumps(s.help)},')
         comma = "," if i < len(items) - 1 else ""
-        lines.append(f'  "{s.name}": {json.dumps(s.default)}{comma}')
+        lines.append(f'  "{s.name}": {json.dumps(default_of(s.name))}{comma}')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -19,6 +19,7 @@ import contextlib
 import functools
 import inspect
 import os
+import random
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -36,8 +37,25 @@ from b2batch.settings import get_setting
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def temporary_name(path: str) -> str:
+    """b2luigi's temporary file name of ``path``: ``<base>-luigi-tmp-<10 random digits><extensions>``, the
+    base being the name up to its first dot (``a.tar.gz``: ``a-luigi-tmp-0123456789.tar.gz``); a trailing
+    slash (a folder target) is kept."""
+    name = os.path.basename(path.rstrip("/"))
+    base, dot, extensions = name.partition(".")
+    number = random.randrange(0, 10_000_000_000)
+    return f"{base}-luigi-tmp-{number:010}{dot}{extensions}{'/' if path.endswith('/') else ''}"
+
+
 class LocalTarget(luigi.LocalTarget):
-    """luigi's LocalTarget (re-exported so that b2batch is a drop-in for b2luigi)."""
+    """luigi's LocalTarget (re-exported so that b2batch is a drop-in for b2luigi), with b2luigi's
+    :attr:`tmp_name`."""
+
+    @property
+    def tmp_name(self) -> str:
+        """A new temporary file name for this target (a name, no folder), as b2luigi makes it; the outputs of
+        ``on_temporary_files`` are written under such names."""
+        return temporary_name(str(self.path))
 
 
 # --- parameters with path options -------------------------------------------------------------------------
@@ -267,6 +285,7 @@ class _TemporaryOutputs:
     def __init__(self, scratch_dir: str | None) -> None:
         self._scratch = paths.resolve(scratch_dir) if scratch_dir else None
         self._made: dict[Path, Path] = {}
+        self._folders: list[Path] = []  # the temporary folders made under scratch_dir
         self._remote: dict[str, Path] = {}  # remote URL: local temporary file
 
     def path_for_remote(self, url: str) -> Path:
@@ -276,13 +295,20 @@ class _TemporaryOutputs:
         return self._remote[url]
 
     def path_for(self, final: Path) -> Path:
+        """The temporary path of the output ``final``: b2luigi's temporary name (:func:`temporary_name`), in
+        a folder of its own under scratch_dir when that is set, else next to ``final``."""
         if final not in self._made:
-            folder = self._scratch or final.parent
-            folder.mkdir(parents=True, exist_ok=True)
-            handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=folder)
-            os.close(handle)
-            os.unlink(name)  # the task creates the file (or folder) itself
-            self._made[final] = Path(name)
+            if self._scratch is not None:
+                self._scratch.mkdir(parents=True, exist_ok=True)
+                folder = Path(tempfile.mkdtemp(prefix="b2batch-", dir=self._scratch))
+                self._folders.append(folder)
+            else:
+                folder = final.parent
+                folder.mkdir(parents=True, exist_ok=True)
+            temporary = folder / temporary_name(final.name)
+            while temporary.exists() or temporary in self._made.values():
+                temporary = folder / temporary_name(final.name)
+            self._made[final] = temporary  # the task creates the file (or folder) itself
         return self._made[final]
 
     def commit(self) -> None:
@@ -299,6 +325,11 @@ class _TemporaryOutputs:
                 if final.exists() and final.is_dir():
                     shutil.rmtree(final)
                 shutil.move(str(temporary), str(final))
+        self._remove_folders()
+
+    def _remove_folders(self) -> None:
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def discard(self) -> None:
         for local in self._remote.values():
@@ -306,6 +337,7 @@ class _TemporaryOutputs:
         for temporary in self._made.values():
             with contextlib.suppress(FileNotFoundError):
                 _remove_path(temporary)
+        self._remove_folders()
 
 
 def on_temporary_files(run: F | None = None, *, inputs: bool = True, outputs: bool = True) -> Any:

@@ -40,6 +40,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     # Under pytest, __main__ is pytest itself: lay outputs out in the test's folder instead.
     monkeypatch.setattr(paths, "_pinned_base_dir", str(tmp_path))
     monkeypatch.setattr(settings, "_files", settings._SettingsFiles())
+    monkeypatch.setattr(settings, "_profile", "b2batch")  # a test that imports b2luigi chooses b2luigi's
     for key in list(settings._code_settings):
         b2batch.clear_setting(key)
     yield tmp_path
@@ -123,6 +124,8 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "t
 def b2luigi(monkeypatch: pytest.MonkeyPatch):
     """``import b2luigi`` in this process, through the shim; forgotten again after the test."""
     monkeypatch.syspath_prepend(str(B2LUIGI_SHIM))
-    yield importlib.import_module("b2luigi")
+    module = importlib.import_module("b2luigi")
+    settings.use_profile("b2luigi")  # as the first import did (b2batch.compat.b2luigi stays imported)
+    yield module
     for name in [m for m in sys.modules if m == "b2luigi" or m.startswith("b2luigi.")]:
         del sys.modules[name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,25 +131,26 @@ def test_on_temporary_files_takes_b2luigi_1_3s_options(b2luigi, tmp_path: Path) 
         def run(self):
             path = self.get_output_file_name("direct.txt")
             Path(path).write_text("x")
-            assert path == str(tmp_path / "results" / "direct.txt")  # in place, not a temporary path
+            assert path == str(tmp_path / "direct.txt")  # in place, not a temporary path (b2luigi's result_dir ".")
             raise RuntimeError("after writing")
 
     with pytest.raises(RuntimeError):
         Direct().run()
-    assert (tmp_path / "results" / "direct.txt").read_text() == "x"  # outputs=False: nothing is undone
+    assert (tmp_path / "direct.txt").read_text() == "x"  # outputs=False: nothing is undone
 
     class Managed(b2luigi.Task):
         def output(self):
             yield self.add_to_output("managed.txt")
 
     task = Managed()
-    final = tmp_path / "results" / "managed.txt"
+    final = tmp_path / "managed.txt"
     with pytest.raises(ValueError):
         with TemporaryFileContextManager(task):
             temporary = task.get_output_file_name("managed.txt")
             Path(temporary).write_text("half")
             raise ValueError
     assert temporary != str(final) and not final.exists() and not Path(temporary).exists()
+    assert re.fullmatch(r"managed-luigi-tmp-\d{10}\.txt", Path(temporary).name)  # b2luigi's temporary name
     with TemporaryFileContextManager(task):
         Path(task.get_output_file_name("managed.txt")).write_text("whole")
     assert final.read_text() == "whole"
@@ -157,18 +159,18 @@ def test_on_temporary_files_takes_b2luigi_1_3s_options(b2luigi, tmp_path: Path) 
 def test_a_run_raising_inside_on_temporary_files(workflow) -> None:
     flow = workflow("b2luigi_api.py")
     env = shim_env() | {"B2LUIGI_API_FAIL": "1"}
-    failed = flow.run(env=env)
-    results = flow.folder / "results"
-    assert "part 1 broke half way" in failed.stderr
-    assert failed.returncode == 1, failed.stderr  # b2batch: a failed task makes the exit status 1
-    assert "exit status 1." in failed.stderr
-    assert not (results / "n=1" / "part.txt").exists() and not list(results.rglob("*.tmp"))  # nothing partial
+    as_b2luigi = flow.run(env=env)
+    results = flow.folder  # b2luigi's result_dir: the script's folder
+    assert "part 1 broke half way" in as_b2luigi.stderr
+    assert as_b2luigi.returncode == 0, as_b2luigi.stderr  # b2luigi's: process() returns, the script ends with 0
+    assert "b2batch summary" not in as_b2luigi.stderr  # the b2luigi profile: luigi's summary only
+    assert not (results / "n=1" / "part.txt").exists() and not list(results.rglob("*-luigi-tmp-*"))  # nothing partial
     assert (results / "n=0" / "part.txt").is_file() and not (results / "total.txt").exists()
 
-    (flow.folder / "settings.json").write_text(json.dumps({"exit_on_failure": False}))
-    as_b2luigi = flow.run(env=env)
-    assert as_b2luigi.returncode == 0, as_b2luigi.stderr  # b2luigi's: process() returns, the script ends with 0
-    assert "1 task(s) failed; process() returns (exit_on_failure is false)." in as_b2luigi.stderr
+    (flow.folder / "settings.json").write_text(json.dumps({"exit_on_failure": True, "run_summary": True}))
+    failed = flow.run(env=env)
+    assert failed.returncode == 1, failed.stderr  # b2batch's: a failed task makes the exit status 1
+    assert "exit status 1." in failed.stderr
     assert not (results / "n=1" / "part.txt").exists()
 
 
@@ -176,13 +178,14 @@ def test_a_run_raising_inside_on_temporary_files(workflow) -> None:
 
 def test_batch_system_test_runs_each_task_in_a_process_of_its_own(workflow) -> None:
     flow = workflow("b2luigi_api.py")
+    (flow.folder / "settings.json").write_text(json.dumps({"run_summary": True}))  # b2batch's report, asked for
     run = flow.run("--batch", env=shim_env(), timeout=180)
     assert run.returncode == 0, run.stderr[-3000:]
     steering = run.stdout.split("steering pid ")[1].split()[0]
-    parts = [(flow.folder / "results" / f"n={n}" / "part.txt").read_text() for n in range(3)]
+    parts = [(flow.folder / f"n={n}" / "part.txt").read_text() for n in range(3)]
     assert [p.split()[0] for p in parts] == ["0", "1", "2"]
     assert all(f"pid={steering}" not in p for p in parts)  # each ran as its own process, not the steering one
-    assert (flow.folder / "results" / "total.txt").read_text() == "".join(parts)
+    assert (flow.folder / "total.txt").read_text() == "".join(parts)
     for n in range(3):  # b2luigi's TestProcess: the task's output in its log files
         assert (flow.folder / "logs" / f"n={n}" / "Part" / "stderr").is_file()
     report = json.loads(next((flow.folder / "logs").glob("b2batch-run-*.report.json")).read_text())
@@ -200,7 +203,7 @@ def test_gbasf2_gives_one_clear_error(workflow) -> None:
     assert "is not available" in error and "grid" in error  # why
     assert "The setting 'batch_system' is 'gbasf2'" in error  # the setting and the value
     assert "to fix it, run the task with a batch system b2batch has" in error  # the fix
-    assert "Traceback" not in run.stderr and not (flow.folder / "results").exists()
+    assert "Traceback" not in run.stderr and not list(flow.folder.glob("n=*"))
 
 
 def test_gbasf2_names_and_classes_raise_the_same_error(b2luigi) -> None:
@@ -247,7 +250,7 @@ def test_process_takes_b2luigis_keyword_arguments(workflow) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=flow.folder, env=shim_env(), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith("returned") and (flow.folder / "results" / "n=5" / "part.txt").is_file()
+    assert done.stdout.strip().endswith("returned") and (flow.folder / "n=5" / "part.txt").is_file()
 
 
 # --- --help -------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_every_command_answers_help_without_running_anything(command: str, tmp_p
 
 
 def test_show_gives_the_dependency_tree_with_each_output_present_or_missing(flow, tmp_path: Path) -> None:
-    results = flow.folder / "results"
+    results = flow.folder  # b2luigi's result_dir "."
     (results / "energy=1" / "files=2files").mkdir(parents=True)
     (results / "energy=1" / "files=2files" / "sim.txt").write_text("made by hand")
     run = b2batch_command("show", str(flow.script), cwd=tmp_path)
@@ -70,7 +70,7 @@ def test_graph_as_a_tree_and_as_graphviz_dot(flow, tmp_path: Path) -> None:
 
 def test_remove_takes_task_classes_and_asks_first(flow, tmp_path: Path) -> None:
     assert flow.run(env=shim_env()).returncode == 0
-    results = flow.folder / "results"
+    results = flow.folder  # b2luigi's result_dir "."
     refused = b2batch_command("remove", "-t", "Simulate", str(flow.script), cwd=tmp_path, input="n\n")
     assert f"The following task outputs will be removed:\n{TAB}- Simulate\n" in refused.stdout
     assert len(list(results.rglob("sim.txt"))) == 2

@@ -27,22 +27,18 @@ def write_settings(folder: Path, **values: object) -> Path:
 
 
 class FakeClock:
+    """The settings files are checked at every lookup (as b2luigi reads them at each): no time need pass."""
+
     def __init__(self) -> None:
         self.now = 1000.0
 
-    def __call__(self) -> float:
-        return self.now
-
     def tick(self) -> None:
-        """Let more time pass than the settings files are trusted without a check."""
-        self.now += settings._SettingsFiles.CHECK_INTERVAL + 0.01
+        self.now += 1.0
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock()
-    monkeypatch.setattr(settings.time, "monotonic", fake)
-    return fake
+def clock() -> FakeClock:
+    return FakeClock()
 
 
 class PlainTask(b2batch.Task):
@@ -249,7 +245,6 @@ def test_settings_file_is_parsed_once_for_many_lookups(tmp_path: Path, reads: li
     for i in range(200):
         assert b2batch.get_setting("result_dir", task=PlainTask()) == "one"
         assert b2batch.get_setting("log_dir") == "l"
-        clock.now += 0.1 * settings._SettingsFiles.CHECK_INTERVAL * (i % 3)  # checks, but no change
     assert reads == [path]
 
 

@@ -74,6 +74,7 @@ class RunReport:
     error: str = ""  # the exception that stopped the run, if one did
     failed: bool = False
     exits_on_failure: bool = True  # process()'s exit_on_failure: a failed run ends the script with status 1
+    summarise: bool = True  # the setting run_summary: the summary on stderr, the timeline and report files
     paths: dict[str, Path] = field(default_factory=dict)
     history: dict[str, list[tuple[float, str, str | None]]] = field(default_factory=dict)
 
@@ -106,6 +107,8 @@ class RunReport:
         try:
             outcomes = self.outcomes()
             self.failed = self.failed or any(o.outcome in ("failed", "missing") for o in outcomes)
+            if not self.summarise:
+                return
             if self.batch:
                 self.write_files(outcomes)
             stream = self.stream or sys.stderr

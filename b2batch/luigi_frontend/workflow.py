@@ -282,7 +282,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     if exit_on_failure is None:
         exit_on_failure = bool(get_setting("exit_on_failure"))
     report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
-                       exits_on_failure=exit_on_failure)
+                       exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")))
     errors: dict[str, str] = {}
     try:
         with _sigterm_as_interrupt(run), report:

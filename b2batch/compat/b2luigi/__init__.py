@@ -9,6 +9,12 @@ from __future__ import annotations
 import importlib
 import sys
 
+from b2batch.settings import use_profile
+
+#: A workflow that imports b2luigi's names is written against b2luigi: b2luigi 1.3's defaults apply
+#: (``b2batch.settings.PROFILES``); settings given anywhere still win.
+use_profile("b2luigi")
+
 #: The modules mirrored here, by their name below ``b2luigi``.
 MODULES = ("core", "core.utils", "core.settings", "core.executable", "core.dispatchable_task",
            "core.task", "core.target", "core.parameter", "core.temporary_wrapper",

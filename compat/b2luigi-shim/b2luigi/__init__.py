@@ -1,6 +1,8 @@
 """``b2luigi``, played by b2batch: ``import b2luigi`` gives b2batch's API, and b2luigi's module paths
 (``b2luigi.core.utils``, ``b2luigi.core.settings``, ``b2luigi.batch.processes`` ...) give the modules of
-``b2batch.compat.b2luigi``. Not installed with b2batch: ``pip install ./compat/b2luigi-shim``.
+``b2batch.compat.b2luigi``. Importing it chooses b2luigi 1.3's defaults for the process (the settings
+profile ``b2luigi``), and ``b2luigi.get_setting`` answers as b2luigi's does. Not installed with b2batch:
+``pip install ./compat/b2luigi-shim``.
 """
 
 from typing import Any
@@ -9,6 +11,7 @@ import b2batch
 from b2batch import *  # noqa: F401,F403
 from b2batch import __all__, __version__  # noqa: F401
 from b2batch.compat.b2luigi import install_aliases
+from b2batch.compat.b2luigi.core.settings import get_setting  # noqa: F401  (b2luigi's signature and answers)
 
 
 def __getattr__(name: str) -> Any:

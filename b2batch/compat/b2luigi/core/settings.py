@@ -1,8 +1,10 @@
-"""``b2luigi.core.settings``: b2batch's settings with b2luigi's signatures.
+"""``b2luigi.core.settings``: b2batch's settings with b2luigi's signatures and answers.
 
-``get_setting`` takes b2luigi's ``deprecated_keys``: former names of the setting, still read but with a
-:class:`DeprecatedSettingsWarning`. b2luigi's own renamed settings (``result_path``, ``log_folder``) are
-read under their new names by b2batch itself.
+``get_setting(key, default=None, task=None, deprecated_keys=None)`` looks the setting up as b2luigi does:
+on the task, set in code, in settings.json files (read again when they change), then under each of
+``deprecated_keys`` (with a :class:`DeprecatedSettingsWarning`), else ``default``; with no ``default``
+(b2luigi's ``None``) and no value it raises a :class:`SettingError`, which is also b2luigi's ``ValueError``.
+b2luigi's own renamed settings (``result_path``, ``log_folder``) are read under their new names.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from b2batch.settings import DeprecatedSettingsWarning, RENAMED_SETTINGS, clear_setting, find_setting, set_setting
-from b2batch.settings import get_setting as _get_setting
+from b2batch.errors import SettingError
+from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENAMED_SETTINGS, clear_setting,
+                              find_setting, set_setting)
 
 __all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting"]
 
@@ -19,12 +22,20 @@ __all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "ge
 def get_setting(key: str, default: Any = None, task: Any = None,
                 deprecated_keys: Iterable[str] | None = None) -> Any:
     """The setting ``key`` (on ``task``, set in code, or in settings.json), else one of its
-    ``deprecated_keys`` (with a warning), else ``default``, else b2batch's default for it; a ``ValueError``
-    when there is none."""
+    ``deprecated_keys`` (with a warning), else ``default``; a :class:`SettingError` (a ``ValueError``) when
+    there is none and ``default`` is ``None``, as in b2luigi."""
+    if isinstance(deprecated_keys, str):
+        deprecated_keys = [deprecated_keys]
     try:
         return find_setting(key, task, former_names=tuple(deprecated_keys or ()))
     except KeyError:
         pass
     if default is not None:
         return default
-    return _get_setting(key, task=task)  # b2batch's declared default, or a SettingError (a ValueError)
+    owner = f" for task {task}" if task is not None else ""
+    former = f" (nor under its former names {', '.join(map(repr, deprecated_keys))})" if deprecated_keys else ""
+    raise SettingError(
+        f"b2luigi.get_setting: no value for the setting {key!r}{owner}{former}, and no default was given. Set it "
+        f"as an attribute of the task, with b2luigi.set_setting({key!r}, ...), or in a settings.json in the "
+        f"working directory or a parent (or the file named by ${SETTINGS_ENV_VARS[1]}), or pass "
+        f"get_setting({key!r}, default=...).")
