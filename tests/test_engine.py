@@ -178,7 +178,8 @@ def test_the_engine_imports_no_luigi() -> None:
 
 
 #: Settings that do not shape a batch job's submission or environment: units that differ in them may share a
-#: pilot or bundle job. A new setting must be put here or in pooled.JOB_SETTINGS (the test below says so).
+#: pilot or bundle job. A new setting must be put here, in a batch system's job_settings or in
+#: pooled.WORKER_SETTINGS (the test below says so).
 NOT_JOB_SHAPING = {
     "result_dir", "log_dir", "task_file_dir", "scratch_dir", "parameter_separator", "use_parameter_name_in_output",
     "batch_system", "local_slots", "poll_interval", "max_poll_interval", "max_resubmissions",
@@ -189,22 +190,58 @@ NOT_JOB_SHAPING = {
 
 
 def test_every_setting_is_known_to_shape_a_pooled_job_or_not() -> None:
-    from b2batch.engine.pooled import JOB_SETTINGS
+    from b2batch.settings import SETTINGS
+    from b2batch.systems import job_settings_of_all
+
+    shaping = job_settings_of_all()
+    undecided = set(SETTINGS) - shaping - NOT_JOB_SHAPING
+    assert not undecided, (f"settings {sorted(undecided)}: add each to the job_settings of the batch system whose "
+                           f"jobs it shapes (or pooled.WORKER_SETTINGS) if tasks that differ in it must not share a "
+                           f"pilot or bundle job, else to NOT_JOB_SHAPING here")
+    assert not shaping & NOT_JOB_SHAPING
+
+
+def test_pilots_and_bundles_name_no_batch_systems_settings() -> None:
+    import b2batch.engine as engine
     from b2batch.settings import SETTINGS
 
-    undecided = set(SETTINGS) - set(JOB_SETTINGS) - NOT_JOB_SHAPING
-    assert not undecided, (f"settings {sorted(undecided)}: add each to pooled.JOB_SETTINGS if tasks that differ "
-                           f"in it must not share a pilot or bundle job, else to NOT_JOB_SHAPING here")
-    assert not set(JOB_SETTINGS) & NOT_JOB_SHAPING
+    system_settings = {"slurm_settings", "sge_settings", "htcondor_settings", "htcondor_pool", "htcondor_schedd",
+                       "transfer_files", "job_slots", "lsf_settings", "container", "env", "executable", "shell"}
+    assert system_settings <= set(SETTINGS)
+    for name in ("pooled.py", "pilots.py"):
+        module = Path(engine.__file__).parent / name
+        text = module.read_text()
+        named = sorted(name for name in system_settings if f'"{name}"' in text or f"'{name}'" in text)
+        assert not named, f"{module.name} names the settings {named}; the batch systems declare them"
 
 
 def test_units_in_other_containers_or_schedds_never_share_a_worker_job(tmp_path: Path) -> None:
-    from b2batch.engine.pooled import JOB_SETTINGS, signature
+    from b2batch.engine.pooled import WORKER_SETTINGS, signature
+    from b2batch.systems.htcondor import HTCondorSystem
+    from b2batch.systems.local import LocalSystem
+    from b2batch.systems.slurm import SlurmSystem
 
-    unset = dict.fromkeys(JOB_SETTINGS)
-    base = make_job(tmp_path, "a", **unset)
-    assert signature(base) == signature(make_job(tmp_path, "b", **unset, max_grouping_size=3))
-    for name, value in [("container", {"engine": "podman", "image": "x"}), ("apptainer_image", "/img.sif"),
-                        ("htcondor_schedd", "other"), ("env", {"A": "1"})]:
-        other = make_job(tmp_path, "c", **{**unset, name: value})
-        assert signature(other) != signature(base), name
+    for inner in (HTCondorSystem, LocalSystem, SlurmSystem):
+        unset = dict.fromkeys((*inner.job_settings, *WORKER_SETTINGS))
+        base = make_job(tmp_path, "a", **unset)
+        assert signature(base, inner) == signature(make_job(tmp_path, "b", **unset, max_grouping_size=3), inner)
+        for name, value in [("container", {"engine": "podman", "image": "x"}), ("apptainer_image", "/img.sif"),
+                            ("env", {"A": "1"}), ("pilot_idle_timeout", 5)]:
+            other = make_job(tmp_path, "c", **{**unset, name: value})
+            assert signature(other, inner) != signature(base, inner), (inner.name, name)
+    unset = dict.fromkeys((*HTCondorSystem.job_settings, *WORKER_SETTINGS))
+    other = make_job(tmp_path, "c", **{**unset, "htcondor_schedd": "other"})
+    assert signature(other, HTCondorSystem) != signature(make_job(tmp_path, "a", **unset), HTCondorSystem)
+
+
+@pytest.mark.parametrize("name, value", [("htcondor_settings", {"request_cpus": 2}), ("htcondor_schedd", "other"),
+                                         ("slurm_settings", {"mem": "2G"}), ("lsf_settings", {"W": "60"}),
+                                         ("queue", "short"), ("sge_settings", {"queue": "all.q"})])
+def test_units_that_differ_only_in_settings_of_other_batch_systems_share_a_local_pilot(tmp_path: Path, name: str,
+                                                                                       value: object) -> None:
+    from b2batch.engine.pooled import WORKER_SETTINGS, signature
+    from b2batch.systems.local import LocalSystem
+
+    unset = dict.fromkeys((*LocalSystem.job_settings, *WORKER_SETTINGS, name))
+    other = make_job(tmp_path, "c", **{**unset, name: value})
+    assert signature(other, LocalSystem) == signature(make_job(tmp_path, "a", **unset), LocalSystem)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,16 @@ def _resolved(folder: str, base: Path) -> Path:
 
 
 class PilotSystem(PooledSystem):
-    """Units pulled from one queue per kind by at most ``pilot_jobs`` pilot jobs."""
+    """Units pulled from one queue per kind by at most ``pilot_jobs`` pilot jobs.
+
+    Pilots of one run never keep each other waiting: when a queue has work and a pilot for it that the batch
+    system has not started after :attr:`GIVE_BACK_AFTER` seconds (e.g. every ``local_slots`` slot is taken),
+    the idle pilots of the run's other queues (those with nothing left to claim) end as soon as they find
+    nothing to claim, giving their slots back, rather than after ``pilot_idle_timeout``."""
 
     kind = "pilot"
+    #: Seconds a pilot with work waiting for it may stay queued before idle pilots of other queues end.
+    GIVE_BACK_AFTER = 1.0
 
     def __init__(self, run: Any, inner: BatchSystem) -> None:
         super().__init__(run, inner)
@@ -45,10 +53,33 @@ class PilotSystem(PooledSystem):
         key = (job.settings_key, id(job.bootstrap))
         root = self._roots.get(key) if job.settings_key is not None else None
         if root is None:
-            root = _pool_root(job, self.kind, f"{self.inner.name}-{signature(job)}")
+            root = _pool_root(job, self.kind, f"{self.inner.name}-{signature(job, self.inner)}")
             if job.settings_key is not None:
                 self._roots[key] = root
         return self._adopt(job, root)
+
+    def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
+        changes = super().states(jobs)
+        self._give_back_slots()
+        return changes
+
+    def _give_back_slots(self) -> None:
+        """Ask the idle pilots of other queues to end while a queue's work waits for a pilot not yet started."""
+        now = time.monotonic()
+        starving = [pool for pool in self.pools.values() if pool.waiting() > 0 and any(
+            key not in pool.started and now - pool.queued_at.get(key, now) >= self.GIVE_BACK_AFTER
+            for key in pool.carriers)]
+        if not starving:
+            return
+        for pool in self.pools.values():
+            if pool in starving or pool.waiting() > 0:
+                continue  # its idle pilots take its own work
+            busy = set(pool.running.values())
+            for key in [k for k in pool.carriers if k in pool.started and k not in busy and k not in pool.finishing]:
+                pool.queue.finish_worker(key)
+                pool.finishing.add(key)
+                logger.info("%s: idle, ending it to free its slot for the %s job that waits for one",
+                            self._describe(pool, key)[1], self.kind)
 
     def submit(self, group: list[Job]) -> None:
         touched = {}
@@ -106,7 +137,8 @@ class BundleSystem(PooledSystem):
         groups whose bundles go to the inner system as one array."""
         by_kind: dict[str, list[Job]] = {}
         for job in jobs:
-            by_kind.setdefault(f"{signature(job)}-{job.setting('tasks_per_job')}-{job.bundle}", []).append(job)
+            by_kind.setdefault(f"{signature(job, self.inner)}-{job.setting('tasks_per_job')}-{job.bundle}",
+                              []).append(job)
         groups = []
         for members in by_kind.values():
             size = max(1, members[0].setting("tasks_per_job")) * max(1, members[0].setting("max_array_size"))

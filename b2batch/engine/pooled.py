@@ -38,18 +38,16 @@ from b2batch.errors import B2BatchError
 
 logger = logging.getLogger(__name__)
 
-#: Settings that shape a batch job (its submit options and environment): units that differ in one of them
-#: never share a worker job.
-JOB_SETTINGS = ("executable", "env_script", "env", "working_dir", "shell", "job_name", "slurm_settings",
-                "sge_settings", "htcondor_settings", "htcondor_pool", "htcondor_schedd", "transfer_files", "queue",
-                "job_slots", "lsf_settings", "container", "apptainer_image", "apptainer_mounts",
-                "apptainer_mount_defaults", "apptainer_additional_params", "apptainer_cmd", "pilot_walltime",
-                "pilot_task_seconds", "heartbeat_timeout", "pilot_idle_timeout")
+#: The settings of the worker jobs themselves (how long they live and wait): units that differ in one of
+#: them never share a worker job. The settings that shape a batch job are the inner system's
+#: (``BatchSystem.job_settings``).
+WORKER_SETTINGS = ("pilot_walltime", "pilot_task_seconds", "heartbeat_timeout", "pilot_idle_timeout")
 
 
-def signature(job: Job) -> str:
-    """What units must share to run in one worker job: their job settings and their bootstrap."""
-    values = [job.bootstrap, *(job.setting(name) for name in JOB_SETTINGS)]
+def signature(job: Job, inner: BatchSystem | type[BatchSystem]) -> str:
+    """What units must share to run in one worker job of the batch system ``inner``: the settings that shape
+    its jobs (none of other systems'), the worker settings and their bootstrap."""
+    values = [job.bootstrap, *(job.setting(name) for name in (*inner.job_settings, *WORKER_SETTINGS))]
     return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -69,6 +67,8 @@ class Pool:
     #: Workers seen: worker -> (heartbeat text, monotonic time it last changed, heartbeat).
     beats: dict[str, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
     started: set[str] = field(default_factory=set)  # keys of worker jobs that were seen at work
+    queued_at: dict[str, float] = field(default_factory=dict)  # worker job key -> monotonic time submitted
+    finishing: set[str] = field(default_factory=set)  # workers asked to give their slot back when idle
     failed_starts: int = 0
     lost: int = 0
     next_check: float = 0.0
@@ -127,6 +127,7 @@ class PooledSystem(BatchSystem):
             self.inner.submit(group)
             for carrier in group:
                 pools[carrier.key].carriers[carrier.key] = carrier
+                pools[carrier.key].queued_at[carrier.key] = time.monotonic()
                 carrier.files.record_submission(self.inner.name, str(carrier.job_id), carrier.placement)
                 logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
 
@@ -224,6 +225,8 @@ class PooledSystem(BatchSystem):
     def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         self._take_done(pool, changes)  # what it finished before it ended counts
         pool.carriers.pop(carrier.key, None)
+        pool.queued_at.pop(carrier.key, None)
+        pool.finishing.discard(carrier.key)
         self.inner.forget(carrier)
         claims = pool.queue.claims()
         held = [name for name, worker in claims.items() if worker == carrier.key]

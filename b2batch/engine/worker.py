@@ -188,7 +188,7 @@ class Worker:
                 claimed = self.queue.claim(self.name)
                 if claimed is None:
                     idle = time.monotonic() - idle_since
-                    if self.queue.stopping() or idle >= self.config.idle_timeout:
+                    if self.queue.stopping(self.name) or idle >= self.config.idle_timeout:
                         break
                     time.sleep(min(pause, self.config.idle_timeout - idle))
                     pause = min(pause * 2, 1.0, self.beat_interval)

@@ -12,6 +12,8 @@ is atomic on a local file system and on NFS (a rename within one folder tree, or
   steering process judges a worker dead when the heartbeat has not changed for ``heartbeat_timeout``
   seconds by its own clock (the clocks of the nodes and of the file server play no part).
 - ``workers/<worker>.revoked``: the steering process gave the worker up; it stops at once.
+- ``workers/<worker>.finish``: the steering process wants the worker's slot back (another queue's work waits
+  for it); the worker ends as soon as it finds nothing to claim.
 - ``cancel/<name>``: the steering process no longer wants the unit; the worker running it stops it.
 - ``stop``: no more work will come; workers end when ``todo/`` is empty.
 """
@@ -86,6 +88,10 @@ class WorkQueue:
         """Say that no more work will come."""
         self.stop_file.touch()
 
+    def finish_worker(self, worker: str) -> None:
+        """Ask one worker to end as soon as it finds nothing to claim (its slot is wanted elsewhere)."""
+        (self.workers / f"{worker}.finish").touch()
+
     def waiting(self) -> list[str]:
         return sorted(p[:-5] for p in os.listdir(self.todo) if p.endswith(".json"))
 
@@ -152,7 +158,8 @@ class WorkQueue:
 
     def forget_worker(self, worker: str) -> None:
         """Remove what is left of a worker that ended: its heartbeat, revocation and (empty) claim folder."""
-        for path in (self.workers / f"{worker}.json", self.workers / f"{worker}.revoked"):
+        for path in (self.workers / f"{worker}.json", self.workers / f"{worker}.revoked",
+                     self.workers / f"{worker}.finish"):
             path.unlink(missing_ok=True)
         try:
             (self.claimed / worker).rmdir()
@@ -222,8 +229,9 @@ class WorkQueue:
     def is_revoked(self, worker: str) -> bool:
         return (self.workers / f"{worker}.revoked").exists()
 
-    def stopping(self) -> bool:
-        return self.stop_file.exists()
+    def stopping(self, worker: str | None = None) -> bool:
+        """Whether workers (or the one named) are to end when they find nothing to claim."""
+        return self.stop_file.exists() or (worker is not None and (self.workers / f"{worker}.finish").exists())
 
     def beat(self, worker: str, content: dict[str, Any]) -> None:
         atomic_write(self.workers / f"{worker}.json", json.dumps(content))

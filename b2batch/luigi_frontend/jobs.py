@@ -24,7 +24,6 @@ from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch import paths, systems
 from b2batch.engine import Job, JobFiles, Run
-from b2batch.engine.pooled import JOB_SETTINGS
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
@@ -118,11 +117,16 @@ def _missing_outputs(task: Any) -> list[str]:
     return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]
 
 
+@functools.cache
+def _job_settings() -> frozenset[str]:
+    return systems.job_settings_of_all()
+
+
 def _settings_key(task: Any) -> Any:
     """The task's class when neither it nor the task sets any of the settings that shape a job (they then come
     from set_setting and settings.json alone, the same for every such task of the run); else None."""
     cls = type(task)
-    if any(hasattr(cls, name) or name in vars(task) for name in JOB_SETTINGS):
+    if any(hasattr(cls, name) or name in vars(task) for name in _job_settings()):
         return None
     return cls
 
@@ -259,7 +263,10 @@ class TaskJobs:
             self.run.record.settle(task.task_id)
             self._results.append(TaskResult(task, DONE))
             return True
-        if exit_code != 0:
+        cancelled = job.files.read_cancel() if exit_code != 0 else ""
+        if cancelled:  # not a failure: it was stopped on purpose
+            logger.info("Task %s: its earlier %s was %s; submitting it again", task, earlier, cancelled)
+        elif exit_code != 0:
             logger.warning("Task %s: its earlier %s failed with exit code %d (logs: %s); submitting it again", task,
                            earlier, exit_code, job.files.stderr)
         return False

@@ -90,6 +90,14 @@ def _detected() -> tuple[str, str]:
     return "local", "none of bsub, condor_submit, sbatch or Grid Engine's qsub is on PATH"
 
 
+def job_settings_of_all() -> frozenset[str]:
+    """Every setting that shapes a job of some built-in batch system, or the worker jobs of pilots and bundles
+    (for a front-end that must know whether a task sets none of them)."""
+    from b2batch.engine.pooled import WORKER_SETTINGS
+
+    return frozenset(WORKER_SETTINGS).union(*(_load(reference).job_settings for reference in BUILT_IN.values()))
+
+
 def system_name_of(task: Any) -> str:
     """The batch system the task runs on, with ``auto`` resolved (a class given as the setting: its name)."""
     value = get_setting("batch_system", task=task)

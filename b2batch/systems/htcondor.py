@@ -21,6 +21,7 @@ from b2batch.errors import SettingError
 from b2batch.settings import get_setting
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
+from b2batch.systems.shaping import WRAPPER_SETTINGS
 from b2batch.wrapper import render
 
 
@@ -151,6 +152,7 @@ class HTCondorSystem(SchedulerSystem):
     """HTCondor in one run."""
 
     name = "htcondor"
+    job_settings = (*WRAPPER_SETTINGS, "htcondor_settings", "htcondor_pool", "htcondor_schedd", "transfer_files")
     #: ``condor_submit -terse`` prints ``<cluster>.<first proc> - <cluster>.<last proc>``.
     job_id_formats: ClassVar[tuple[str, ...]] = ("{cluster:d}.{first:d} - {cluster2:d}.{last:d}",)
     state_map: ClassVar[dict[str, JobStatus]] = {

@@ -21,6 +21,7 @@ import psutil
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.settings import get_setting
+from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 logger = logging.getLogger(__name__)
 
@@ -184,6 +185,7 @@ class LocalSystem(BatchSystem):
     """Background processes of this machine, ``local_slots`` at once, in one run."""
 
     name = "local"
+    job_settings = WRAPPER_SETTINGS
 
     def __init__(self, run: Any) -> None:
         super().__init__(run)

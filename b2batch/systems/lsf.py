@@ -13,6 +13,7 @@ from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.wrapper import quote
+from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).
 BSUB_OPTIONS = frozenset("""
@@ -55,6 +56,7 @@ class LSFSystem(SchedulerSystem):
     """LSF in one run."""
 
     name = "lsf"
+    job_settings = (*WRAPPER_SETTINGS, "queue", "job_slots", "lsf_settings")
     job_id_formats: ClassVar[tuple[str, ...]] = ("Job <{id:d}> is submitted to queue <{queue}>.",
                                                  "Job <{id:d}> is submitted to default queue <{queue}>.")
     state_map: ClassVar[dict[str, JobStatus]] = {

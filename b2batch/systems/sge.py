@@ -17,6 +17,7 @@ from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SchedulerCommandError, SettingError
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
+from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 #: sge_settings keys, their qsub options, and whether the value is a list of name=value resources.
 QSUB_OPTIONS = {
@@ -88,6 +89,7 @@ class SGESystem(SchedulerSystem):
     """Grid Engine in one run."""
 
     name = "sge"
+    job_settings = (*WRAPPER_SETTINGS, "sge_settings")
     #: ``qsub -terse`` prints ``<id>``, or ``<id>.<first>-<last>:<step>`` for an array.
     job_id_formats: ClassVar[tuple[str, ...]] = ("{id:d}.{first:d}-{last:d}:{step:d}", "{id:d}")
     state_map: ClassVar[dict[str, JobStatus]] = {

@@ -14,6 +14,7 @@ import parse
 from b2batch.engine import Job, JobStatus, NativeState
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
+from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 #: sbatch's long options a task may set in ``slurm_settings``.
 SBATCH_OPTIONS = frozenset("""
@@ -75,6 +76,7 @@ class SlurmSystem(SchedulerSystem):
     """Slurm in one run."""
 
     name = "slurm"
+    job_settings = (*WRAPPER_SETTINGS, "slurm_settings")
     #: ``sbatch --parsable`` prints ``<id>`` or ``<id>;<cluster>``.
     job_id_formats: ClassVar[tuple[str, ...]] = ("{id:d};{cluster}", "{id:d}")
     state_map: ClassVar[dict[str, JobStatus]] = {
