@@ -111,8 +111,9 @@ def test_each_line_runs_in_a_shell_or_split_like_pytaskfarmer(tmp_path: Path) ->
 
 def test_simple_lines_run_without_a_shell_with_the_same_result() -> None:
     runner = ShellRunner()
-    assert runner.launch(0, "true").argv == [shutil.which("true")]
-    assert runner.launch(0, "ls -l /tmp").argv == [shutil.which("ls"), "-l", "/tmp"]
+    assert runner.launch(0, "true").argv == ["true"]
+    assert runner.launch(0, "ls -l /tmp").argv == ["ls", "-l", "/tmp"]  # argv[0] as the shell passes it
+    assert runner.launch(0, "no-such-program-x 1").argv == ["/bin/sh", "-c", "no-such-program-x 1"]
     for line in ("echo -e a", "exit 3", "ls $HOME", "ls *.txt", "a=1 ls", "ls > x", "cd /tmp", "ls 'a b'"):
         assert runner.launch(0, line).argv == ["/bin/sh", "-c", line], line
 
@@ -220,7 +221,7 @@ def test_signal_puts_running_lines_back(tmp_path: Path, signum: int) -> None:
     farmer = popen_farm(tmp_path, "t.txt", "--proc", "2")
     wait_for(lambda: ids_in(work / "finished") == [0] and (work / "logs" / "log_2").exists(), 30,
              "two sleeping lines")
-    sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == [shutil.which("sleep"), "60"]]
+    sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60"]]
     assert len(sleepers) == 2
     start = time.monotonic()
     farmer.send_signal(signum)

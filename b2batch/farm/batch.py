@@ -235,11 +235,15 @@ class Steering:
         Within ``--kill-grace`` plus a few seconds."""
         by = "the timeout" if signum == signal.SIGALRM else signal.Signals(signum).name
         killed = self.run.interrupt()
+        me = f"steering-{self.run.tag}"
         deadline = time.monotonic() + self.args.kill_grace + STOP_MARGIN
-        while self._own_farmers() and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            own = self._own_farmers()
+            if not own or set(own) <= set(self.workdir.dead_farmers(me)):  # ended, or killed (SGE's qdel)
+                break
             time.sleep(0.1)
         with self.workdir.locked():
-            recovered = self.workdir.recover_locked(f"steering-{self.run.tag}", self.handler.tasks)
+            recovered = self.workdir.recover_locked(me, self.handler.tasks)
         left = self._own_farmers()
         print(f"{time.strftime('%H:%M:%S')} Stopped by {by}: cancelled {len(killed)} pilot job(s)"
               + (f", put back the {len(recovered)} line(s) their killed farmers held" if recovered else "")

@@ -73,9 +73,8 @@ class ShellRunner(Runner):
             if program not in _SHELL_ONLY and "=" not in program:
                 if program not in self._found:
                     self._found[program] = shutil.which(program)
-                path = self._found[program]
-                if path:
-                    return Launch([path, *words[1:]])
+                if self._found[program]:  # found as the shell would find it: run as the shell would run it
+                    return Launch(words)
         return Launch([self.shell, "-c", command])
 
 
