@@ -29,6 +29,8 @@ KNOWN: dict[str, dict[str, str]] = {
     "settings.py": {
         "_code_settings": "b2luigi's set_setting store: a process-wide API by its definition",
         "_files": "the cache of parsed settings files behind that store (keyed by path and mtime)",
+        "global _profile": "the defaults profile (b2batch's or b2luigi 1.3's), chosen once per process by what the "
+                           "workflow imported",
     },
     "paths.py": {"global _pinned_base_dir": "the base folder of relative outputs; to move into the run's config "
                                              "(issue 27)"},
