@@ -60,9 +60,10 @@ def note_of(error: BaseException) -> str:
 @pytest.mark.parametrize("batch_size", ["auto", 4])
 def test_a_failure_names_the_calls_place_in_the_parallel_call_the_backend_the_job_and_its_logs(
         tmp_path: Path, batch_size: object) -> None:
-    with parallel_config(backend="b2batch", batch_system="local", n_jobs=4, progress=False, batch_size=batch_size,
+    # joblib's batch_size=4 with n_jobs=2: call 13 is the second of its batch (calls 12 to 15).
+    with parallel_config(backend="b2batch", batch_system="local", n_jobs=2, progress=False,
                          log_dir_prefix=str(tmp_path / "logs")), pytest.raises(ValueError) as caught:
-        Parallel()(delayed(raise_at)(x) for x in range(1000, 1020))
+        Parallel(batch_size=batch_size)(delayed(raise_at)(x) for x in range(1000, 1020))
     note = note_of(caught.value)
     assert note.startswith("Raised by call 13 of this Parallel call, in the joblib backend b2batch: local"), note
     stdout, stderr = note.split("(stdout: ", 1)[1].rstrip(")").split(", stderr: ")
