@@ -1,5 +1,8 @@
-# --test: tasks run here, one at a time, luigi logging at DEBUG.
+# --test: tasks run here, one at a time, luigi logging at DEBUG (the tasks make their own folders: b2luigi
+# 1.3.0's --test does not; test_mode_folders.py shows that).
 # args: --test
+import os
+
 import b2luigi
 
 
@@ -10,6 +13,7 @@ class Raw(b2luigi.Task):
         yield self.add_to_output("raw.txt")
 
     def run(self):
+        os.makedirs(os.path.dirname(self.get_output_file_name("raw.txt")), exist_ok=True)
         with open(self.get_output_file_name("raw.txt"), "w") as f:
             f.write(f"{self.n}\n")
 
@@ -24,6 +28,7 @@ class Reco(b2luigi.Task):
         yield self.add_to_output("reco.txt")
 
     def run(self):
+        os.makedirs(os.path.dirname(self.get_output_file_name("reco.txt")), exist_ok=True)
         with open(self.get_output_file_name("reco.txt"), "w") as f:
             f.write("reco\n")
 
