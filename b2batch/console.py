@@ -61,7 +61,7 @@ class Job:
     steering_pid: int | None = None
     submitted_at: float | None = None
     exit_code: int | None = None
-    state: str = "unknown"  # not submitted, queued, running, done, pending, failed, lost, unknown
+    state: str = "unknown"  # not submitted, queued, running, held, done, pending, failed, cancelled, lost, unknown
     detail: str = ""
     #: The job's journal (submission.json): what the batch system needs beyond the id, e.g. an HTCondor schedd.
     journal: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -128,6 +128,8 @@ def collect(folder: Path) -> list[Job]:
                 job.state, job.detail = "pending", "ended with new requirements"
             elif job.exit_code == 0:
                 job.state = "done"
+            elif files.read_cancel():
+                job.state, job.detail = "cancelled", f"{files.read_cancel()} (exit code {job.exit_code})"
             else:
                 job.state, job.detail = "failed", f"exit code {job.exit_code}"
         jobs.append(job)
@@ -209,6 +211,9 @@ def _local_states(group: list[Job]) -> None:
             job.state, job.detail = "running", f"process {running[str(job.folder)].pid}"
         elif _steering_process(job) is not None:
             job.state, job.detail = "queued", f"waits for a slot in steering process {job.steering_pid}"
+        elif JobFiles(folder=job.folder, log_folder=job.folder).read_cancel():
+            reason = JobFiles(folder=job.folder, log_folder=job.folder).read_cancel()
+            job.state, job.detail = "cancelled", f"{reason}, before it started"
         else:
             job.state, job.detail = "lost", "its steering process is gone and it wrote no exit code"
 

@@ -116,7 +116,10 @@ def test_status_and_cancel_of_running_local_jobs(workflow, tmp_path: Path) -> No
         stop(steering)
     assert "Interrupted" in (tmp_path / "steering.err").read_text()
     states = sorted(job["state"] for job in jobs(flow.script, flow.folder).values())
-    assert states == ["failed", "lost"]  # the running job was killed (exit 143), the queued one never ran
+    assert states == ["cancelled", "cancelled"]  # the running job was killed (exit 143), the queued one never ran
+    details = sorted(job["detail"] for job in jobs(flow.script, flow.folder).values())
+    assert details == ["cancelled when the run was interrupted (exit code 143)",
+                       "cancelled when the run was interrupted, before it started"]
     assert b2batch("cancel", str(flow.script), cwd=flow.folder).stdout.startswith("No queued or running jobs")
 
 

@@ -59,6 +59,21 @@ def test_a_task_whose_earlier_job_failed_is_submitted_again_with_a_warning(caplo
     run.interrupt()
 
 
+def test_a_task_whose_earlier_job_was_cancelled_is_submitted_again_without_a_failure(caplog) -> None:
+    task = Made(n=5)
+    earlier_job(task, 143)  # killed by SIGTERM when the earlier run was interrupted, which noted it
+    task_files(task).record_cancel("cancelled when the run was interrupted")
+    run = Run()
+    jobs = TaskJobs(run, RunContext())
+    with caplog.at_level(logging.INFO):
+        jobs.start(task)
+    assert len(run.live) == 1
+    assert "failed" not in caplog.text and not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "its earlier local job 123.1 was cancelled when the run was interrupted; submitting it again" in caplog.text
+    assert not task_files(task).cancelled.exists()  # the new job starts without the earlier one's note
+    run.interrupt()
+
+
 def written(task: Made) -> Path:
     path = Path(task.get_output_file_name("made.txt"))
     path.parent.mkdir(parents=True, exist_ok=True)

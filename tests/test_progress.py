@@ -11,6 +11,8 @@ import logging
 import os
 import pty
 import re
+import shlex
+import shutil
 import struct
 import subprocess
 import sys
@@ -22,7 +24,8 @@ from typing import Any, ClassVar
 
 import luigi.scheduler
 import luigi.worker
-from conftest import clean_env
+import pytest
+from conftest import clean_env, wait_for
 from rich.console import Console
 
 import b2batch
@@ -141,12 +144,13 @@ def test_counts_follow_the_run_record_and_render_as_a_table() -> None:
     assert re.search(r"b2batch: 5 task\(s\), 0:00:0\d", text)
     header = next(line for line in text.splitlines() if "task family" in line)
     assert re.findall(r"[a-z][a-z ]*[a-z]", header) == ["task family", "batch system", "waiting", "submitted",
-                                                        "queued", "running", "done", "failed", "resubmitted"]
+                                                        "queued", "running", "done", "failed", "cancelled",
+                                                        "resubmitted"]
     cells = {line.split()[1]: re.findall(r"[\d·]+", line) for line in text.splitlines()
              if re.match(r"^\W+(Sim|Fit|all|total)\b", line)}
-    assert cells["Sim"] == ["1", "·", "1", "1", "1", "·", "1"]
-    assert cells["Fit"] == ["·", "·", "·", "·", "·", "1", "·"]
-    assert cells["total"] == ["1", "0", "1", "1", "1", "1", "1"]  # the footer
+    assert cells["Sim"] == ["1", "·", "1", "1", "1", "·", "·", "1"]
+    assert cells["Fit"] == ["·", "·", "·", "·", "·", "1", "·", "·"]
+    assert cells["total"] == ["1", "0", "1", "1", "1", "1", "0", "1"]  # the footer
     assert sum(1 for line in text.splitlines() if re.match(r"^\W+all\b", line)) == 2  # a row per system
 
 
@@ -222,11 +226,98 @@ def test_progress_table_in_a_terminal(workflow) -> None:
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", output)
     assert "\x1b[1A" in output and "\x1b[2K" in output  # the table is redrawn in place
     assert re.search(r"┃ +task family +┃ +batch system +┃ +waiting +┃ +submitted +┃ +queued +┃ +running +┃ +done +┃ "
-                     r"+failed +┃ +resubmitted +┃", plain), plain
+                     r"+failed +┃ +cancelled +┃ +resubmitted +┃", plain), plain
     assert plain.count("┃ task family") >= 2, plain  # drawn more than once
     final = plain[plain.rindex("┃ task family"):plain.index("===== b2batch summary")]
-    assert re.search(r"│ Part +│ local +│ +· │ +· │ +· │ +· │ +2 │ +· │ +· │", final), final
-    assert re.search(r"│ total +│ +│ +0 │ +0 │ +0 │ +0 │ +3 │ +0 │ +0 │", final), final
+    assert re.search(r"│ Part +│ local +│ +· │ +· │ +· │ +· │ +2 │ +· │ +· │ +· │", final), final
+    assert re.search(r"│ total +│ +│ +0 │ +0 │ +0 │ +0 │ +3 │ +0 │ +0 │ +0 │", final), final
     assert "INFO: Job " in plain and "submitted task Part(n=0) to local" in plain  # log lines above the table
     assert "Progress [" not in plain  # no plain lines in a terminal
     assert plain.index("===== b2batch summary") > plain.rindex("┃")  # the summary after the last table
+
+
+# --- at 80 columns ---------------------------------------------------------------------------------------------
+
+def render(progress: Progress, width: int) -> str:
+    console = Console(file=io.StringIO(), width=width, record=True, color_system=None)
+    console.print(progress.table(width))
+    return console.export_text()
+
+
+def test_the_table_at_80_columns_wraps_names_and_never_cuts_them() -> None:
+    families = ("ReconstructionOfSimulatedEvents", "AnalyseAllTheEventsOfTheWholeExperiment")
+    for systems in (("htcondor", "htcondor"), ("htcondor", "local")):
+        run = RunRecord()
+        progress = Progress(run, live=False)
+        steps = [Step(families[0], n, system=systems[0]) for n in range(3)] + [Step(families[1], 0, systems[1])]
+        for step in steps:
+            step.job_id = f"{step.task.task_id}.1"
+            run.update(step, "submitted")
+        run.update(steps[0], "running")
+        run.update(steps[1], "cancelled", "cancelled when the run was interrupted")
+        for width in (80,):
+            text = render(progress, width)
+            lines = text.splitlines()
+            assert "…" not in text and max(map(len, lines)) <= width, text
+            header = next(line for line in lines if " wait " in line)
+            assert header.split()[-8:] == ["wait", "sub", "queue", "run", "done", "fail", "cancel", "resub"], text
+            one_system = systems[0] == systems[1]
+            assert ("system" in header) is not one_system, text  # one system: named in the title
+            assert (f"b2batch on htcondor: 4 task(s)" in text) is one_system, text
+            first_cells = "".join(line[:line.index(" ", 1)].strip() for line in lines[lines.index(header) + 2:])
+            for family in families:  # each name whole when its wrapped pieces are put together
+                assert family in first_cells, text
+            total = next(line for line in lines if line.strip().startswith("total")).split()
+            assert total[1:] == ["0", "2", "0", "1", "0", "0", "1", "0"], text
+        wide = render(progress, 200)
+        assert "┃ task family" in wide and " cancelled " in wide  # room enough: the full table
+        assert render(progress, 80) != wide
+
+
+def tmux(socket: str, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["tmux", "-L", socket, "-f", "/dev/null", *args], check=True, capture_output=True,
+                          text=True, env=env).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_a_real_batch_run_in_an_80_column_tmux_pane_and_ctrl_c(workflow, tmp_path: Path) -> None:
+    """A real terminal of 80 columns: the live table fits, a Ctrl-C shows the cancelled tasks as cancelled,
+    and the rerun says they were cancelled (not that they failed with exit code 143)."""
+    flow = workflow("narrow.py")
+    socket = f"b2batch-test-{os.getpid()}"
+    env = clean_env(TERM="xterm-256color")
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    tmux(socket, "new-session", "-d", "-x", "80", "-y", "24", "-c", str(flow.folder), "bash --norc --noprofile",
+         env=env)
+
+    def screen(joined: bool = False) -> str:  # joined: lines the terminal wrapped put together again
+        return tmux(socket, "capture-pane", "-p", "-S", "-2000", *(["-J"] if joined else []))
+
+    try:
+        tmux(socket, "send-keys", f"{shlex.join(flow.command(*BATCH, '--sleep', '60'))}; echo EXIT=$?", "Enter")
+        wait_for(lambda: any(int(q) + int(r) == 3 for q, r in re.findall(r"total +1 +0 +(\d+) +(\d+) +0 ", screen())),
+                 60, "three queued or running tasks")
+        during = screen()
+        tmux(socket, "send-keys", "C-c")
+        wait_for(lambda: re.search(r"^EXIT=\d+", screen(), re.M), 60, "the run to end")
+        after = screen()
+        tmux(socket, "send-keys", f"{shlex.join(flow.command(*BATCH))}; echo EXIT2=$?", "Enter")
+        wait_for(lambda: re.search(r"^EXIT2=\d+", screen(), re.M), 120, "the rerun to end")
+        rerun = re.sub(r"\s+", " ", screen(joined=True).split("EXIT=130", 1)[1])  # rich wraps its log lines too
+    finally:
+        subprocess.run(["tmux", "-L", socket, "kill-server"], check=False, capture_output=True)
+    for text in (during, after):
+        assert "…" not in text, text
+        assert re.search(r"task family +wait +sub +queue +run +done +fail +cancel +resub", text), text
+    assert "b2batch on local:" in during and "ReconstructionOfSimulated" in during
+    before_summary = after[:after.index("===== b2batch summary")]
+    final = before_summary[before_summary.rindex("task family"):]
+    assert re.search(r"^ total +1 +0 +0 +0 +0 +0 +3 +0 *$", final, re.M), final  # Analyse waits, 3 cancelled
+    assert "EXIT=130" in after and "Result: stopped by SIGINT." in after, after[-2000:]
+    assert "failed with exit code 143" not in rerun, rerun
+    # Those that ran were killed (exit code 143) and say they were cancelled; one still queued says nothing.
+    earlier = re.findall(r"its earlier local job \S+ (.*?); submitting it again", rerun)
+    assert earlier and set(earlier) == {"was cancelled when the run was interrupted"}, rerun
+    assert "EXIT2=0" in rerun, rerun

@@ -20,8 +20,11 @@ from b2batch.engine import JobRecord, RunRecord
 logger = logging.getLogger(__name__)
 
 #: The states of a task, in the order of the table's columns; "resubmitted" is a count of resubmissions.
-STATES = ("waiting", "submitted", "queued", "running", "done", "failed")
+STATES = ("waiting", "submitted", "queued", "running", "done", "failed", "cancelled")
 COLUMNS = (*STATES, "resubmitted")
+#: Column headers of the narrow table (a terminal too narrow for the full words, e.g. 80 columns).
+SHORT = {"waiting": "wait", "submitted": "sub", "queued": "queue", "running": "run", "done": "done",
+         "failed": "fail", "cancelled": "cancel", "resubmitted": "resub"}
 #: Shortest time between two progress lines when stderr is not a terminal (seconds).
 PLAIN_INTERVAL = 5.0
 
@@ -90,24 +93,41 @@ class Progress:
             details.append(f"{name} " + " ".join(f"{row[s]} {s}" for s in STATES if row[s]))
         return text + (" | " + "; ".join(details) if details else "")
 
-    def table(self) -> Any:
+    def table(self, width: int | None = None) -> Any:
         """A rich Table: one row per (family, batch system), a row per system if there are several, the
-        total."""
+        total. When the full table is wider than ``width`` (the terminal's), a narrow one: short column
+        headers, no borders, the batch system in the title if there is one, family names wrapped (never cut)."""
+        from rich import box
         from rich.table import Table
 
         rows = self.counts()
         total = self.totals(rows)
-        elapsed = _duration(time.time() - self.started_at)
-        table = Table(title=f"b2batch: {sum(total[s] for s in STATES)} task(s), {elapsed}", title_justify="left",
-                      show_footer=True)
-        table.add_column("task family", footer="total")
-        table.add_column("batch system")
-        styles = {"failed": "red", "done": "green", "running": "cyan", "resubmitted": "yellow"}
-        for column in COLUMNS:
-            table.add_column(column, justify="right", style=styles.get(column), footer=str(total[column]))
-        for (family, system), row in sorted(rows.items()):
-            table.add_row(family, system, *(_cell(row[c]) for c in COLUMNS))
         systems = sorted({system for _, system in rows})
+        elapsed = _duration(time.time() - self.started_at)
+        title = f"{sum(total[s] for s in STATES)} task(s), {elapsed}"
+        numbers = max((len(str(total[c])) for c in COLUMNS), default=1)
+        full = (max([len("task family"), *(len(f) for f, _ in rows)]) + max([len("batch system"), *map(len, systems)])
+                + sum(max(len(c), numbers) for c in COLUMNS) + 3 * (len(COLUMNS) + 2) + 1)
+        narrow = width is not None and full > width
+        one_system = narrow and len(systems) == 1
+        if narrow:
+            table = Table(title=f"b2batch{f' on {systems[0]}' if one_system else ''}: {title}", title_justify="left",
+                          show_footer=True, box=box.SIMPLE_HEAD, padding=(0, 0), pad_edge=False)
+        else:
+            table = Table(title=f"b2batch: {title}", title_justify="left", show_footer=True)
+        longest = max([0, *(len(f) for f, _ in rows)])
+        table.add_column("task family", footer="total", overflow="fold", min_width=min(longest, 10) or None)
+        if not one_system:
+            table.add_column("system" if narrow else "batch system", no_wrap=True,
+                             min_width=max([0, *map(len, systems)]) if narrow else None)
+        styles = {"failed": "red", "done": "green", "running": "cyan", "cancelled": "magenta",
+                  "resubmitted": "yellow"}
+        for column in COLUMNS:
+            header = SHORT[column] if narrow else column
+            table.add_column(header, justify="right", style=styles.get(column), footer=str(total[column]),
+                             no_wrap=True, min_width=max(len(header), numbers) + (1 if narrow else 0))
+        for (family, system), row in sorted(rows.items()):
+            table.add_row(family, *([] if one_system else [system]), *(_cell(row[c]) for c in COLUMNS))
         if len(systems) > 1:
             for system in systems:
                 subtotal = self.totals({k: v for k, v in rows.items() if k[1] == system})
@@ -168,7 +188,7 @@ class Progress:
         from rich.live import Live
 
         console = Console(file=stream)
-        self._live = Live(console=console, get_renderable=self.table, refresh_per_second=2,
+        self._live = Live(console=console, get_renderable=lambda: self.table(console.width), refresh_per_second=2,
                           redirect_stdout=_isatty(sys.stdout), redirect_stderr=stream is sys.stderr)
         self._original_stderr = sys.stderr
         self._live.start()

@@ -70,6 +70,8 @@ class JobFiles:
     submission = functools.cached_property(lambda self: self.folder / "submission.json")
     #: Written by the wrapper when the job's own set-up (env_script, working_dir) failed, with the reason.
     setup_failed = functools.cached_property(lambda self: self.folder / "setup_failed")
+    #: Written when the job was cancelled on purpose (its run interrupted, ``b2batch cancel``), with the reason.
+    cancelled = functools.cached_property(lambda self: self.folder / "cancelled")
     stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
     stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
 
@@ -94,7 +96,7 @@ class JobFiles:
         self.make_folders()
         self._exit = None
         if not self.fresh:
-            for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed):
+            for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled):
                 stale.unlink(missing_ok=True)
         self.fresh = False
         for log in (self.stdout, self.stderr):
@@ -150,6 +152,20 @@ class JobFiles:
         except (OSError, ValueError):
             return None
         return self._exit
+
+    def record_cancel(self, reason: str) -> None:
+        """Note that the job was cancelled on purpose, and why (a later run says so instead of "failed")."""
+        try:
+            atomic_write(self.cancelled, reason + "\n")
+        except OSError:  # the folder is gone: nobody will ask
+            pass
+
+    def read_cancel(self) -> str:
+        """Why the job was cancelled (empty if it was not)."""
+        try:
+            return self.cancelled.read_text().strip()
+        except OSError:
+            return ""
 
     def read_setup_failure(self) -> str:
         """Why the job's own set-up failed (empty if it did not)."""

@@ -207,6 +207,9 @@ class Run:
                 by_system.setdefault(job.system, []).append(job)
         for name, chosen in by_system.items():
             logger.warning("Killing %d %s job(s)", len(chosen), name)
+            if reason:
+                for job in chosen:  # before the job can end: a later run reads why it ended
+                    job.files.record_cancel(reason)
             self.systems[name].cancel(chosen)
             for job in chosen:
                 self.systems[name].forget(job)

@@ -289,8 +289,10 @@ class TaskJobs:
         if exit_code == 0:
             return True
         removed = _remove_outputs(task)
-        logger.warning("Task %s: its last job (%s) ended with exit code %d; its outputs may be partial and do not "
-                       "count%s", task, earlier, exit_code, f": removed {', '.join(removed)}" if removed else "")
+        cancelled = task_files(task).read_cancel()
+        ended = f"was {cancelled}" if cancelled else f"ended with exit code {exit_code}"
+        logger.warning("Task %s: its last job (%s) %s; its outputs may be partial and do not count%s", task, earlier,
+                       ended, f": removed {', '.join(removed)}" if removed else "")
         return False
 
     def poll(self) -> list[TaskResult]:
