@@ -288,7 +288,7 @@ def test_failing_line_goes_to_failed_with_its_log_and_exit_code(tmp_path: Path) 
     assert sorted((work / "failed").read_text().splitlines()) == ["1 echo broken input >&2; exit 3", "2 kill -9 $$",
                                                                   "3 no-such-command-b2b"]
     assert (work / "logs" / "log_1").read_text() == "broken input\n"
-    assert "1: echo broken input >&2; exit 3  [exit code 3; log" in done.stdout
+    assert "task 1 (line 2 of t.txt): echo broken input >&2; exit 3  [exit code 3; log" in done.stdout
     assert "      | broken input" in done.stdout
     assert "exit code 137 (killed by SIGKILL)" in done.stdout and "exit code 127 (command not found)" in done.stdout
 

@@ -55,7 +55,7 @@ def test_pilots_on_local_jobs_run_every_line_and_report_failures(tmp_path: Path)
     work = tmp_path / "t.txt_workdir"
     assert sorted(ids_in(work / "finished")) == [i for i in range(12) if i != 5] and ids_in(work / "failed") == [5]
     assert "lines: toprocess" in done.stdout and "pilots ended 2" in done.stdout
-    assert "5: echo $PROC_NUMBER >> runs; test $PROC_NUMBER != 5  [exit code 1;" in done.stdout
+    assert "task 5 (line 6 of t.txt): echo $PROC_NUMBER >> runs; test $PROC_NUMBER != 5  [exit code 1;" in done.stdout
     pilots = sorted((work / "b2batch" / "jobs" / "pilots").iterdir())
     assert [p.name for p in pilots] == ["pilot-0", "pilot-1"]
     assert all((p / "exit_code").read_text().strip() == "0" for p in pilots)
@@ -171,3 +171,17 @@ def test_python_m_b2batch_farm_in_a_pilot_uses_the_same_work_dir(tmp_path: Path)
     assert done.returncode == 0, done.stderr
     assert sorted(ids_in(tmp_path / "wd" / "finished")) == [0, 1]
     assert "Working on task list" not in done.stdout and os.path.exists(tmp_path / "wd" / "lock")
+
+
+def test_a_pilot_that_dies_is_named_with_its_job_and_logs_and_its_line_goes_back(tmp_path: Path) -> None:
+    settings(tmp_path)
+    write_list(tmp_path / "t.txt", ["kill -9 $PPID"])  # the line kills its farmer, so the pilot dies
+    done = subprocess.run(farm_command("t.txt", "--batch-system", "local"), cwd=tmp_path, env=env_for(tmp_path),
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 1, done.stdout + done.stderr
+    pilot = tmp_path / "t.txt_workdir" / "b2batch" / "jobs" / "pilots" / "pilot-0"
+    assert "b2batch farm: pilot pilot-0 failed: job " in done.stderr
+    assert "on local exited with code 137 (killed by SIGKILL)" in done.stderr
+    assert f"stderr: {pilot / 'logs' / 'stderr'}" in done.stderr and "Task farm" not in done.stderr
+    assert ids_in(tmp_path / "t.txt_workdir" / "toprocess") == [0]  # not left claimed by the dead farmer
+    assert "1 to process" in done.stdout and "running elsewhere" not in done.stdout

@@ -157,7 +157,7 @@ class Steering:
         while any(job.job_id is None and job.outcome is None for job in self.pilots):
             for job in self.run.poll():
                 if job.outcome is not None and job.not_submitted:
-                    self.problems.append(job.failure_message())
+                    self.problems.append(pilot_failure(job))
             if time.monotonic() > deadline:
                 break
             self.run.wait()
@@ -175,7 +175,7 @@ class Steering:
         total = len(self.handler)
         jobs = self.args.jobs or 1
         if not self.lines_left():
-            summary(self.workdir)
+            summary(self.workdir, handler=self.handler)
             return 0
         progress = Progress(self.workdir, total)
         previous = {signum: signal.signal(signum, self._stop_signal) for signum in STOP_SIGNALS}
@@ -192,6 +192,8 @@ class Steering:
                     self.ended(job)
                 progress.update(self.pilot_states())
                 if not self.run.live:
+                    with self.workdir.locked():  # lines of pilots' farmers that were killed go back first
+                        self.workdir.recover_locked(f"steering-{self.run.tag}", self.handler.tasks)
                     left, done = self.lines_left(), self.done_count()
                     if not left:
                         break
@@ -219,7 +221,7 @@ class Steering:
             progress.close()
         for problem in self.problems:
             print(problem, file=sys.stderr, flush=True)
-        summary(self.workdir)
+        summary(self.workdir, handler=self.handler)
         if self.stop is not None:
             return exit_code_of(self.stop)
         return 1 if self.lines_left() else 0
@@ -266,9 +268,21 @@ class Steering:
         from b2batch.engine import JobStatus
 
         ok = job.outcome is not None and job.outcome.status == JobStatus.successful
-        if not ok:
-            self.problems.append("Pilot " + job.failure_message().removeprefix("Task "))
-        self.run.settle(job, ok, "" if ok else (job.outcome.reason if job.outcome else ""))
+        message = "" if ok else pilot_failure(job)
+        if message:
+            self.problems.append(message)
+        self.run.settle(job, ok, message.splitlines()[0] if message else "")
+
+
+def pilot_failure(job: Any) -> str:
+    """Why a pilot failed, naming the farm's pilot (not an engine task), its job, and its logs."""
+    text = job.failure_message()
+    head, _, rest = text.partition("\n")
+    if " failed: " in head:
+        head = f"b2batch farm: pilot {job.key} failed: " + head.split(" failed: ", 1)[1]
+    elif " could not be submitted " in head:
+        head = f"b2batch farm: pilot {job.key} could not be submitted " + head.split(" could not be submitted ", 1)[1]
+    return head + ("\n" + rest if rest else "")
 
 
 def steer(args: argparse.Namespace, lock_dir: str | None) -> int:

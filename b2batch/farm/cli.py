@@ -101,6 +101,8 @@ def run_local(args: argparse.Namespace, compat: bool, summary: bool) -> int:
     if not args.pilot:
         print(_now(), "Working on task list", args.tasklist, flush=True)
         print(_now(), "Will store progress in", workdir_path, flush=True)
+        if compat:
+            print(_now(), "Will store logs in", workdir_path + "/logs", flush=True)
     if not os.path.exists(args.tasklist):
         raise FarmError(f"The task list {args.tasklist} does not exist. Give the path of a text file with one "
                         f"command per line.")
@@ -118,7 +120,7 @@ def run_local(args: argparse.Namespace, compat: bool, summary: bool) -> int:
                             steering=args.steering)
     result = Farmer(workdir, handler, runner, options).run()
     if summary:
-        display.summary(workdir)
+        display.summary(workdir, handler=handler)
     return result.exit_code
 
 
@@ -166,7 +168,9 @@ def pytaskfarmer_main(argv: list[str] | None = None) -> int:
     """``pytaskfarmer.py``: PyTaskFarmer's command line, run by b2batch's farmer."""
     parser = argparse.ArgumentParser(prog="pytaskfarmer.py", description="Simple task queue (b2batch farm)")
     add_arguments(parser, compat=True)
-    return run(parser.parse_args(argv), parser, compat=True)
+    args = parser.parse_args(argv)
+    args.verb = True  # PyTaskFarmer prints each line's start and end whatever --verbose says
+    return run(args, parser, compat=True)
 
 
 def add_subcommand(commands: Any) -> None:

@@ -22,6 +22,16 @@ def shown(command: str, most: int = 300) -> str:
     return text
 
 
+def where(handler: Any, task_id: int) -> str:
+    """A line as the user sees it: its task id, and its line number in the task list where the handler knows
+    it (PyTaskFarmer-style handlers of users may not)."""
+    numbers = getattr(handler, "line_numbers", None)
+    path = getattr(handler, "path", None)
+    if numbers and task_id < len(numbers) and path:
+        return f"task {task_id} (line {numbers[task_id]} of {path})"
+    return f"task {task_id}"
+
+
 def exit_code_text(code: int | None) -> str:
     if code is None:
         return "exit code unknown"
@@ -38,7 +48,8 @@ def exit_code_text(code: int | None) -> str:
     return text
 
 
-def summary(workdir: WorkDir, out: TextIO | None = None, most: int = 20, tail: int = 5) -> str:
+def summary(workdir: WorkDir, out: TextIO | None = None, most: int = 20, tail: int = 5,
+            handler: Any = None) -> str:
     """The end-of-run account: counts, then each failed line (id, command, exit code, log, end of its log)."""
     counts = workdir.counts()
     running = sum(len(ids) for ids in workdir.running().values())
@@ -49,7 +60,7 @@ def summary(workdir: WorkDir, out: TextIO | None = None, most: int = 20, tail: i
         codes = workdir.read_exit_codes()
         lines.append(f"Failed lines ({len(failed)}):")
         for task_id, command in failed[:most]:
-            lines.append(f"  {task_id}: {shown(command)}  [{exit_code_text(codes.get(task_id))}; log "
+            lines.append(f"  {where(handler, task_id)}: {shown(command)}  [{exit_code_text(codes.get(task_id))}; log "
                          f"{workdir.log(task_id)}]")
             end = workdir.log_tail(task_id, tail)
             lines.extend(f"      | {line}" for line in end.splitlines())

@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 import psutil
 
-from b2batch.farm.display import shown
+from b2batch.farm.display import shown, where
 from b2batch.farm.runners import Runner
 from b2batch.farm.workdir import HOST, MARK, WorkDir
 
@@ -317,12 +317,7 @@ class Farmer:
         self.pids.append(f"p {task_id} {pid}\n")
 
     def where(self, task_id: int) -> str:
-        """A line as the user sees it: its task id, and its line number in the task list where known."""
-        numbers = getattr(self.handler, "line_numbers", None)
-        path = getattr(self.handler, "path", None)
-        if numbers and task_id < len(numbers) and path:
-            return f"task {task_id} (line {numbers[task_id]} of {path})"
-        return f"task {task_id}"
+        return where(self.handler, task_id)
 
     def _not_started(self, task_id: int, command: str, error: Exception, log: str, started: float,
                      slot: int) -> None:
