@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.errors import OutputPathError
-from b2batch.settings import get_setting
+from b2batch.settings import get_setting, profiled_error
 
 _pinned_base_dir: str | None = None
 
@@ -60,23 +60,24 @@ def parameter_parts(task: Any, strict: bool = True) -> list[str]:
     """
     separator = str(get_setting("parameter_separator", task=task))
     with_names = bool(get_setting("use_parameter_name_in_output", task=task))
+    as_b2luigi = bool(get_setting("b2luigi_hashing", task=task))
     parts = []
     for name, param in task.get_params():
         if not param.significant or getattr(param, "hidden", False):
             continue
-        value = path_value(param, getattr(task, name))
+        value = path_value(param, getattr(task, name), as_b2luigi)
         has_separator = os.sep in value or bool(os.altsep and os.altsep in value)
         is_dot = not with_names and value in (".", "..")
         if not strict and (has_separator or is_dot):
             value = _md5(value)
         elif has_separator:
-            raise OutputPathError(
+            raise profiled_error(OutputPathError)(
                 f"Task {task.task_family}: the value {value!r} of parameter {name!r} contains a path "
                 f"separator and cannot be a folder name in the output path. Declare the parameter with "
                 f"hashed=True (the path gets a hash of the value) or hidden=True (left out of the path)."
             )
         elif is_dot:
-            raise OutputPathError(
+            raise profiled_error(OutputPathError)(
                 f"Task {task.task_family}: the value {value!r} of parameter {name!r} cannot be a folder name in "
                 f"the output path (use_parameter_name_in_output is false). Declare the parameter with "
                 f"hashed=True or hidden=True, or put parameter names into paths."
@@ -85,9 +86,16 @@ def parameter_parts(task: Any, strict: bool = True) -> list[str]:
     return parts
 
 
-def path_value(param: Any, value: Any) -> str:
+def path_value(param: Any, value: Any, as_b2luigi: bool = False) -> str:
     """The text that stands for ``value`` of the parameter ``param`` in paths: its serialized form, or for a
-    parameter with ``hashed=True`` a hash of it (``hash_function`` of the value when the parameter has one)."""
+    parameter with ``hashed=True`` a hash of it (``hash_function`` of the value when the parameter has one).
+    ``as_b2luigi`` (the setting ``b2luigi_hashing``): b2luigi 1.3's text, the parameter's ``serialize_hashed``
+    when it was declared with ``hashed=True`` (``hashed_`` and the md5 of ``str(value)``, or its
+    ``hash_function``), else the serialized value."""
+    if as_b2luigi:
+        hashed = getattr(param, "hashed_given", getattr(param, "hashed", False))
+        return str(param.serialize_hashed(value)) if hashed and hasattr(param, "serialize_hashed") \
+            else param.serialize(value)
     hash_function = getattr(param, "hash_function", None)
     if hash_function is not None:
         return str(hash_function(value))

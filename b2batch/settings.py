@@ -20,6 +20,7 @@ settings reference are generated from it (``python -m b2batch.settings --example
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import os
@@ -151,9 +152,18 @@ SETTINGS: dict[str, Setting] = {
         Setting("exit_on_failure", True, "A run in which a task failed ends the script with exit status 1 "
                 "(false: process() returns luigi's result and the script goes on, as in b2luigi; process()'s "
                 "argument exit_on_failure wins).", kind=FLAG),
+        Setting("b2luigi_hashing", False, "Parameters with hashed=True stand in paths for hashed_ and the md5 of "
+                "str(value), and hash_function applies only with hashed=True, as in b2luigi 1.3 (false: the md5 of "
+                "the serialized value, and hash_function implies hashed; the same for strings and numbers). "
+                "b2luigi profile: true.", kind=FLAG),
+        Setting("process_returns_result", True, "process() returns luigi's run result (false: None, as b2luigi's "
+                "process(); b2luigi profile: false).", kind=FLAG),
         Setting("run_summary", True, "At the end of process(): b2batch's summary on stderr and, after a --batch "
                 "run, the timeline and the JSON report in log_dir (b2luigi profile: false; luigi's own summary is "
                 "printed either way).", kind=FLAG),
+        Setting("unknown_setting_warnings", True, "A warning line for each name in a settings.json or set_setting() "
+                "that is no setting of b2batch (a likely typo stops the run either way). Read from set_setting() "
+                "only (b2luigi profile: false).", kind=FLAG),
         Setting("max_jobs_in_flight", None, "Most jobs of one batch system submitted and not yet over, "
                 "whatever luigi's workers; more wait in b2batch. None: no limit.",
                 kind=_number(integer=True, minimum=1, none=True)),
@@ -229,7 +239,8 @@ SETTINGS: dict[str, Setting] = {
 PROFILES: dict[str, dict[str, Any]] = {
     "b2batch": {},
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
-                "run_summary": False},
+                "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
+                "process_returns_result": False},
 }
 _profile = "b2batch"  # the process's profile: the one choice of this kind (use_profile)
 
@@ -246,6 +257,26 @@ def use_profile(name: str) -> None:
 def active_profile() -> str:
     """The name of the process's defaults layer (see :func:`use_profile`)."""
     return _profile
+
+
+#: Profiles whose errors for bad input carry the name of the builtin exception their tool raises.
+_BUILTIN_NAMED_ERRORS = {"b2luigi"}
+
+
+@functools.cache
+def _builtin_named(error_class: type[Exception]) -> type[Exception]:
+    builtin = next(c for c in error_class.__mro__ if c.__module__ == "builtins" and c not in (Exception, BaseException,
+                                                                                              object))
+    return type(builtin.__name__, (error_class,), {"__module__": "builtins", "__qualname__": builtin.__name__,
+                                                     "__doc__": f"{error_class.__name__}, under b2luigi's name."})
+
+
+def profiled_error(error_class: type[Exception]) -> type[Exception]:
+    """The class to raise for b2batch's ``error_class`` (e.g. :class:`SettingError`) under the process's
+    profile: itself, or under the b2luigi profile a subclass of it that is named and printed as the builtin
+    exception b2luigi raises there (``ValueError``): ``except ValueError``, ``except SettingError`` and
+    ``type(error).__name__`` all see what they expect, and the message stays b2batch's."""
+    return _builtin_named(error_class) if _profile in _BUILTIN_NAMED_ERRORS else error_class
 
 
 def default_of(key: str) -> Any:
@@ -394,6 +425,8 @@ def check_setting_names(names: Iterable[str], where: str, known: Iterable[str] |
         if meant is not None:
             raise SettingError(f"In {where}: {name!r} is not a known {what}. Did you mean {meant!r}? Rename it "
                                f"(known {what}s: {', '.join(known_names)}).")
+    if not _code_settings.get("unknown_setting_warnings", default_of("unknown_setting_warnings")):
+        return  # the b2luigi profile: a workflow's own settings are usual there, and b2luigi says nothing
     for name in names:
         if name not in known_names:
             logger.warning("%s", f"In {where}: {name!r} is not a {what} b2batch knows; it is ignored unless your "
@@ -525,7 +558,7 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
             try:
                 return declared.kind(value)
             except (ValueError, TypeError, OverflowError):
-                raise SettingError(_wrong_kind(key, name, value, task, where, declared.kind)) from None
+                raise profiled_error(SettingError)(_wrong_kind(key, name, value, task, where, declared.kind)) from None
     raise KeyError(key)
 
 
@@ -553,7 +586,7 @@ def get_setting(key: str, default: Any = _NOT_SET, task: Any = None) -> Any:
     if declared is not None and not declared.required:
         return default_of(key)
     owner = f" of task {task}" if task is not None else ""
-    raise SettingError(
+    raise profiled_error(SettingError)(
         f"No value for the setting {key!r}{owner}. Set it as an attribute of the task, with "
         f"b2batch.set_setting({key!r}, ...), or in a settings.json in the working directory or a parent "
         f"(or the file named by ${SETTINGS_ENV_VARS[0]})."

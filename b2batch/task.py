@@ -16,15 +16,14 @@ A task declares its outputs by name and gets their paths laid out under ``result
 from __future__ import annotations
 
 import contextlib
-import functools
+import hashlib
 import inspect
 import os
-import random
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import luigi
 import luigi.parameter
@@ -33,18 +32,8 @@ from luigi.task_register import Register
 from b2batch import paths
 from b2batch.remote.urls import is_remote
 from b2batch.settings import get_setting
+from b2batch.temporary import _remove_path, _TemporaryOutputs, on_temporary_files, temporary_name  # noqa: F401
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def temporary_name(path: str) -> str:
-    """b2luigi's temporary file name of ``path``: ``<base>-luigi-tmp-<10 random digits><extensions>``, the
-    base being the name up to its first dot (``a.tar.gz``: ``a-luigi-tmp-0123456789.tar.gz``); a trailing
-    slash (a folder target) is kept."""
-    name = os.path.basename(path.rstrip("/"))
-    base, dot, extensions = name.partition(".")
-    number = random.randrange(0, 10_000_000_000)
-    return f"{base}-luigi-tmp-{number:010}{dot}{extensions}{'/' if path.endswith('/') else ''}"
 
 
 class LocalTarget(luigi.LocalTarget):
@@ -56,6 +45,29 @@ class LocalTarget(luigi.LocalTarget):
         """A new temporary file name for this target (a name, no folder), as b2luigi makes it; the outputs of
         ``on_temporary_files`` are written under such names."""
         return temporary_name(str(self.path))
+
+    @contextlib.contextmanager
+    def temporary_path(self, task: Any = None, **tmp_file_kwargs: Any) -> Iterator[str]:
+        """``with target.temporary_path() as path:`` write to ``path``, a :attr:`tmp_name` in a new folder
+        under scratch_dir (the setting, of ``task``; without it next to the target); the file is moved to the
+        target's path when the block ends without an exception, and the temporary folder removed either way."""
+        scratch = get_setting("scratch_dir", task=task)
+        final = Path(self.path)
+        if scratch:
+            scratch_folder = paths.resolve(scratch)
+            scratch_folder.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(dir=scratch_folder, **tmp_file_kwargs))
+        else:
+            folder = final.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / self.tmp_name
+        try:
+            yield str(temporary)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(temporary), str(final))
+        finally:
+            if scratch:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- parameters with path options -------------------------------------------------------------------------
@@ -81,10 +93,19 @@ class _PathOptions:
         if grouping_function is not None and not callable(grouping_function):
             raise TypeError(f"grouping_function must be a function, not {grouping_function!r}.")
         self.hashed = hashed or hash_function is not None
+        self.hashed_given = bool(hashed)  # b2luigi 1.3 (setting b2luigi_hashing): hash_function needs hashed=True
         self.hash_function = hash_function
         self.hidden = hidden
         self.grouping = bool(grouping)
         self.grouping_function = grouping_function
+
+
+    def serialize_hashed(self, value: Any) -> str:
+        """b2luigi's text for ``value`` of a hashed parameter: ``hash_function(value)`` when the parameter has
+        one, else ``hashed_`` and the md5 of ``str(value)``."""
+        if self.hash_function is not None:
+            return self.hash_function(value)
+        return "hashed_" + hashlib.md5(str(value).encode()).hexdigest()
 
 
 def _positional_arity(function: Callable[..., Any]) -> int:
@@ -121,6 +142,19 @@ def _collect(struct: Any, into: dict[str, list[str]], key: str | None = None) ->
     elif struct is not None:
         path = _to_path(struct)
         into.setdefault(key if key is not None else os.path.basename(path), []).append(path)
+    return into
+
+
+def _collect_targets(struct: Any, into: dict[Any, list[Any]], key: Any = None) -> dict[Any, list[Any]]:
+    """Like :func:`_collect`, keeping the targets: ``{key: [targets]}``."""
+    if isinstance(struct, dict):
+        for name, value in struct.items():
+            _collect_targets(value, into, name)
+    elif isinstance(struct, (list, tuple)) or _is_lazy_iterable(struct):
+        for item in struct:
+            _collect_targets(item, into, key)
+    elif struct is not None:
+        into.setdefault(key if key is not None else os.path.basename(_to_path(struct)), []).append(struct)
     return into
 
 
@@ -184,8 +218,15 @@ class TaskHelpers:
             raise KeyError(f"Task {self} has no input {key!r}; its inputs are {sorted(inputs)}.")
         return inputs[key]
 
-    def get_input_file_name(self, key: str) -> str:
-        """The one input path of ``key``; an error when the requirements give none or several."""
+    def get_input_file_name(self, key: str | None = None) -> str:
+        """The one input path of ``key`` (without a key: of the one input there is); an error when the
+        requirements give none or several."""
+        if key is None:
+            inputs = _collect(self.input(), {})
+            if len(inputs) == 1 and len(next(iter(inputs.values()))) == 1:
+                return next(iter(inputs.values()))[0]
+            raise ValueError(f"Task {self} has {sum(map(len, inputs.values()))} inputs, not one; name the input: "
+                             f"get_input_file_name(key) with a key of {sorted(inputs)}.")
         names = self.get_input_file_names(key)
         if len(names) != 1:
             raise ValueError(f"Task {self} has {len(names)} inputs named {key!r}, not one; use "
@@ -204,6 +245,81 @@ class TaskHelpers:
         for file_names in _collect(self.input(), {}).values():
             yield from file_names
 
+    # b2luigi 1.3's helpers of its Task, which its examples and user code call.
+
+    @staticmethod
+    def _transform_io(struct: Any) -> dict[str, list[str]]:
+        """Targets in any structure of dicts and lists as ``{key: [paths]}``."""
+        return _collect(struct, {})
+
+    def _get_input_targets(self, key: str) -> list[Any]:
+        """The input targets of ``key`` across the requirements (a ``KeyError`` when there are none)."""
+        return _collect_targets(self.input(), {})[key]
+
+    def _get_output_target(self, key: str) -> Any:
+        """The output target of ``key`` (a ``KeyError`` when there is none)."""
+        return _collect_targets(self.output(), {})[key][-1]
+
+    def _get_output_file_target(self, base_filename: str, target_class: type | None = None,
+                                result_dir: str | None = None, **kwargs: Any) -> Any:
+        """The target that :meth:`add_to_output` makes for ``base_filename``."""
+        path = str(paths.output_path(self, base_filename, result_dir))
+        return self._resolve_output_file_target(path, target_class=target_class, **kwargs)
+
+    def _resolve_output_file_target(self, filename: str, target_class: type | None = None, **kwargs: Any) -> Any:
+        """A target of ``filename``: of ``target_class``, else of the setting ``default_task_target_class``
+        (with the setting ``target_class_kwargs`` added to ``kwargs``), else a LocalTarget, as in b2luigi."""
+        setting_class = get_setting("default_task_target_class", None, task=self)
+        kwargs.update(get_setting("target_class_kwargs", None, task=self) or {})
+        chosen = target_class or setting_class
+        return chosen(filename, **kwargs) if chosen is not None else LocalTarget(filename, **kwargs)
+
+    def _remove_output_file_target(self, base_filename: str, target_class: type | None = None,
+                                   result_dir: str | None = None, **kwargs: Any) -> None:
+        """Remove the output target of ``base_filename`` (``NotImplementedError`` for a target that cannot)."""
+        target = self._get_output_file_target(base_filename, target_class, result_dir, **kwargs)
+        if not hasattr(target, "remove"):
+            raise NotImplementedError(f"Task {self}: the output target of {base_filename!r} ({type(target).__name__}) "
+                                      f"has no remove(); remove it yourself in the task's remove_output().")
+        target.remove()
+
+    def _remove_output(self, target_class: type | None = None, result_dir: str | None = None, **kwargs: Any) -> None:
+        """Remove every output of the task; one that cannot be removed is named on stdout, as b2luigi does."""
+        for name in self.get_all_output_file_names():
+            try:
+                self._remove_output_file_target(name, target_class, result_dir, **kwargs)
+            except Exception as error:  # b2luigi goes on with the next output
+                print(f"Could not remove output file {name}: {error}")
+
+    @staticmethod
+    def _remove_directory(directory: str) -> None:
+        """Remove ``directory`` with everything in it, if it is there."""
+        if os.path.isdir(directory):
+            try:
+                shutil.rmtree(directory)
+            except OSError as error:
+                print(f"Could not remove directory {directory}: {error}")
+
+    def remove_log_files(self) -> None:
+        """Remove the task's log folder (``<log_dir>/<parameters>/<TaskFamily>``)."""
+        self._remove_directory(str(paths.log_folder(self)))
+
+    def remove_task_files(self) -> None:
+        """Remove the task's job files folder."""
+        from b2batch.luigi_frontend.jobs import task_files
+
+        self._remove_directory(str(task_files(self).folder))
+
+    @classmethod
+    def grouped_param_names(cls) -> list[str]:
+        """The names of the task's parameters declared with ``grouping=True``."""
+        return [name for name, param in cls.get_params() if getattr(param, "grouping", False)]
+
+    @classmethod
+    def has_grouped_params(cls) -> bool:
+        """Whether the task has parameters declared with ``grouping=True``."""
+        return bool(cls.grouped_param_names())
+
     def remove_output(self) -> None:
         """Delete every output of the task (files and folders)."""
         for name in self.get_all_output_file_names():
@@ -215,11 +331,6 @@ class TaskHelpers:
                 _remove_path(Path(name))
 
 
-def _remove_path(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
 
 
 # --- the parameters of a class, cached -------------------------------------------------------------------
@@ -277,128 +388,43 @@ class WrapperTask(TaskHelpers, _CachedParams, luigi.WrapperTask, metaclass=_Regi
     """A task that only requires other tasks."""
 
 
-# --- atomic outputs --------------------------------------------------------------------------------------
-
-class _TemporaryOutputs:
-    """Temporary paths for outputs, moved into place only on success."""
-
-    def __init__(self, scratch_dir: str | None) -> None:
-        self._scratch = paths.resolve(scratch_dir) if scratch_dir else None
-        self._made: dict[Path, Path] = {}
-        self._folders: list[Path] = []  # the temporary folders made under scratch_dir
-        self._remote: dict[str, Path] = {}  # remote URL: local temporary file
-
-    def path_for_remote(self, url: str) -> Path:
-        if url not in self._remote:
-            folder = Path(tempfile.mkdtemp(prefix="b2batch-upload-", dir=self._scratch))
-            self._remote[url] = folder / url.rsplit("/", 1)[-1]
-        return self._remote[url]
-
-    def path_for(self, final: Path) -> Path:
-        """The temporary path of the output ``final``: b2luigi's temporary name (:func:`temporary_name`), in
-        a folder of its own under scratch_dir when that is set, else next to ``final``."""
-        if final not in self._made:
-            if self._scratch is not None:
-                self._scratch.mkdir(parents=True, exist_ok=True)
-                folder = Path(tempfile.mkdtemp(prefix="b2batch-", dir=self._scratch))
-                self._folders.append(folder)
-            else:
-                folder = final.parent
-                folder.mkdir(parents=True, exist_ok=True)
-            temporary = folder / temporary_name(final.name)
-            while temporary.exists() or temporary in self._made.values():
-                temporary = folder / temporary_name(final.name)
-            self._made[final] = temporary  # the task creates the file (or folder) itself
-        return self._made[final]
-
-    def commit(self) -> None:
-        if self._remote:
-            from b2batch.remote import outputs
-
-            for url, local in self._remote.items():
-                if local.exists():
-                    outputs.upload(str(local), url)
-                shutil.rmtree(local.parent, ignore_errors=True)
-        for final, temporary in self._made.items():
-            if temporary.exists():
-                final.parent.mkdir(parents=True, exist_ok=True)
-                if final.exists() and final.is_dir():
-                    shutil.rmtree(final)
-                shutil.move(str(temporary), str(final))
-        self._remove_folders()
-
-    def _remove_folders(self) -> None:
-        for folder in self._folders:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def discard(self) -> None:
-        for local in self._remote.values():
-            shutil.rmtree(local.parent, ignore_errors=True)
-        for temporary in self._made.values():
-            with contextlib.suppress(FileNotFoundError):
-                _remove_path(temporary)
-        self._remove_folders()
-
-
-def on_temporary_files(run: F | None = None, *, inputs: bool = True, outputs: bool = True) -> Any:
-    """Decorate ``run()`` so that its outputs are written to temporary paths and moved into place only when
-    it returns normally; when it raises, the temporary files are removed and no partial output remains.
-
-    Also with b2luigi 1.3's options, ``@on_temporary_files(outputs=False)``: outputs are then written in
-    place. ``inputs`` is accepted; b2batch reads inputs where they are (b2luigi copies them to scratch)."""
-    if run is None:
-        return functools.partial(on_temporary_files, inputs=inputs, outputs=outputs)
-    if not outputs:
-        return run
-
-    @functools.wraps(run)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        temporary = _TemporaryOutputs(get_setting("scratch_dir", task=self))
-        self._b2batch_temporary = temporary
-        try:
-            result = run(self, *args, **kwargs)
-        except BaseException:
-            temporary.discard()
-            raise
-        finally:
-            self._b2batch_temporary = None
-        temporary.commit()
-        return result
-
-    return wrapper  # type: ignore[return-value]
-
-
 # --- requires / inherits with b2luigi's signatures -------------------------------------------------------
 
-def requires(*tasks_to_require: type, **kwargs: Any) -> Callable[[type], type]:
+class requires:
     """Class decorator: the task requires each of ``tasks_to_require`` with its own parameters, inheriting
-    them; keyword arguments fix parameter values of the required tasks (they are then not inherited)."""
+    them; keyword arguments fix parameter values of the required tasks (they are then not inherited). A class,
+    as b2luigi's (and luigi's) ``requires`` is."""
 
-    def decorate(task_class: type) -> type:
+    def __init__(self, *tasks_to_require: type, **kwargs: Any) -> None:
+        self.tasks_to_require = tasks_to_require
+        self.kwargs = kwargs
+
+    def __call__(self, task_class: type) -> type:
+        tasks_to_require, kwargs = self.tasks_to_require, self.kwargs
         for required in tasks_to_require:
             for name, param in required.get_params():
                 if name not in kwargs and not hasattr(task_class, name):
                     setattr(task_class, name, param)
 
-        def requires_method(self: Any) -> Iterable[Any]:
+        def requires_method(task: Any) -> Iterable[Any]:
             for required in tasks_to_require:
-                yield self.clone(required, **kwargs)
+                yield task.clone(required, **kwargs)
 
         task_class.requires = requires_method
         return task_class
 
-    return decorate
 
+class inherits:
+    """Class decorator: the task gets the parameters of ``tasks_to_inherit``, except those in ``without``.
+    A class, as b2luigi's (and luigi's) ``inherits`` is."""
 
-def inherits(*tasks_to_inherit: type, without: str | Iterable[str] | None = None) -> Callable[[type], type]:
-    """Class decorator: the task gets the parameters of ``tasks_to_inherit``, except those in ``without``."""
-    excluded = {without} if isinstance(without, str) else set(without or ())
+    def __init__(self, *tasks_to_inherit: type, without: str | Iterable[str] | None = None) -> None:
+        self.tasks_to_inherit = tasks_to_inherit
+        self.excluded = {without} if isinstance(without, str) else set(without or ())
 
-    def decorate(task_class: type) -> type:
-        for inherited in tasks_to_inherit:
+    def __call__(self, task_class: type) -> type:
+        for inherited in self.tasks_to_inherit:
             for name, param in inherited.get_params():
-                if name not in excluded and not hasattr(task_class, name):
+                if name not in self.excluded and not hasattr(task_class, name):
                     setattr(task_class, name, param)
         return task_class
-
-    return decorate

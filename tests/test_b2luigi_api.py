@@ -95,7 +95,8 @@ def test_the_module_paths_give_b2batchs_own_objects(b2luigi) -> None:
     assert (XRootDSystem, WebDAVTarget) == (b2batch.XRootDSystem, b2batch.WebDAVTarget)
     assert [LSFProcess.name, HTCondorProcess.name, SlurmProcess.name, TestProcess.name] == [
         "lsf", "htcondor", "slurm", "test"]
-    assert [s.value for s in BatchSystems] == ["lsf", "htcondor", "slurm", "gbasf2", "local", "test", "custom"]
+    assert [s.value for s in BatchSystems] == ["auto", "lsf", "htcondor", "slurm", "gbasf2", "local", "test",
+                                               "custom"]
     assert {s.value for s in b2luigi.JobStatus} == {"idle", "running", "successful", "aborted"}
 
 

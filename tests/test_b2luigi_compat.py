@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import re
@@ -139,16 +140,21 @@ def test_dispatch_errors_say_how_the_child_ended(tmp_path: Path, how: str, messa
 
 # --- parameters -----------------------------------------------------------------------------------------------
 
-def test_hash_function_makes_the_path_text_and_implies_hashed(b2luigi) -> None:
+def test_hash_function_makes_the_path_text_of_a_hashed_parameter(b2luigi) -> None:
     class Sim(b2luigi.Task):
-        files = b2luigi.ListParameter(hash_function=lambda files: f"{len(files)}files")
+        files = b2luigi.ListParameter(hashed=True, hash_function=lambda files: f"{len(files)}files")
         tag = b2luigi.Parameter(hashed=True)
+        plain = b2luigi.Parameter(hash_function=len)  # b2luigi 1.3: without hashed=True it does nothing
 
         def output(self):
             yield self.add_to_output("sim.txt")
 
-    path = Path(Sim(files=["a", "b"], tag="x/y").get_output_file_name("sim.txt"))
-    assert path.parent.parent.name == "files=2files" and path.parent.name.startswith("tag=hashed_")
+    path = Path(Sim(files=["a", "b"], tag="x/y", plain="abc").get_output_file_name("sim.txt"))
+    assert path.parent.name == "plain=abc"
+    assert path.parent.parent.parent.name == "files=2files"
+    assert path.parent.parent.name == "tag=hashed_" + hashlib.md5(b"x/y").hexdigest()  # md5 of str(value)
+    assert Sim.files.serialize_hashed(("a",)) == "1files"
+    assert Sim.tag.serialize_hashed(("a", "b")) == "hashed_" + hashlib.md5(str(("a", "b")).encode()).hexdigest()
     with pytest.raises(TypeError, match="one argument"):
         b2luigi.Parameter(hash_function=lambda a, b: a)
 

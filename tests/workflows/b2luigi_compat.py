@@ -8,7 +8,7 @@ from b2luigi.core.utils import create_output_file_name, get_serialized_parameter
 
 class Simulate(b2luigi.Task):
     energy = b2luigi.IntParameter()
-    files = b2luigi.ListParameter(hash_function=lambda files: f"{len(files)}files")
+    files = b2luigi.ListParameter(hashed=True, hash_function=lambda files: f"{len(files)}files")
 
     def output(self):
         yield self.add_to_output("sim.txt")

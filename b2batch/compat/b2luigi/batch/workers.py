@@ -14,6 +14,7 @@ __all__ = ["BatchSystems"]
 class BatchSystems(enum.Enum):
     """b2luigi's batch system names (``gbasf2`` is refused by b2batch with an explanation)."""
 
+    auto = "auto"
     lsf = "lsf"
     htcondor = "htcondor"
     slurm = "slurm"

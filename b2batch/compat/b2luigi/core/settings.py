@@ -14,7 +14,7 @@ from typing import Any
 
 from b2batch.errors import SettingError
 from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENAMED_SETTINGS, clear_setting,
-                              find_setting, set_setting)
+                              find_setting, profiled_error, set_setting)
 
 __all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting"]
 
@@ -34,7 +34,7 @@ def get_setting(key: str, default: Any = None, task: Any = None,
         return default
     owner = f" for task {task}" if task is not None else ""
     former = f" (nor under its former names {', '.join(map(repr, deprecated_keys))})" if deprecated_keys else ""
-    raise SettingError(
+    raise profiled_error(SettingError)(
         f"b2luigi.get_setting: no value for the setting {key!r}{owner}{former}, and no default was given. Set it "
         f"as an attribute of the task, with b2luigi.set_setting({key!r}, ...), or in a settings.json in the "
         f"working directory or a parent (or the file named by ${SETTINGS_ENV_VARS[1]}), or pass "

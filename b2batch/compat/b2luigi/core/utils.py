@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from b2batch import paths
+from b2batch.settings import get_setting
 
 __all__ = ["create_output_file_name", "fill_kwargs_with_lists", "flatten_to_dict", "flatten_to_dict_of_lists",
            "flatten_to_file_paths", "get_filled_params", "get_log_file_dir", "get_serialized_parameters",
@@ -110,7 +111,7 @@ def get_filled_params(task: Any) -> dict[str, Any]:
 def get_serialized_parameters(task: Any) -> collections.OrderedDict[str, str]:
     """The significant parameters as strings, in declared order; hashed ones as they appear in paths."""
     return collections.OrderedDict(
-        (name, paths.path_value(param, getattr(task, name)))
+        (name, paths.path_value(param, getattr(task, name), bool(get_setting("b2luigi_hashing", task=task))))
         for name, param in task.get_params() if param.significant
     )
 
