@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from types import FrameType
 
+from b2batch.settings import active_profile
+
 
 #: Short forms of b2batch's flags (b2luigi's); a script whose own argparse has one keeps it.
 SHORT = {"--yes": "-y"}
@@ -60,6 +62,8 @@ def parse(argv: Sequence[str], own_flags: Iterable[str] = (),
     workflow in another way. The remaining unknown flags get one warning, unless ``ignore_unknown`` is true
     (b2luigi's ``ignore_additional_command_line_args``); when it is false they stop the run.
     """
+    if active_profile() == "b2luigi":
+        return parse_as_b2luigi(argv, ignore_unknown)
     p = parser(own_flags)
     args, rest = p.parse_known_args(list(argv))
     if "-h" in rest or "--help" in rest:
@@ -84,6 +88,64 @@ def parse(argv: Sequence[str], own_flags: Iterable[str] = (),
               f"argparse; they are left to the script. (python SCRIPT --help lists b2batch's flags; "
               f"process(..., ignore_additional_command_line_args=True) silences this warning.)", file=sys.stderr)
     return args, rest
+
+
+def _class_names(text: str) -> list[str]:
+    """b2luigi's value of --remove, --remove-only and --keep: one class name, or several joined by commas."""
+    return text.split(",") if "," in text else [text]
+
+
+#: b2luigi 1.3's flags, in its order (its usage line and errors list them so); b2batch's own two follow,
+#: left out of the usage line.
+B2LUIGI_FLAGS: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
+    (("--show-output",), {"action": "store_true", "help": "List every task with its output files and exit."}),
+    (("--test",), {"action": "store_true", "help": "Run here, one task at a time, output to the terminal."}),
+    (("--batch",), {"action": "store_true", "help": "Run each task as a job on its batch system."}),
+    (("--batch-runner",), {"action": "store_true", "help": "b2luigi's job runner (no effect in b2batch)."}),
+    (("--dry-run",), {"action": "store_true", "help": "List the tasks that would run."}),
+    (("--scheduler-host",), {"default": "", "help": "Host of a luigi central scheduler (luigid)."}),
+    (("--scheduler-port",), {"type": int, "default": 0, "help": "Port of the luigi central scheduler."}),
+    (("--remove",), {"type": _class_names, "default": [], "help": "Remove the outputs of these task classes "
+                                                                   "(comma-separated) and of their dependents."}),
+    (("--remove-only",), {"type": _class_names, "default": [], "help": "Remove the outputs of these task "
+                                                                        "classes only."}),
+    (("--keep",), {"type": _class_names, "default": [], "help": "Keep the outputs of these task classes."}),
+    (("-y", "--yes"), {"action": "store_true", "help": "Do not ask before removing outputs."}),
+    (("--tui",), {"action": "store_true", "help": "b2luigi's progress TUI (no effect in b2batch)."}),
+    (("--task-id",), {"default": "", "help": "b2luigi's job runner's task (no effect in b2batch)."}),
+    (("--batch-system",), {"help": argparse.SUPPRESS}),
+    (("--workers",), {"type": int, "help": argparse.SUPPRESS}),
+)
+
+
+def parse_as_b2luigi(argv: Sequence[str], ignore_unknown: bool | None) -> tuple[argparse.Namespace, list[str]]:
+    """The flags as b2luigi 1.3 reads them, for a workflow written against b2luigi: each of ``--remove``,
+    ``--remove-only`` and ``--keep`` takes one value (class names joined by commas), and an argument that is
+    none of its flags is argparse's error (usage, exit status 2) unless ``ignore_unknown``
+    (``ignore_additional_command_line_args=True``). b2batch's ``--batch-system`` and ``--workers`` are
+    understood too. The flags come back as :func:`parse` gives them (None: not given)."""
+    p = argparse.ArgumentParser()
+    for names, options in B2LUIGI_FLAGS:
+        p.add_argument(*names, **options)  # type: ignore[arg-type]
+    if ignore_unknown:
+        args, rest = p.parse_known_args(list(argv))
+    else:
+        args, rest = p.parse_args(list(argv)), []
+    if (args.test or args.dry_run) and (args.scheduler_host or args.scheduler_port):
+        raise AttributeError("--test and --dry-run cannot be used with a central scheduler "
+                             "(--scheduler-host/--scheduler-port): drop one of them.")
+    others = args.scheduler_host or args.scheduler_port or args.batch or args.test
+    if args.show_output and others:
+        print("Ignoring all other parameters, as you have given the --show-output parameter.")
+    for flag, given in (("--remove", args.remove), ("--remove-only", args.remove_only)):
+        if given and (others or args.show_output):
+            print(f"Ignoring all other parameters, as you have given the {flag} parameter.")
+    return argparse.Namespace(
+        batch=args.batch, batch_system=args.batch_system, test=args.test, dry_run=args.dry_run,
+        show_output=args.show_output, remove=args.remove or None, remove_only=args.remove_only or None,
+        keep=args.keep or None, yes=args.yes, workers=args.workers,
+        scheduler_host=args.scheduler_host or None, scheduler_port=args.scheduler_port or None,
+    ), rest
 
 
 def _is_number(text: str) -> bool:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import logging
+import os
 import time
 import traceback
 from collections import Counter, deque
@@ -49,8 +50,12 @@ from b2batch.luigi_frontend.checks import check_task_class
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult, runs_as_job
 from b2batch.luigi_frontend.node import StatusReporter
+from b2batch.paths import log_folder
+from b2batch.settings import active_profile
 
 logger = logging.getLogger(__name__)
+#: The escape codes b2luigi prints around a failed job's note (colorama's red and reset).
+RED, RESET = "\x1b[31m", "\x1b[0m"
 
 
 @dataclass(eq=False)
@@ -371,6 +376,8 @@ class GraphRunner:
         node.failures += 1
         self.run_succeeded = False
         self.summary.add(task, FAILED, True)
+        if runs_as_job(task) and active_profile() == "b2luigi":
+            print_b2luigi_failure(task)
         retry_count = int(getattr(task, "retry_count", None) or luigi.scheduler.scheduler().retry_count)
         if self._worker_config.keep_alive and node.failures < retry_count:
             node.status = FAILED
@@ -384,3 +391,12 @@ class GraphRunner:
     def result(self) -> Any:
         """luigi's run result, as ``luigi.build(detailed_summary=True)`` returns it."""
         return seam.run_result(self.summary, self.scheduling_succeeded and self.run_succeeded)
+
+
+def print_b2luigi_failure(task: Any) -> None:
+    """What b2luigi prints on stdout when a task's job failed: the task, its id and parameters, and its log
+    folder, between the escape codes of red and of the default colour (b2luigi prints them to any stdout)."""
+    lines = [f"Failed task {task} with task_id and parameters:", f"\ttask_id={task.task_id}"]
+    lines += [f"\t{name}={getattr(task, name)}" for name, _param in task.get_params()]
+    lines += ["Please have a look into the log files in:", os.path.abspath(log_folder(task))]
+    print(f"{RED}\n" + "\n".join(lines) + f"\n{RESET}", flush=True)
