@@ -80,7 +80,8 @@ def real_pytaskfarmer(given: str | None) -> str | None:
     path = given or shutil.which("pytaskfarmer.py")
     if path is None:
         return None
-    if "b2batch" in Path(path).read_text(errors="replace"):
+    text = Path(path).read_text(errors="replace")
+    if "pytaskfarmer_main" in text or "from b2batch" in text or "import b2batch" in text:  # not a path's name
         log(f"{path} is b2batch's compatible script, not PyTaskFarmer: give --pytaskfarmer")
         return None
     return path
