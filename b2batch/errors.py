@@ -7,6 +7,22 @@ class B2BatchError(Exception):
     """Base class of all b2batch errors."""
 
 
+class StoppedBySignal(KeyboardInterrupt):
+    """A run was stopped by a signal (Ctrl-C's SIGINT, SIGTERM from ``timeout``, ``kill`` or a CI runner, SIGHUP
+    from a closed terminal or ending shell); ``signal_name`` names it. A KeyboardInterrupt, so that code that
+    cleans up after Ctrl-C does so after the others too."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        try:
+            self.signal_name = signal.Signals(signum).name
+        except ValueError:
+            self.signal_name = f"signal {signum}"
+        super().__init__(self.signal_name)
+
+
 class SettingError(B2BatchError, ValueError):
     """A setting is missing, unknown or has a value that cannot be used."""
 

@@ -557,7 +557,7 @@ def test_interrupted_steering_process_cancels_its_jobs_and_leaves_no_partial_out
     finally:
         steering.kill()
     log = steering.output
-    assert "Interrupted: killed 2 running job(s)" in log, log[-4000:]
+    assert f"Interrupted by {signal.Signals(signum).name}: killed 2 running job(s)" in log, log[-4000:]
     for i in (0, 1):
         assert f"{system} job {jobs[i]} ({flow.job_folder(i).name})" in log
     wait_for(lambda: not flow.active_jobs(), 30, f"the jobs to leave the queue: {flow.jobs()}")

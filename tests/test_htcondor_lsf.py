@@ -226,7 +226,7 @@ def test_ctrl_c_under_the_emulate_wrapper_reaches_the_workflow_once(emulated: Em
     finally:
         steering.kill()
     assert steering.returncode == 130, stderr[-3000:]
-    assert "Interrupted: killed 4 running job(s)" in stderr, stderr[-3000:]
+    assert "Interrupted by SIGINT: killed 4 running job(s)" in stderr, stderr[-3000:]
     assert "===== b2batch summary =====" in stderr and "Traceback" not in stderr, stderr[-3000:]
     assert any((emulated.wf.folder / "logs").glob("b2batch-run-*.report.json"))
     assert active_jobs(emulated) == []

@@ -187,7 +187,7 @@ def test_local_slots_limit_jobs_running_at_once(workflow) -> None:
 
 # --- interrupting a run -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["SIGTERM", "SIGINT", "SIGHUP"])
 def test_interrupted_run_kills_every_job_it_started(workflow, tmp_path: Path, signum: int) -> None:
     flow = workflow("batch.py")
     stderr = tmp_path / "steering.stderr"
@@ -204,7 +204,7 @@ def test_interrupted_run_kills_every_job_it_started(workflow, tmp_path: Path, si
 
         steering.send_signal(signum)
         code = steering.wait(timeout=60)
-        assert code == 130  # an interrupted run: its summary, then exit status 130
+        assert code == 128 + signum  # an interrupted run: its summary, then 128 + the signal, as a shell says
         wait_for(lambda: not any(alive(pid) for pid in job_pids), 15, "the jobs to end")
         wait_for(lambda: not live_processes_mentioning(flow.folder), 15, "no process of the run to remain")
     finally:
@@ -214,8 +214,10 @@ def test_interrupted_run_kills_every_job_it_started(workflow, tmp_path: Path, si
         for process in live_processes_mentioning(flow.folder):
             process.kill()
     log = stderr.read_text()
-    assert "Interrupted: killed 2 running job(s)" in log, log
+    name = signal.Signals(signum).name
+    assert f"Interrupted by {name}: killed 2 running job(s)" in log, log
     assert "Traceback" not in log, log  # the summary is the end of the output
+    assert f"(stopped by {name}):" in log and f"Result: stopped by {name}." in log, log
     summary = log[log.index("===== b2batch summary ====="):]
     assert summary.count("cancelled when the run was interrupted") == 2, summary
     assert "still running when the run ended" not in summary

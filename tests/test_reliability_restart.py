@@ -68,7 +68,7 @@ def test_a_direct_writer_stopped_by_ctrl_c_is_redone_by_the_rerun(system, flows,
         assert steering.wait(timeout=120) == 130, steering.output[-4000:]
     finally:
         steering.kill()
-    assert "Interrupted: killed 1 running job(s)" in steering.output, steering.output[-4000:]
+    assert "Interrupted by SIGINT: killed 1 running job(s)" in steering.output, steering.output[-4000:]
     assert NO_STEERING_TRACEBACK not in steering.output, steering.output[-4000:]
     flow.open(0)
     rerun = flow.run("--n", "1")

@@ -20,6 +20,7 @@ from typing import Any, Self, TextIO
 
 from b2batch.display.trace import describe, iso_time, trace
 from b2batch.engine import JobRecord, RunRecord
+from b2batch.errors import StoppedBySignal
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class RunReport:
         if self._record in self.run.listeners:
             self.run.listeners.remove(self._record)
         self.interrupted = exc_type is not None
-        self.error = "" if exc_type is None else exc_type.__name__
+        self.error = "" if exc_type is None else _stopped_by(exc_type, exc)
         account = self.outcomes_of_tasks or FrontEndAccount()
         self.failed = self.interrupted or account.failed
         try:
@@ -309,3 +310,12 @@ def _seconds(seconds: float) -> str:
     minutes, rest = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{rest:02d}"
+
+
+def _stopped_by(exc_type: type[BaseException], exc: BaseException | None) -> str:
+    """What stopped a run, as the summary names it: the signal (``SIGTERM``), else the exception's class."""
+    if isinstance(exc, StoppedBySignal):
+        return exc.signal_name
+    if exc_type is KeyboardInterrupt:
+        return "SIGINT (Ctrl-C)"  # Python's own handler of SIGINT raised it
+    return exc_type.__name__

@@ -71,10 +71,20 @@ def _status(code: int) -> int:
     return 128 - code if code < 0 else code
 
 
+def _in_terminal_foreground() -> bool:
+    """Whether this process is in the foreground process group of its terminal (where Ctrl-C reaches every
+    process of the group, the command included)."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def _run_to_its_end(cmd: list[str], env: dict[str, str]) -> int:
     """Run ``cmd`` and wait for it, however it is stopped: a Ctrl-C in the terminal reaches it (it is in the
-    terminal's process group) once, SIGTERM and SIGHUP sent to this process are passed on to it, and either
-    way this process waits while the command cleans up (cancels its jobs, writes its summary)."""
+    terminal's process group) once; SIGTERM, SIGHUP and a SIGINT not from the terminal (``kill -INT``) sent to
+    this process are passed on to it; either way this process waits while the command cleans up (cancels its
+    jobs, writes its summary)."""
     try:
         child = subprocess.Popen(cmd, env=env)
     except OSError as e:  # as a shell says it, with its exit status: 127 not found, 126 found but not runnable
@@ -86,10 +96,12 @@ def _run_to_its_end(cmd: list[str], env: dict[str, str]) -> int:
         return 126 if found else 127
 
     def pass_on(signum: int, frame: object) -> None:
+        if signum == signal.SIGINT and _in_terminal_foreground():
+            return  # Ctrl-C in the terminal reached the command too: once is enough
         if child.poll() is None:
             child.send_signal(signum)
 
-    handlers = {signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: pass_on, signal.SIGHUP: pass_on}
+    handlers = {signal.SIGINT: pass_on, signal.SIGTERM: pass_on, signal.SIGHUP: pass_on}
     try:
         previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     except ValueError:  # not the main thread: nothing to catch

@@ -16,7 +16,7 @@ import luigi.task
 from b2batch import cli
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
-from b2batch.errors import B2BatchError, SettingError
+from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
 from b2batch.luigi_frontend import node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs,
@@ -154,15 +154,34 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
     return removed
 
 
+#: Signals that stop a run and cancel its jobs: Ctrl-C (SIGINT); SIGTERM from ``kill``, ``timeout``, a CI runner
+#: or a wrapper passing it on; SIGHUP from a closed terminal or an ending login shell.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 @contextlib.contextmanager
-def _sigterm_as_interrupt(run: Run) -> Iterator[None]:
-    """SIGTERM and Ctrl-C stop the run, and the jobs it started are killed."""
+def _signals_stop(run: Run) -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP stop the run (:class:`StoppedBySignal`, naming the signal), and the jobs it
+    started are cancelled. Only the first one raises: the same stop often comes twice (``timeout`` signals the
+    command and then its whole process group, so a workflow under ``b2batch emulate`` gets SIGTERM from both),
+    and a second exception in the middle of cancelling would leave jobs in the queue. A signal the process
+    was started ignoring (``nohup``'s SIGHUP, SIGINT of a background job) stays ignored."""
+    stopping: list[int] = []
+
     def handler(signum: int, frame: Any) -> None:
         run.interrupted = True  # nothing more is submitted while the run winds down
-        raise KeyboardInterrupt(f"signal {signum}")
+        if stopping:
+            if len(stopping) == 1:
+                logger.warning("%s: the run is already stopping; its jobs are being cancelled",
+                               signal.Signals(signum).name)
+            stopping.append(signum)
+            return
+        stopping.append(signum)
+        raise StoppedBySignal(signum)
 
     try:
-        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+        previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS
+                    if signal.getsignal(sig) != signal.SIG_IGN}
     except ValueError:  # not the main thread
         yield
         return
@@ -285,15 +304,16 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                        exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")))
     errors: dict[str, str] = {}
     try:
-        with _sigterm_as_interrupt(run), report:
+        with _signals_stop(run), report:
             try:
                 if batch and build_params["local_scheduler"]:
                     report.result = _run_graph(tasks, jobs, build_params, errors)  # type: ignore[arg-type]
                 else:
                     report.result = _run_with_luigi(tasks, jobs, build_params)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as stop:
                 killed = run.interrupt()
-                logger.error("Interrupted: killed %d running job(s)%s", len(killed),
+                what = stop.signal_name if isinstance(stop, StoppedBySignal) else "SIGINT (Ctrl-C)"
+                logger.error("Interrupted by %s: killed %d running job(s)%s", what, len(killed),
                              (": " + ", ".join(killed)) if killed else "")
                 raise
             except B2BatchError:  # e.g. an unknown batch_system: the run stops at once
@@ -307,8 +327,9 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                 report.outcomes_of_tasks = luigi_outcomes(report.result, batch, errors)
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
-    except KeyboardInterrupt:
-        sys.exit(130)  # the summary said what was stopped; no traceback after it
+    except KeyboardInterrupt as stop:  # the summary said what was stopped; no traceback after it
+        # 128 + the signal, as a shell shows a process the signal ended (b2luigi's status under SIGTERM or SIGHUP)
+        sys.exit(128 + (stop.signum if isinstance(stop, StoppedBySignal) else signal.SIGINT))
     if report.failed and exit_on_failure:
         sys.exit(1)
     return report.result

@@ -62,7 +62,10 @@ def run(command: Sequence[str], timeout: float = 60.0, stdin: str | None = None,
     if calls is not None:
         calls.before(command[0].rsplit("/", 1)[-1])
     try:
-        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout)
+        # In a session of its own: a signal to the steering process's group (Ctrl-C, `timeout`, a CI runner)
+        # stops the run, which then cancels its jobs with commands that the same signal must not kill.
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=timeout,
+                              start_new_session=True)
     except (FileNotFoundError, PermissionError) as e:  # as a shell: 127 not found, 126 not executable
         raise CommandNotFoundError(command, 127 if isinstance(e, FileNotFoundError) else 126, "", str(e),
                                    hint or NOT_FOUND_HINT) from e
