@@ -20,13 +20,24 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 
+class CliUserError(ValueError):
+    """A generator given values it cannot use. b2luigi 1.3 raises an exception of this name
+    (``b2luigi.cli.errors.CliUserError``, exit status 2 on its command line); here it is also a ``ValueError``."""
+
+    exit_code = 2
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
 class ParameterGenerator:
     """The values of one parameter, to be crossed with the other generators of a config."""
 
     def __init__(self, values: list[Any]) -> None:
         values = list(values)
         if not values:
-            raise ValueError("ParameterGenerator needs at least one value.")
+            raise CliUserError("ParameterGenerator needs at least one value.")
         self.values = values
 
     def __iter__(self) -> Iterator[Any]:
@@ -41,12 +52,12 @@ class ZippedParameterGenerator:
 
     def __init__(self, **values: list[Any]) -> None:
         if not values:
-            raise ValueError("ZippedParameterGenerator needs at least one keyword argument.")
+            raise CliUserError("ZippedParameterGenerator needs at least one keyword argument.")
         lengths = {name: len(list(v)) for name, v in values.items()}
         if len(set(lengths.values())) > 1:
-            raise ValueError(f"ZippedParameterGenerator: the lists must be equally long, not {lengths}.")
+            raise CliUserError(f"ZippedParameterGenerator: the lists must be equally long, not {lengths}.")
         if not next(iter(lengths.values())):
-            raise ValueError("ZippedParameterGenerator needs non-empty lists.")
+            raise CliUserError("ZippedParameterGenerator needs non-empty lists.")
         self.pairs = {name: list(v) for name, v in values.items()}
 
     def __iter__(self) -> Iterator[dict[str, Any]]:

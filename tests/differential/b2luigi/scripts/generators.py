@@ -1,10 +1,16 @@
-# ParameterGenerator and ZippedParameterGenerator of b2luigi 1.3.
+# ParameterGenerator and ZippedParameterGenerator: their values, and their errors on bad input (by type).
 # args:
 import b2luigi
 
-try:
-    gen = b2luigi.ParameterGenerator
-    print("has ParameterGenerator:", gen is not None)
-    print("has Zipped:", b2luigi.ZippedParameterGenerator is not None)
-except AttributeError as error:
-    print("missing:", error)
+generator = b2luigi.ParameterGenerator([1, 2, 3])
+print("values:", generator.values)
+zipped = b2luigi.ZippedParameterGenerator(alpha=[1, 2], beta=["a", "b"])
+print("pairs:", zipped.pairs)
+for make in (lambda: b2luigi.ParameterGenerator([]),
+             lambda: b2luigi.ZippedParameterGenerator(),
+             lambda: b2luigi.ZippedParameterGenerator(alpha=[1], beta=[1, 2])):
+    try:
+        make()
+        print("accepted")
+    except Exception as error:
+        print("refused:", type(error).__name__)
