@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from conftest import clean_env, wait_for
@@ -39,7 +40,8 @@ class Steering:
         (self.flow.folder / "settings.json").write_text(json.dumps({"poll_interval": 0.3, "max_poll_interval": 1}))
 
     def command(self, *prefix: str) -> list[str]:
-        emulate = [sys.executable, "-m", "b2batch", "emulate", self.system, "--"] if self.system != "slurm" else []
+        emulated = self.system in ("htcondor", "lsf")
+        emulate = [sys.executable, "-m", "b2batch", "emulate", self.system, "--"] if emulated else []
         return [*prefix, *emulate, *self.flow.command("--batch", "--batch-system", self.system,
                                                       "--count", str(PARTS), "--sleep", "300")]
 
@@ -62,6 +64,10 @@ class Steering:
 
     def live_jobs(self, ids: list[str]) -> list[str]:
         """Which of ``ids`` the batch system still has queued or running."""
+        if self.system == "local":  # the parts' processes (queued ones have none)
+            return [pid.stem for pid in (self.flow.folder / "started").glob("*.pid")
+                    if psutil.pid_exists(int(pid.read_text())) and psutil.Process(int(pid.read_text())).status()
+                    != psutil.STATUS_ZOMBIE]
         if self.system == "slurm":
             out = subprocess.run(["squeue", "--noheader", "--array", "--states=PD,R,CF,S", "--format=%i"],
                                  capture_output=True, text=True, check=True).stdout.split()
@@ -83,7 +89,7 @@ class Steering:
         assert f"Interrupted by {signal_name}: killed {PARTS} running job(s)" in log, log[-4000:]
         assert f"Result: stopped by {signal_name}." in log and "Traceback" not in log, log[-4000:]
         wait_for(lambda: not self.live_jobs(ids), 30, f"the jobs {ids} to leave the queue")
-        if self.system != "slurm":
+        if self.system in ("htcondor", "lsf"):
             command = {"htcondor": "condor_rm", "lsf": "bkill"}[self.system]
             assert re.search(rf"Scheduler commands: .*\b1 {command}\b", log), log[-2000:]
 
@@ -97,10 +103,12 @@ def stop(process: subprocess.Popen[bytes], timeout: float = 90) -> int:
             process.wait()
 
 
-def test_timeout_cancels_the_jobs_of_a_run_under_the_emulator(workflow, tmp_path: Path) -> None:
-    """``timeout`` sends SIGTERM to the wrapper, which passes it on, and then to its own process group: the run
-    gets SIGTERM twice, and the second must not cut its cancelling short."""
-    steering = Steering(workflow, tmp_path, "htcondor")
+@pytest.mark.parametrize("system", ["htcondor", "local"])
+def test_timeout_cancels_the_jobs_of_a_run(workflow, tmp_path: Path, system: str) -> None:
+    """``timeout`` sends SIGTERM to the command (the emulate wrapper, which passes it on), and then to its own
+    process group, scheduler commands included: the run gets SIGTERM twice, and neither may cut its cancelling
+    short."""
+    steering = Steering(workflow, tmp_path, system)
     process = steering.start("timeout", "25", start_new_session=True)
     ids = steering.wait_for_queue()
     assert stop(process) == 124, steering.log()[-3000:]  # timeout's own status: the command was stopped
