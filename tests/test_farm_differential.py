@@ -104,9 +104,12 @@ def run_farm(command: list[str], folder: Path, lines: list[str], *args: str, sto
         task_list.write_bytes(b"".join(line.encode("utf-8", "surrogateescape") + b"\n" for line in lines))
     work = folder / "wd"
     begin = time.monotonic()
-    process = subprocess.Popen([*(prefix or []), *command, "tasks.txt", "--workdir", "wd", *args], cwd=folder,
-                               env=env or env_for(folder), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
+    # Output into a file, not a pipe: PyTaskFarmer's pool workers may outlive it, holding a pipe open.
+    output = folder / f"output.{time.monotonic_ns()}.txt"
+    with open(output, "w") as sink:
+        process = subprocess.Popen([*(prefix or []), *command, "tasks.txt", "--workdir", "wd", *args], cwd=folder,
+                                   env=env or env_for(folder), stdout=sink, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
     stopped_at = None
     try:
         if stop is not None:
@@ -118,12 +121,13 @@ def run_farm(command: list[str], folder: Path, lines: list[str], *args: str, sto
                 os.killpg(process.pid, stop)
             else:
                 process.send_signal(stop)
-        out, _ = process.communicate(timeout=timeout)
+        process.wait(timeout=timeout)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     end = time.monotonic()
+    out = output.read_text(errors="replace")
     return Outcome(process.returncode, work, out, end - begin, None if stopped_at is None else end - stopped_at)
 
 
@@ -204,11 +208,14 @@ class Scenario:
     stop: int | None = None
     whole_group: bool = False
     restart: bool = False
+    #: Options given to b2batch farm only.
+    ours: tuple[str, ...] = ()
 
 
 SCENARIOS: dict[str, Scenario] = {
     "plain": Scenario(PLAIN),
     "shell": Scenario(["echo $PROC_NUMBER", "echo 'quoted  words'"]),
+    "shell, --runner split": Scenario(["echo $PROC_NUMBER", "echo 'quoted  words'"], ours=("--runner", "split")),
     "timeout": Scenario(SLEEPERS, ("--proc", "2", "--timeout", "3")),
     "SIGUSR1": Scenario(SLEEPERS, stop=signal.SIGUSR1),
     "SIGINT": Scenario(SLEEPERS, stop=signal.SIGINT),
@@ -230,6 +237,8 @@ def peer_run(scenario: str, folder: Path) -> Outcome:
 
 def play(s: Scenario, command: list[str], folder: Path, prefix: list[str] | None = None,
          env: dict[str, str] | None = None) -> Outcome:
+    if "b2batch" in command:
+        s = Scenario(s.lines, (*s.args, *s.ours), s.stop, s.whole_group, s.restart)
     outcome = run_farm(command, folder, s.lines, *s.args, stop=s.stop, whole_group=s.whole_group, prefix=prefix,
                        env=env)
     if s.stop == signal.SIGTERM:
@@ -267,6 +276,25 @@ def test_the_table_of_differences_is_read_and_each_row_is_seen(tmp_path: Path) -
     assert compare(peer, ours) >= rows["unrunnable lines"], (compare(peer, ours), rows["unrunnable lines"])
     (ours.workdir / "finished").write_text("0 echo a\n3 echo b\n9 not a line\n")
     assert "finished" in compare(peer, ours) and "finished" not in allowed("plain")
+
+
+@pytest.mark.parametrize("args", [("missing.txt",), ("tasks.txt", "--runner", "nosuchrunner"),
+                                  ("tasks.txt", "--tasklist", "nosuchhandler")])
+def test_bad_input_exits_2_with_one_line_where_pytaskfarmer_raises(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """PyTaskFarmer ends with a Python traceback and status 1 (a documented difference); b2batch with one line
+    naming the input and the fix, status 2."""
+    (tmp_path / "tasks.txt").write_text("true\n")
+    env = env_for(tmp_path)
+    peer = subprocess.run([*peer_command(), *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          check=False, timeout=60)
+    ours = subprocess.run([*our_command(), *args], cwd=tmp_path, env=env, capture_output=True, text=True, check=False,
+                          timeout=60)
+    assert peer.returncode == 1 and "Traceback" in peer.stderr, peer.stderr
+    assert ours.returncode == 2 and "Traceback" not in ours.stderr, ours.stderr
+    error = [line for line in ours.stderr.splitlines() if "error:" in line]
+    assert len(error) == 1 and error[0].startswith("b2batch farm: error: "), ours.stderr
+    assert args[-1] in error[0]
+    assert "bad input" in documented()
 
 
 # --- as pilot jobs --------------------------------------------------------------------------------------------
