@@ -278,6 +278,20 @@ def test_the_table_of_differences_is_read_and_each_row_is_seen(tmp_path: Path) -
     assert "finished" in compare(peer, ours) and "finished" not in allowed("plain")
 
 
+@pytest.mark.parametrize("first", ["pytaskfarmer", "b2batch"])
+def test_either_tool_continues_the_others_work_dir_after_a_timeout(tmp_path: Path, first: str) -> None:
+    """Stopped by --timeout under one tool, restarted under the other: the end is PyTaskFarmer's own restart."""
+    tools = {"pytaskfarmer": peer_command(), "b2batch": our_command()}
+    second = "b2batch" if first == "pytaskfarmer" else "pytaskfarmer"
+    folder = tmp_path / f"{first}-then-{second}"
+    stopped = run_farm(tools[first], folder, SHORT, "--proc", "2", "--timeout", "1")
+    assert stopped.status == 1 and sorted((stopped.workdir / "toprocess").read_text().splitlines()) == [
+        f"{i} sleep 2" for i in range(4)], stopped.out
+    continued = run_farm(tools[second], folder, SHORT, "--proc", "2")
+    check("restart after a timeout", peer_run("restart after a timeout", tmp_path), continued)
+    assert sorted((continued.workdir / "finished").read_text().splitlines()) == [f"{i} sleep 2" for i in range(4)]
+
+
 @pytest.mark.parametrize("args", [("missing.txt",), ("tasks.txt", "--runner", "nosuchrunner"),
                                   ("tasks.txt", "--tasklist", "nosuchhandler")])
 def test_bad_input_exits_2_with_one_line_where_pytaskfarmer_raises(tmp_path: Path, args: tuple[str, ...]) -> None:
