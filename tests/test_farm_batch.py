@@ -185,3 +185,18 @@ def test_a_pilot_that_dies_is_named_with_its_job_and_logs_and_its_line_goes_back
     assert f"stderr: {pilot / 'logs' / 'stderr'}" in done.stderr and "Task farm" not in done.stderr
     assert ids_in(tmp_path / "t.txt_workdir" / "toprocess") == [0]  # not left claimed by the dead farmer
     assert "1 to process" in done.stdout and "running elsewhere" not in done.stdout
+
+
+def test_pilots_keep_the_timeout_themselves_only_without_a_steering_process(tmp_path: Path, monkeypatch) -> None:
+    from b2batch.farm.batch import Steering
+
+    monkeypatch.chdir(tmp_path)
+    write_list(tmp_path / "t.txt", ["true"])
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    alone = Steering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--submit-only", "--timeout", "30"]), None)
+    wrapper = alone.make_pilot("pilot-0").files.wrapper.read_text()
+    assert "--timeout 30" in wrapper and "--steering" not in wrapper
+    steered = Steering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--timeout", "30"]), None)
+    wrapper = steered.make_pilot("pilot-0").files.wrapper.read_text()
+    assert "--timeout" not in wrapper and f"--steering {steered.run.tag}" in wrapper
