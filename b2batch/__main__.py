@@ -32,6 +32,7 @@ COMMANDS = {
 
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -120,7 +121,7 @@ def _current_job_folders(script: str, script_args: list[str]) -> set[Path] | Non
         with inspection.loaded(script, script_args) as flow:
             return inspection.job_folders(flow.tasks)
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's script may raise anything
-        print(f"b2batch status: could not load {script} {' '.join(script_args)} to find its tasks "
+        print(f"b2batch status: could not load {shlex.join([script, *script_args])} to find its tasks "
               f"({type(e).__name__}: {e}); listing every job folder", file=sys.stderr)
         return None
 
