@@ -4,7 +4,9 @@ A crash of the child (a segmentation fault in a library, ``os._exit``, the out-o
 task with an error naming the signal or the exit status; the workflow goes on. Locally the child's stdout
 and stderr go to the task's log files, ``<log_dir>/<parameters>/<TaskFamily>/stdout`` and ``stderr``; in a
 batch job they stay the job's, which are those files already. With ``--test`` (or the setting
-``_dispatch_local_execution``, b2luigi's name) ``run()`` runs in the process itself, output to the terminal::
+``_dispatch_local_execution``, b2luigi's name) ``run()`` runs in the process itself, output to the terminal.
+As in b2luigi, the child gets the task's environment settings: ``env_script`` is sourced (by bash, its exported
+variables taken over) and ``env`` exported on top::
 
     class Reconstruct(b2batch.Task):
         @b2batch.dispatch
@@ -18,6 +20,7 @@ import contextlib
 import functools
 import os
 import signal
+import subprocess
 import sys
 import traceback
 import warnings
@@ -27,7 +30,7 @@ from typing import Any, TypeVar
 
 from b2batch import cli, paths
 from b2batch.errors import B2BatchError
-from b2batch.settings import get_setting
+from b2batch.settings import get_setting, profiled_error
 from b2batch.task import Task
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,8 +73,17 @@ def dispatch(run: F) -> F:
         if _runs_in_place(self):
             return run(self, *args, **kwargs)
         logs = log_files(self)
-        # In a job (or a pilot's task process) stdout and stderr are these files already.
-        run_in_child(lambda: run(self, *args, **kwargs), logs, describe=str(self), redirect=not _in_a_job())
+        environment = child_environment(self)
+        as_b2luigi = bool(get_setting("b2luigi_texts", task=self))
+        try:  # in a job (or a pilot's task process) stdout and stderr are these files already
+            run_in_child(lambda: run(self, *args, **kwargs), logs, describe=str(self), redirect=not _in_a_job(),
+                         environment=environment, quote=not as_b2luigi)
+        except DispatchError:
+            if as_b2luigi:  # b2luigi's note on stdout names the log folder; the error only says what happened
+                from b2batch.luigi_frontend.runner import print_b2luigi_failure
+
+                print_b2luigi_failure(self)
+            raise
         return None
 
     return wrapper  # type: ignore[return-value]
@@ -89,11 +101,37 @@ class DispatchableTask(Task):
         dispatch(type(self).process)(self)
 
 
+def child_environment(task: Any) -> dict[str, str]:
+    """The variables a dispatched child of ``task`` sets: those its setting ``env_script`` exports (the script
+    sourced by bash in the task's environment), then its setting ``env``. A script that fails raises
+    :class:`DispatchError` naming it, its exit status and the end of its stderr."""
+    environment: dict[str, str] = {}
+    script = get_setting("env_script", task=task)
+    if script:
+        path = paths.resolve(script)
+        done = subprocess.run(["bash", "-c", 'source "$0" >&2 && env -0', str(path)], capture_output=True,
+                              check=False, cwd=paths.base_dir())
+        if done.returncode != 0:
+            tail = done.stderr.decode(errors="replace").strip()[-2000:]
+            raise profiled_error(DispatchError)(
+                f"{task}: the setting env_script is {script!r}, and sourcing {path} for the dispatched run() "
+                f"failed with exit status {done.returncode}{': ' + tail if tail else ''}. Fix the script, or "
+                f"unset env_script.")
+        for entry in done.stdout.split(b"\0"):
+            name, equals, value = entry.decode(errors="surrogateescape").partition("=")
+            if equals and os.environ.get(name) != value and name not in ("_", "SHLVL", "PWD", "OLDPWD"):
+                environment[name] = value
+    environment.update({str(k): str(v) for k, v in (get_setting("env", task=task) or {}).items()})
+    return environment
+
+
 def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, describe: str,
-                 redirect: bool = True) -> None:
+                 redirect: bool = True, environment: dict[str, str] | None = None, quote: bool = True) -> None:
     """Call ``function`` in a forked child, its stdout and stderr appended to ``logs`` (if given and
     ``redirect``; else the child keeps the streams, which are ``logs`` in a job); raise
-    :class:`DispatchError` when the child does not end with status 0, naming ``logs``."""
+    :class:`DispatchError` when the child does not end with status 0, naming ``logs``. ``environment``:
+    variables the child sets before it calls ``function``; ``quote``: the error quotes the end of the child's
+    stderr."""
     if logs is not None and redirect:
         for log in logs:
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -105,6 +143,7 @@ def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, de
         warnings.simplefilter("ignore", DeprecationWarning)  # "fork() of a multi-threaded process"
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
+        os.environ.update(environment or {})
         _child(function, logs if redirect else None)
     try:
         _pid, status = os.waitpid(pid, 0)
@@ -115,13 +154,15 @@ def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, de
         raise
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
-        raise DispatchError(f"{describe}: the dispatched run() was killed by signal {number} "
-                            f"({_signal_name(number)}){_where(logs)}")
+        raise profiled_error(DispatchError)(f"{describe}: the dispatched run() was killed by signal {number} "
+                            f"({_signal_name(number)}){_where(logs, quote)}")
     code = os.waitstatus_to_exitcode(status)
     if code == RAISED:
-        raise DispatchError(f"{describe}: the dispatched run() raised an exception{_where(logs)}")
+        raise profiled_error(DispatchError)(f"{describe}: the dispatched run() raised an exception"
+                                            f"{_where(logs, quote)}")
     if code:
-        raise DispatchError(f"{describe}: the dispatched run() exited with status {code}{_where(logs)}")
+        raise profiled_error(DispatchError)(f"{describe}: the dispatched run() exited with status {code}"
+                                            f"{_where(logs, quote)}")
 
 
 def _child(function: Callable[[], Any], logs: tuple[Path, Path] | None) -> None:  # pragma: no cover
@@ -159,10 +200,12 @@ def _signal_name(number: int) -> str:
 _TAIL_BYTES = 16 * 1024
 
 
-def _where(logs: tuple[Path, Path] | None) -> str:
-    """Where the child's output is, with the end of its stderr."""
+def _where(logs: tuple[Path, Path] | None, quote: bool = True) -> str:
+    """Where the child's output is, with the end of its stderr (if ``quote``)."""
     if logs is None:
         return "; its output is in the job's log files."
+    if not quote:
+        return f"; its output is in {logs[0]} and {logs[1]}."
     try:
         with open(logs[1], "rb") as f:
             f.seek(max(0, f.seek(0, os.SEEK_END) - _TAIL_BYTES))  # a long log: only its end is read

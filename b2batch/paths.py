@@ -112,15 +112,18 @@ def task_folder(task: Any, setting: str) -> Path:
     return resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task, strict=False))
 
 
-def output_path(task: Any, file_name: str, result_dir: str | None = None) -> Path | str:
-    """The path of the output ``file_name`` of ``task`` (a URL, a string, under a remote result_dir)."""
+def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str:
+    """The path of the output ``file_name`` of ``task`` (a URL under a remote result_dir). The folders are
+    joined as text, as b2luigi joins them: a result_dir ``.`` gives ``<script folder>/./<parameters>/...``."""
     folder = result_dir if result_dir is not None else get_setting("result_dir", task=task)
     if isinstance(folder, str) and "://" in folder:
         from b2batch.remote import urls
 
         if urls.is_remote(folder):
             return urls.join(folder, *parameter_parts(task), file_name)
-    return resolve(folder).joinpath(*parameter_parts(task), file_name)
+    folder = os.path.expanduser(os.fspath(folder))
+    return os.path.join(folder if os.path.isabs(folder) else os.path.join(base_dir(), folder),
+                        *parameter_parts(task), file_name)
 
 
 def log_folder(task: Any) -> Path:

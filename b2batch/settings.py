@@ -156,6 +156,11 @@ SETTINGS: dict[str, Setting] = {
                 "str(value), and hash_function applies only with hashed=True, as in b2luigi 1.3 (false: the md5 of "
                 "the serialized value, and hash_function implies hashed; the same for strings and numbers). "
                 "b2luigi profile: true.", kind=FLAG),
+        Setting("b2luigi_texts", False, "--dry-run, --show-output, --remove and --remove-only as in b2luigi 1.3: "
+                "--dry-run counts external tasks too and exits with 0, --remove CLASS also removes what needs its "
+                "tasks, and nothing runs after a removal (b2luigi profile: true).", kind=FLAG),
+        Setting("process_once", False, "A second process() call in a script raises RuntimeError (b2luigi profile: "
+                "true, as b2luigi allows one call).", kind=FLAG),
         Setting("process_returns_result", True, "process() returns luigi's run result (false: None, as b2luigi's "
                 "process(); b2luigi profile: false).", kind=FLAG),
         Setting("run_summary", True, "At the end of process(): b2batch's summary on stderr and, after a --batch "
@@ -240,7 +245,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2batch": {},
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
-                "process_returns_result": False},
+                "process_returns_result": False, "b2luigi_texts": True,
+                "process_once": True},
 }
 _profile = "b2batch"  # the process's profile: the one choice of this kind (use_profile)
 

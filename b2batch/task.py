@@ -200,9 +200,9 @@ class TaskHelpers:
         temporary = getattr(self, "_b2batch_temporary", None)
         if is_remote(outputs[key][0]):  # a local file inside on_temporary_files, uploaded when run() ends
             return str(temporary.path_for_remote(outputs[key][0])) if temporary is not None else outputs[key][0]
-        path = Path(outputs[key][0])
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return str(temporary.path_for(path)) if temporary is not None else str(path)
+        path = outputs[key][0]  # as the target has it (b2luigi's "<folder>/./<file>" stays)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        return str(temporary.path_for(Path(path))) if temporary is not None else path
 
     def get_all_output_file_names(self) -> Iterator[str]:
         """Every output path of the task."""
@@ -321,8 +321,14 @@ class TaskHelpers:
         return bool(cls.grouped_param_names())
 
     def remove_output(self) -> None:
-        """Delete every output of the task (files and folders)."""
-        for name in self.get_all_output_file_names():
+        """Delete every output of the task (files and folders). With the setting ``b2luigi_texts`` (the
+        b2luigi profile) each local output is removed as b2luigi removes it: one that is not there is named on
+        stdout (``Could not remove output file ...``)."""
+        names = list(self.get_all_output_file_names())
+        if not any(is_remote(name) for name in names) and get_setting("b2luigi_texts", task=self):
+            self._remove_output()
+            return
+        for name in names:
             if is_remote(name):
                 from b2batch.remote import outputs
 

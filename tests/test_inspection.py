@@ -34,9 +34,9 @@ def test_every_command_answers_help_without_running_anything(command: str, tmp_p
 
 
 def test_show_gives_the_dependency_tree_with_each_output_present_or_missing(flow, tmp_path: Path) -> None:
-    results = flow.folder  # b2luigi's result_dir "."
-    (results / "energy=1" / "files=2files").mkdir(parents=True)
-    (results / "energy=1" / "files=2files" / "sim.txt").write_text("made by hand")
+    (flow.folder / "energy=1" / "files=2files").mkdir(parents=True)
+    (flow.folder / "energy=1" / "files=2files" / "sim.txt").write_text("made by hand")
+    results = f"{flow.folder}/."  # b2luigi's result_dir ".", joined as b2luigi joins it
     run = b2batch_command("show", str(flow.script), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
@@ -48,7 +48,7 @@ def test_show_gives_the_dependency_tree_with_each_output_present_or_missing(flow
     paths = b2batch_command("show", "--paths", str(flow.script), cwd=tmp_path)
     assert paths.stdout.splitlines() == [f"{results}/summary.txt", f"{results}/energy=1/files=2files/sim.txt",
                                          f"{results}/energy=2/files=2files/sim.txt"]
-    assert not (results / "summary.txt").exists()  # nothing ran
+    assert not (flow.folder / "summary.txt").exists()  # nothing ran
 
 
 def test_tasks_lists_the_scripts_task_classes_with_their_parameters(flow, tmp_path: Path) -> None:

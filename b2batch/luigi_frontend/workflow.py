@@ -17,7 +17,7 @@ from b2batch import cli
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
-from b2batch.luigi_frontend import node, seam
+from b2batch.luigi_frontend import b2luigi_cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs,
                                          runs_as_job)
@@ -221,6 +221,10 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
     return luigi.build(tasks, worker_scheduler_factory=seam.LuigidFactory(make_process), **build_params)
 
 
+#: The setting that says process() ran in this process (set in code, as b2luigi keeps such marks).
+PROCESS_CALLED = "_process_called"
+
+
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
             ignore_additional_command_line_args: bool | None = None, workers: int | None = None,
@@ -248,6 +252,12 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     spec = node.active_spec()
     if spec is not None:
         sys.exit(node.run_spec(spec))
+    if get_setting("process_once"):  # b2luigi's rule: one process() per script
+        if get_setting(PROCESS_CALLED, False):
+            raise RuntimeError("process() was called a second time in this script; a workflow written against "
+                               "b2luigi may call it once (the setting process_once). Pass all root tasks to one "
+                               "call, process([task_a, task_b]), or require them from one WrapperTask.")
+        set_setting(PROCESS_CALLED, True)
 
     try:
         load_settings_files()  # a broken settings.json stops the run here, with one message
@@ -264,12 +274,19 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     if args.batch_system or batch_system:
         set_setting("batch_system", args.batch_system or batch_system)
 
+    as_b2luigi = bool(get_setting("b2luigi_texts"))  # b2luigi's texts, choices and exit statuses (its profile)
     with remote_checks():  # remote outputs: one listing per result folder, a clear error if unreachable
         if args.show_output or show_output:
-            print_outputs(tasks)
+            (b2luigi_cli.show_outputs if as_b2luigi else print_outputs)(tasks)
             return None
         if args.dry_run or dry_run:
+            if as_b2luigi:
+                b2luigi_cli.dry_run(tasks)
             sys.exit(1 if print_dry_run(tasks) else 0)
+        if as_b2luigi and (args.remove or remove or args.remove_only or remove_only):
+            only = not (args.remove or remove)  # b2luigi: --remove wins over --remove-only
+            b2luigi_cli.remove(tasks, _names(args.remove or remove or args.remove_only or remove_only), only,
+                               yes=bool(args.yes or yes), keep=list(args.keep or []) + keep_tasks)
         # The flags: None (not given), or the names given ([]: the root tasks). The arguments: anything false
         # (False, None, b2luigi's default []) says no, True the root tasks, names those classes.
         removing = [r for r in (args.remove_only, args.remove) if r is not None]
@@ -332,4 +349,4 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         sys.exit(128 + (stop.signum if isinstance(stop, StoppedBySignal) else signal.SIGINT))
     if report.failed and exit_on_failure:
         sys.exit(1)
-    return report.result
+    return report.result if get_setting("process_returns_result") else None

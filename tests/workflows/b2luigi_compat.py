@@ -38,4 +38,5 @@ class Summary(b2luigi.Task):
 
 
 if __name__ == "__main__":
-    b2luigi.process(Summary())  # b2luigi's: returns (exit status 0) when a task failed
+    # b2luigi's: returns (exit status 0) when a task failed; --fail is the script's own flag
+    b2luigi.process(Summary(), ignore_additional_command_line_args=True)
