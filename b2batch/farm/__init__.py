@@ -5,6 +5,7 @@
   claims and heartbeats) under one lock;
 - :mod:`~b2batch.farm.runners`: how a line runs (shell, containers, INI-defined runners);
 - :mod:`~b2batch.farm.farmer`: one farmer process and its pool of lines;
+- :mod:`~b2batch.farm.stopping`: the stop signals, the exit status of each stop, lines that cannot start;
 - :mod:`~b2batch.farm.batch`: pilot jobs through the engine, with progress and the end summary;
 - :mod:`~b2batch.farm.cli`: ``b2batch farm`` and ``pytaskfarmer.py``.
 """

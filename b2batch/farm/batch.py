@@ -23,8 +23,8 @@ from typing import Any
 
 from b2batch.farm.definitions import FarmError
 from b2batch.farm.display import Progress, summary
-from b2batch.farm.farmer import STOP_SIGNALS as FARMER_STOP_SIGNALS
-from b2batch.farm.farmer import exit_code_of
+from b2batch.farm.stopping import STOP_SIGNALS as FARMER_STOP_SIGNALS
+from b2batch.farm.stopping import exit_code_of
 from b2batch.farm.runners import load_runner
 from b2batch.farm.tasklist import load_handler
 from b2batch.farm.workdir import WorkDir

@@ -12,6 +12,7 @@ from typing import Any
 
 from b2batch.errors import B2BatchError
 from b2batch.farm.definitions import FarmError, as_bool
+from b2batch.farm.stopping import DIE_BY
 
 LOCK_DIR_VARIABLE = "B2BATCH_FARM_LOCK_DIR"
 
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser, compat: bool 
     except (FarmError, B2BatchError) as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr, flush=True)
         return 2
-    if code - 128 in (signal.SIGTERM, signal.SIGHUP):
+    if code - 128 in DIE_BY:
         die_by(code - 128)
     return code
 

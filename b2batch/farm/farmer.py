@@ -16,7 +16,6 @@ Slurm to requeue its job (``scontrol requeue``).
 from __future__ import annotations
 
 import collections
-import errno
 import logging
 import os
 import signal
@@ -33,11 +32,11 @@ import psutil
 
 from b2batch.farm.display import shown, where
 from b2batch.farm.runners import Runner
+from b2batch.farm.stopping import STOP_SIGNAL_WITHIN, STOP_SIGNALS, STOPPED_LINE, cannot_start_reason, exit_code_of
 from b2batch.farm.workdir import HOST, MARK, WorkDir
 
 logger = logging.getLogger(__name__)
 
-STOP_SIGNALS = frozenset({signal.SIGUSR1, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM})
 WAITED = STOP_SIGNALS | {signal.SIGCHLD}
 #: Signals a line starts with at their default action (Python ignores SIGPIPE and SIGXFSZ).
 DEFAULT_IN_CHILD = frozenset({signal.SIGPIPE, signal.SIGXFSZ})
@@ -49,36 +48,7 @@ PREFETCH_BELOW = 0.5
 RECORD_WITHIN = 0.05
 #: Seconds of margin before the end of the allocation when no line is taken any more.
 WALLTIME_MARGIN = 5.0
-#: Signals that kill a line when they are sent to a whole process group or job, the farmer included.
-STOPPED_LINE = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-#: Seconds a farmer waits for its own stop signal after a line was killed by one of those.
-STOP_SIGNAL_WITHIN = 0.5
-#: Stops after which the farmer ends as killed by the signal, as PyTaskFarmer does (it has no handler for them).
-DIE_BY = frozenset({signal.SIGTERM, signal.SIGHUP})
 
-
-def exit_code_of(stop: int | None) -> int:
-    """0 for a normal end; 1 when stopped by SIGUSR1, SIGINT or the timeout (PyTaskFarmer's handler exits 1);
-    128 + the signal for SIGTERM and SIGHUP, which end PyTaskFarmer by the signal itself."""
-    if stop is None:
-        return 0
-    return 128 + stop if stop in DIE_BY else 1
-
-
-def cannot_start_reason(error: Exception) -> str:
-    """Why a line could not be started, in words."""
-    text = str(error)
-    if isinstance(error, ValueError) and "null byte" in text:
-        return "it contains a NUL byte, which no command line can hold"
-    if isinstance(error, OSError) and error.errno == errno.E2BIG:
-        return "it is too long for a command line on this system (E2BIG: Argument list too long)"
-    if isinstance(error, FileNotFoundError):
-        return f"command not found ({error.strerror}: {error.filename})"
-    if isinstance(error, PermissionError):
-        return f"not executable ({error.strerror}: {error.filename})"
-    if isinstance(error, UnicodeError):
-        return f"it cannot be encoded for the operating system ({error})"
-    return f"{type(error).__name__}: {text}"
 
 
 
