@@ -63,7 +63,7 @@ def parse(argv: Sequence[str], own_flags: Iterable[str] = (),
     (b2luigi's ``ignore_additional_command_line_args``); when it is false they stop the run.
     """
     if active_profile() == "b2luigi":
-        return parse_as_b2luigi(argv, ignore_unknown)
+        return parse_as_b2luigi(argv, ignore_unknown, own_flags)
     p = parser(own_flags)
     args, rest = p.parse_known_args(list(argv))
     if "-h" in rest or "--help" in rest:
@@ -118,19 +118,23 @@ B2LUIGI_FLAGS: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
 )
 
 
-def parse_as_b2luigi(argv: Sequence[str], ignore_unknown: bool | None) -> tuple[argparse.Namespace, list[str]]:
+def parse_as_b2luigi(argv: Sequence[str], ignore_unknown: bool | None,
+                     own_flags: Iterable[str] = ()) -> tuple[argparse.Namespace, list[str]]:
     """The flags as b2luigi 1.3 reads them, for a workflow written against b2luigi: each of ``--remove``,
     ``--remove-only`` and ``--keep`` takes one value (class names joined by commas), and an argument that is
     none of its flags is argparse's error (usage, exit status 2) unless ``ignore_unknown``
-    (``ignore_additional_command_line_args=True``). b2batch's ``--batch-system`` and ``--workers`` are
+    (``ignore_additional_command_line_args=True``) or the script's own argparse takes it (``own_flags``, see
+    :func:`script_flags`; b2luigi would refuse those too). b2batch's ``--batch-system`` and ``--workers`` are
     understood too. The flags come back as :func:`parse` gives them (None: not given)."""
     p = argparse.ArgumentParser()
     for names, options in B2LUIGI_FLAGS:
         p.add_argument(*names, **options)  # type: ignore[arg-type]
-    if ignore_unknown:
-        args, rest = p.parse_known_args(list(argv))
-    else:
-        args, rest = p.parse_args(list(argv)), []
+    args, rest = p.parse_known_args(list(argv))
+    own = set(own_flags)
+    flags = [arg.split("=", 1)[0] for arg in rest if arg.startswith("-") and arg != "-" and not _is_number(arg)]
+    the_scripts = bool(flags) and all(flag in own for flag in flags)
+    if rest and not ignore_unknown and not the_scripts:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     if (args.test or args.dry_run) and (args.scheduler_host or args.scheduler_port):
         raise AttributeError("--test and --dry-run cannot be used with a central scheduler "
                              "(--scheduler-host/--scheduler-port): drop one of them.")

@@ -43,7 +43,9 @@ def run(flow, system: str, *args: str, group_size: object = 4, timeout: float = 
     """Run the grouping workflow with ``--batch`` on ``system`` (the emulator for htcondor and lsf)."""
     # b2batch's layout, exit status and report under the b2luigi profile: explicit settings win over it
     b2batch_ways = {"result_dir": "results", "exit_on_failure": True, "run_summary": True}
-    (flow.folder / "settings.json").write_text(json.dumps({"batch_system": system, "output_wait_timeout": 10,
+    # b2luigi's "local" runs tasks in luigi's worker process; its "test" system is b2batch's local jobs
+    jobs_on = "test" if system == "local" else system
+    (flow.folder / "settings.json").write_text(json.dumps({"batch_system": jobs_on, "output_wait_timeout": 10,
                                                            **b2batch_ways, **settings}))
     env = shim_env(GROUP_SIZE=json.dumps(group_size))
     command = flow.command("--batch", *args)

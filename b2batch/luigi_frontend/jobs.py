@@ -27,19 +27,30 @@ from b2batch.engine import Job, JobFiles, Run
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
-from b2batch.settings import get_setting, settings_snapshot
+from b2batch.settings import active_profile, get_setting, settings_snapshot
 
 logger = logging.getLogger(__name__)
 
 
 def runs_as_job(task: Any) -> bool:
     """Whether the task becomes a job: not for external tasks (nothing to run), wrapper tasks (only
-    requirements) and tasks that ask to stay with ``run_local = True``."""
+    requirements), tasks that ask to stay with ``run_local = True``, and, for a workflow written against
+    b2luigi, tasks whose batch system is ``local`` (b2luigi runs those in luigi's worker process)."""
     if getattr(task, "run_local", False):
         return False
     if isinstance(task, luigi.WrapperTask):
         return False
-    return getattr(type(task), "run", None) is not None
+    if getattr(type(task), "run", None) is None:
+        return False
+    return not (active_profile() == "b2luigi" and _local_system(task))
+
+
+def _local_system(task: Any) -> bool:
+    """Whether the task's batch system is ``local`` (a bad setting is not: the job's checks name it)."""
+    try:
+        return systems.system_name_of(task) == "local"
+    except Exception:
+        return False
 
 
 @dataclass

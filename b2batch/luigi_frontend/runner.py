@@ -84,7 +84,7 @@ class GraphRunner:
         self.workers = max(1, int(workers))
         self.record = record
         self.nodes: dict[str, Node] = {}
-        self.summary = seam.SummaryView()
+        self.summary = seam.SummaryView(self.workers)
         self.scheduling_succeeded = True
         self.run_succeeded = True
         self._buckets: dict[int, deque[Node]] = {}

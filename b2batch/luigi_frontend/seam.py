@@ -13,8 +13,11 @@ tripwire: it fails loudly when luigi changes one of these.
 
 from __future__ import annotations
 
+import getpass
+import os
 import queue
-import uuid
+import random
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -30,8 +33,10 @@ SUMMARY_ATTRIBUTES = ("_add_task_history", "_get_work_response_history", "_sched
 class SummaryView:
     """What luigi's execution summary reads of a worker, kept by b2batch's graph runner."""
 
-    def __init__(self) -> None:
-        self._id = f"b2batch-{uuid.uuid4().hex[:8]}"
+    def __init__(self, workers: int = 1) -> None:
+        # luigi's worker id, as its log lines show it ("[pid 12] Worker Worker(salt=..., ...) running   Task()")
+        self._id = (f"Worker(salt={random.randrange(10 ** 9)}, workers={workers}, host={socket.gethostname()}, "
+                    f"username={getpass.getuser()}, pid={os.getpid()})")
         self._add_task_history: list[tuple[Any, str, bool]] = []
         self._get_work_response_history: list[dict[str, Any]] = []
         self._scheduled_tasks: dict[str, Any] = {}
