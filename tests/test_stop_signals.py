@@ -172,3 +172,20 @@ def test_a_stopped_run_cancels_its_real_slurm_jobs(slurm, workflow, tmp_path: Pa
         process.send_signal(signal.SIGHUP)
     assert stop(process) == (124 if how == "timeout" else 128 + signal.SIGHUP), steering.log()[-3000:]
     steering.assert_stopped_and_cancelled(ids, "SIGTERM" if how == "timeout" else "SIGHUP")
+
+
+def test_a_run_started_under_nohup_goes_on_after_sighup(workflow, tmp_path: Path) -> None:
+    """``nohup python workflow.py --batch &``: SIGHUP is ignored from the start, so a closed terminal does not
+    stop the run."""
+    flow = workflow("batch.py")
+    def as_nohup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    with open(tmp_path / "steering.stderr", "w") as err:
+        process = subprocess.Popen(flow.command("--count", "2", "--sleep", "3"), cwd=flow.folder, env=clean_env(),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                   start_new_session=True, preexec_fn=as_nohup)
+    wait_for(lambda: list((flow.folder / "started").glob("*.pid")), 60, "a part to run")
+    process.send_signal(signal.SIGHUP)
+    assert stop(process) == 0, (tmp_path / "steering.stderr").read_text()[-3000:]
+    assert (flow.folder / "results" / "total.json").exists()
