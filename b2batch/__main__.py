@@ -16,7 +16,8 @@ COMMANDS = {
                 "Example: b2batch emulate htcondor -- python workflow.py --batch"),
     "settings": ("Print settings.json.example (or --markdown).",
                  "Print every setting with its default and meaning as a settings.json example to copy, or as "
-                 "a Markdown table (--markdown)."),
+                 "a Markdown table (--markdown). --profile b2luigi: the defaults a workflow that imports b2luigi "
+                 "gets (b2luigi 1.3's)."),
     "run": ("Run a workflow script with its arguments (like python SCRIPT ARGS).",
             "Run a workflow script with its arguments with this Python, as 'python SCRIPT ARGS' would; exits "
             "with the script's exit status."),
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     emulate.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     settings = commands.add_parser("settings", help=COMMANDS["settings"][0], description=COMMANDS["settings"][1])
     settings.add_argument("--markdown", action="store_true", help="a Markdown table instead of JSON")
+    settings.add_argument("--profile", choices=["b2batch", "b2luigi"], default="b2batch",
+                          help="the defaults of workflows written for b2batch (default) or against b2luigi")
     run = commands.add_parser("run", help=COMMANDS["run"][0], description=COMMANDS["run"][1])
     run.add_argument("script", help="the workflow script")
     run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
@@ -82,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             return console.status(args.script, args.task_file_dir, as_json=args.json, current=current)
         return console.cancel(args.script, yes=args.yes, override=args.task_file_dir)
     if args.command == "settings":
-        from b2batch.settings import example_settings, settings_reference_markdown
+        from b2batch.settings import example_settings, settings_reference_markdown, use_profile
 
+        use_profile(args.profile)
         sys.stdout.write(settings_reference_markdown() if args.markdown else example_settings())
         return 0
     if args.command == "emulate":

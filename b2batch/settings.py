@@ -159,6 +159,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("b2luigi_texts", False, "--dry-run, --show-output, --remove and --remove-only as in b2luigi 1.3: "
                 "--dry-run counts external tasks too and exits with 0, --remove CLASS also removes what needs its "
                 "tasks, and nothing runs after a removal (b2luigi profile: true).", kind=FLAG),
+        Setting("local_runs_send_jobs", False, "Without --batch, a task whose class or instance names its own "
+                "batch_system (other than local) still runs as a job there, the others in the script's process, "
+                "as in b2luigi (b2luigi profile: true).", kind=FLAG),
         Setting("process_once", False, "A second process() call in a script raises RuntimeError (b2luigi profile: "
                 "true, as b2luigi allows one call).", kind=FLAG),
         Setting("process_returns_result", True, "process() returns luigi's run result (false: None, as b2luigi's "
@@ -246,7 +249,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True,
-                "process_once": True},
+                "process_once": True, "local_runs_send_jobs": True},
 }
 _profile = "b2batch"  # the process's profile: the one choice of this kind (use_profile)
 

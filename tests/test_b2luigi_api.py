@@ -245,7 +245,7 @@ def test_batch_job_status_cache_asks_for_all_jobs_then_for_one(b2luigi) -> None:
 
 def test_process_takes_b2luigis_keyword_arguments(workflow) -> None:
     flow = workflow("b2luigi_api.py")
-    code = ("import b2luigi_api as w, b2luigi; b2luigi.set_setting('batch_system', 'local'); "
+    code = ("import b2luigi_api as w, b2luigi; w.Part.batch_system = 'local'; "  # its own attribute wins, as in b2luigi
             "b2luigi.process(w.Part(n=5), auto_confirm=True, keep_tasks=None, batch_runner=False, "
             "progress_tui=False); print('returned')")
     done = subprocess.run([sys.executable, "-c", code], cwd=flow.folder, env=shim_env(), capture_output=True,

@@ -187,7 +187,7 @@ NOT_JOB_SHAPING = {
     "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout",
     "output_wait_timeout", "remote_retries", "tasks_per_job", "pilot_jobs", "max_grouping_size",
     "run_summary", "unknown_setting_warnings", "b2luigi_hashing", "process_returns_result", "b2luigi_texts",
-    "process_once",
+    "process_once", "local_runs_send_jobs",
 }
 
 

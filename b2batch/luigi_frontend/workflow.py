@@ -225,6 +225,19 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
 PROCESS_CALLED = "_process_called"
 
 
+def _names_its_batch_system(tasks: list[Any]) -> bool:
+    """Whether a task of the graph has a ``batch_system`` of its own (an attribute of it or its class) other
+    than ``local``: b2luigi runs such a task as a job of that system also without ``--batch``."""
+    for task in b2luigi_cli.task_iterator(tasks):
+        own = vars(task).get("batch_system", next((vars(k)["batch_system"] for k in type(task).__mro__
+                                                   if "batch_system" in vars(k)), "local"))
+        if isinstance(own, property):
+            own = task.batch_system
+        if own != "local":
+            return True
+    return False
+
+
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
             ignore_additional_command_line_args: bool | None = None, workers: int | None = None,
@@ -313,7 +326,11 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     build_params.setdefault("log_level", "DEBUG" if test else "INFO")
     _configure_logging(build_params["log_level"])
     run = Run()
-    jobs = TaskJobs(run, context) if batch else None
+    if not batch and not test and get_setting("local_runs_send_jobs") and _names_its_batch_system(tasks):
+        set_setting("batch_system", "local")  # as b2luigi: the others run here, a task's own attribute wins
+        jobs: TaskJobs | None = TaskJobs(run, context)
+    else:
+        jobs = TaskJobs(run, context) if batch else None
     mode = "batch" if batch else "test" if test else "local"
     if exit_on_failure is None:
         exit_on_failure = bool(get_setting("exit_on_failure"))
