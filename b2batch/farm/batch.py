@@ -68,6 +68,8 @@ def pilot_command(args: argparse.Namespace, workdir: WorkDir, lock_dir: str | No
         command.append("--verbose")
     if not requeue:
         command.append("--no-requeue")
+    else:
+        command += ["--signal-seconds", str(args.signal_seconds)]
     return command
 
 

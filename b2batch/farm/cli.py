@@ -118,7 +118,7 @@ def run_local(args: argparse.Namespace, compat: bool, summary: bool) -> int:
     options = FarmerOptions(proc=args.proc, timeout=args.timeout, verbose=args.verb, walltime=args.walltime,
                             in_batch_job=args.pilot, task_seconds=args.task_seconds, kill_grace=args.kill_grace,
                             requeue=args.pilot and args.requeue, heartbeat_timeout=args.heartbeat_timeout,
-                            steering=args.steering)
+                            steering=args.steering, signal_seconds=args.signal_seconds)
     result = Farmer(workdir, handler, runner, options).run()
     if summary:
         display.summary(workdir, handler=handler)

@@ -48,6 +48,8 @@ PREFETCH_BELOW = 0.5
 RECORD_WITHIN = 0.05
 #: Seconds of margin before the end of the allocation when no line is taken any more.
 WALLTIME_MARGIN = 5.0
+#: Seconds beyond ``signal_seconds`` before the allocation's end within which a SIGTERM counts as Slurm's warning.
+REQUEUE_SLACK = 60.0
 
 
 
@@ -68,6 +70,8 @@ class FarmerOptions:
     heartbeat_timeout: float = 60.0
     #: The steering process whose pilot this farmer is (its tag, noted in the heartbeat file), or "".
     steering: str = ""
+    #: Seconds before the allocation's end at which Slurm warns the pilot (--signal=B:USR1@N).
+    signal_seconds: float = 120.0
 
 
 @dataclass
@@ -116,10 +120,10 @@ class Farmer:
         self.longest = 0.0
         self.base_env = {**os.environ, MARK: str(workdir.path)}
         self._old_mask: set[int] = set()
-        #: A stop signal that came while lines were being reaped (see :meth:`_reap`).
-        self.stop_pending: int | None = None
-        #: Lines killed by the same signal that stops the farmer: they go back into toprocess.
-        self.killed_by_stop: list[int] = []
+        #: Lines killed by SIGTERM, SIGINT or SIGHUP, held for a moment: if the farmer's own stop signal follows
+        #: (a batch system's cancel or Ctrl-C signals every process), they were stopped and go back into
+        #: toprocess; else they failed. (line, exit code, when it ended, until when it is held (monotonic))
+        self.suspects: list[tuple[_Running, int, float, float]] = []
 
     def say(self, *words: Any) -> None:
         print(time.asctime(), *words, file=self.out, flush=True)
@@ -160,10 +164,8 @@ class Farmer:
         try:
             while True:
                 self._reap()
-                if self.stop_pending is not None:
-                    stop = self.stop_pending
-                    break
                 now = time.monotonic()
+                self._settle_suspects(now)
                 if end is not None and not draining:
                     needed = options.task_seconds or self.longest
                     if end - time.time() < needed * 1.1 + WALLTIME_MARGIN:
@@ -199,7 +201,7 @@ class Farmer:
                 if self.pids:
                     workdir.journal(self.name, "".join(self.pids))
                     self.pids = []
-                if not self.running and not self.queue:
+                if not self.running and not self.queue and not self.suspects:
                     if self.results:
                         continue  # a line that could not start: record it first
                     if want > 0 and recovered_at != now:
@@ -212,13 +214,16 @@ class Farmer:
                     except OSError as e:
                         logger.warning("Cannot touch the heartbeat of %s: %s", self.name, e)
                     next_beat = now + beat_every
-                wake = min(next_beat, next_timeline, self.record_by if self.results else next_beat)
-                info = signal.sigtimedwait(WAITED, max(0.0, wake - time.monotonic()) if self.running else 0)
+                wake = min(next_beat, next_timeline, self.record_by if self.results else next_beat,
+                           *(held for *_, held in self.suspects))
+                busy = self.running or self.suspects
+                info = signal.sigtimedwait(WAITED, max(0.0, wake - time.monotonic()) if busy else 0)
                 if info is not None and info.si_signo in STOP_SIGNALS:
                     stop = info.si_signo
                     break
             put_back = self._stop_all() if stop is not None else []
-            put_back += self.killed_by_stop + list(self.queue)
+            put_back += [run.task_id for run, *_ in self.suspects] + list(self.queue)
+            self.suspects = []
             self.queue.clear()
             with workdir.locked():
                 self._record_locked()
@@ -236,7 +241,11 @@ class Farmer:
         if stop is not None:
             result.stopped_by = "the timeout" if stop == signal.SIGALRM else signal.Signals(stop).name
             self.say(f"Stopped by {result.stopped_by}: {len(put_back)} running line(s) put back into toprocess")
-        if options.requeue and (stop == signal.SIGUSR1 or draining) and left:  # not when cancelled (SIGTERM)
+        # Slurm's warning before the time limit reaches the farmer as USR1, or as TERM forwarded by the job's
+        # wrapper; a TERM long before the end is a cancel (scancel), after which a requeue would keep the job.
+        warned = stop == signal.SIGUSR1 or (stop == signal.SIGTERM and end is not None
+                                              and end - time.time() < options.signal_seconds + REQUEUE_SLACK)
+        if options.requeue and (warned or draining) and left:
             self._requeue()
         self.say(f"Finished working: {self.finished} finished, {self.failed} failed in this run, {left} left to "
                  f"process")
@@ -349,18 +358,20 @@ class Farmer:
             self.free_slots.append(run.slot)
             if run.cleanup:
                 run.cleanup()
-            if code - 128 in STOPPED_LINE and self.stop_pending is None:
-                # Killed by a stop signal sent to every process (Ctrl-C in a terminal, scancel, a process group):
-                # the farmer's own signal is on its way. Such a line was stopped, it did not fail.
-                info = signal.sigtimedwait(STOP_SIGNALS, STOP_SIGNAL_WITHIN)
-                if info is not None:
-                    self.stop_pending = info.si_signo
-            if self.stop_pending is not None and code != 0:
-                self.killed_by_stop.append(run.task_id)
+            if code - 128 in STOPPED_LINE:  # the farmer's own stop signal may be on its way: hold the line
+                self.suspects.append((run, code, time.time(), time.monotonic() + STOP_SIGNAL_WITHIN))
                 continue
             ended.append((run, code))
             self._ended(run.task_id, code, run.started, time.time(), run.slot)
         return ended
+
+    def _settle_suspects(self, now: float) -> None:
+        """Lines held after a SIGTERM, SIGINT or SIGHUP with no stop of the farmer following: they failed."""
+        if self.suspects and self.suspects[0][3] <= now:
+            due = [s for s in self.suspects if s[3] <= now]
+            self.suspects = [s for s in self.suspects if s[3] > now]
+            for run, code, ended, _ in due:
+                self._ended(run.task_id, code, run.started, ended, run.slot)
 
     def _ended(self, task_id: int, code: int, started: float, ended: float, slot: int) -> None:
         if not self.results:

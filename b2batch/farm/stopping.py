@@ -14,8 +14,9 @@ import signal
 STOP_SIGNALS = frozenset({signal.SIGUSR1, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGALRM})
 #: Signals that kill a line when they are sent to a whole process group or job, the farmer included.
 STOPPED_LINE = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-#: Seconds a farmer waits for its own stop signal after a line was killed by one of those.
-STOP_SIGNAL_WITHIN = 0.5
+#: Seconds a line killed by one of those is held, in case the farmer's own stop signal follows (Slurm's scancel
+#: was seen to reach the farmer more than 0.5 s after its lines).
+STOP_SIGNAL_WITHIN = 3.0
 #: Stops after which the farmer ends as killed by the signal, as PyTaskFarmer does (it has no handler for them).
 DIE_BY = frozenset({signal.SIGTERM, signal.SIGHUP})
 
