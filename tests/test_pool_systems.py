@@ -3,9 +3,9 @@ local Slurm and SGE (slow), and the pypoolparty shim."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -21,7 +21,6 @@ from test_sge import sge  # noqa: F401  (fixture, by name)
 from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 SHIM = Path(__file__).resolve().parent.parent / "compat" / "pypoolparty-shim"
-PYPOOLPARTY_PATHS = ("slurm.array.Pool", "slurm.Pool", "sun_grid_engine.Pool")
 
 
 def fails_on_three(x: int) -> int:
@@ -42,25 +41,9 @@ def array_throttle(_x: int) -> str:
     return next((w.split("=", 1)[1] for w in shown.stdout.split() if w.startswith("ArrayTaskThrottle=")), "none")
 
 
-def resolve(root: object, path: str) -> object:
-    for part in path.split("."):
-        root = getattr(root, part)
-    return root
-
-
 # --- pypoolparty's class paths ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", PYPOOLPARTY_PATHS)
-def test_pypoolparty_class_paths_take_its_constructor_arguments(path: str) -> None:
-    real = pytest.importorskip("pypoolparty")
-    if not hasattr(real, "slurm") or Path(real.__file__).is_relative_to(SHIM):
-        pytest.skip("the real pypoolparty is not installed")
-    theirs = inspect.signature(resolve(real, path)).parameters
-    ours = inspect.signature(resolve(b2batch.pool, path)).parameters
-    assert list(theirs) == [name for name in ours if name != "settings"]
-    for name, parameter in theirs.items():
-        assert ours[name].default == parameter.default or name == "max_num_resubmissions", name
-    assert ours["python_path"].default is None  # this interpreter, not which("python")
+# (their constructor arguments against the real pypoolparty's: tests/test_pool_differential.py)
 
 
 def test_the_shim_makes_import_pypoolparty_b2batch() -> None:
@@ -82,7 +65,7 @@ def test_the_pypoolparty_semantics_a_raising_task_gives_none_and_the_work_dir_is
     assert pool.map(fails_on_three, range(5)) == [0, -1, -2, None, -4]
     assert pool.starmap(fails_on_three, []) == []
     [work_dir] = tmp_path.iterdir()
-    assert work_dir.name.startswith(".pypoolparty_slurm_array")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d", work_dir.name), "work_dir/<UTC time>, as pypoolparty's"
     assert any("KeyError: 3" in line["stderr"] for line in packing.read_outputs(work_dir))
     assert issubclass(PoolJobLostError, RuntimeError)
 

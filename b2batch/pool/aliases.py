@@ -6,10 +6,10 @@ code runs unchanged:
 
 - ``map(func, tasks)`` returns a list with one value per task; a task that raised gives ``None`` (its
   traceback goes to the job's stderr) and ``map`` does not raise;
-- the work dir (a new folder in ``work_dir``, default ``.``, per ``map``) is removed when all went well and
-  kept when ``keep_work_dir`` is set, a task raised, or a job wrote to stderr;
+- the work dir (per ``map``: ``work_dir/<UTC time>``, or ``./.pypoolparty_<UTC time>`` without ``work_dir``)
+  is removed when all went well and kept when ``keep_work_dir`` is set, a task raised, or a job wrote to stderr;
 - a job that is killed, lost or ends in an error state is submitted again up to ``max_num_resubmissions``
-  times; after that ``map`` raises a RuntimeError (:class:`~b2batch.pool.dispatch.PoolJobLostError`).
+  times; after that its tasks give None (a warning says why) and the work dir is kept.
 
 Where b2batch does more: the function is cloudpickled (``__main__`` functions, lambdas and closures
 work), ``python_path`` defaults to this interpreter rather than ``which("python")``, a job that vanished from
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -75,12 +76,15 @@ class PypoolpartyPool:
     def _run(self, how: str, func: Callable[..., Any], tasks: list[Any], chunksize: int | None) -> list[Any]:
         if not tasks:
             return []
+        # pypoolparty's work dir: work_dir/<UTC time>, or ./<prefix><UTC time> without work_dir.
+        session = time.strftime("%Y-%m-%dT%H-%M-%S", time.gmtime())
         pool = Pool(batch_system=self.batch_system,
                     num_simultaneously_running_tasks=self.num_simultaneously_running_tasks,
                     python_path=self.python_path, polling_interval=self.polling_interval,
                     work_dir=self.work_dir or ".", keep_work_dir=self.keep_work_dir, verbose=self.verbose,
                     max_num_resubmissions=self.max_num_resubmissions, settings=self.settings,
-                    slurm_call_timeout=self.slurm_call_timeout, task_errors=runner.NONE, name=self.session_name)
+                    slurm_call_timeout=self.slurm_call_timeout, task_errors=runner.NONE, name=self.session_name,
+                    folder=session if self.work_dir else f"{self.session_name}_{session}")
         with pool:
             size = self._chunksize(len(tasks), chunksize)
             if how == "star":
@@ -123,7 +127,7 @@ class SlurmPool(PypoolpartyPool):
     """``pypoolparty.slurm.Pool``: the tasks in ``num_chunks`` chunks (default: one per task), a job each."""
 
     batch_system = "slurm"
-    session_name = ".pypoolparty_slurm"
+    session_name = ".pypoolparty"
 
     def __init__(self, num_chunks: int | None = None, python_path: str | None = None, polling_interval: float = 5.0,
                  work_dir: str | None = None, keep_work_dir: bool = False, max_num_resubmissions: int = 10,
@@ -144,7 +148,7 @@ class SunGridEnginePool(PypoolpartyPool):
     """``pypoolparty.sun_grid_engine.Pool``: the tasks in ``num_chunks`` chunks (default: one per task)."""
 
     batch_system = "sge"
-    session_name = ".pypoolparty_sge"
+    session_name = ".pypoolparty"
 
     def __init__(self, num_chunks: int | None = None, python_path: str | None = None, polling_interval: float = 5.0,
                  work_dir: str | None = None, keep_work_dir: bool = False, max_num_resubmissions: int = 10,

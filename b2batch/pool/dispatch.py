@@ -296,5 +296,9 @@ class Dispatcher:
             f"Items {start} to {end - 1} of {batch.label}: their job ended without an answer after "
             f"{job.resubmissions} resubmission(s) (max_num_resubmissions={limit}); its stdout and stderr are "
             f"packed in {self.packer.work_dir / OUTPUTS}, its call in calls.pickles.\n{error}")
-        batch.result.fail(start, end, lost)
+        if self.mode == runner.NONE:  # pypoolparty: the items of a chunk that never returned are None
+            logger.warning("%s", lost)
+            batch.result.set_chunk(start, [None] * chunk.count)
+        else:
+            batch.result.fail(start, end, lost)
         self.packer.pack(job, chunk.meta, None, "lost", str(error))

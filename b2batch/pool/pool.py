@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import logging
 import math
 import multiprocessing
@@ -57,6 +58,19 @@ def _wants_multiprocessing(batch_system: Any, fallback: str | None) -> bool:
 
 def _name_of(function: Callable[..., Any]) -> str:
     return getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or type(function).__name__
+
+
+def _new_folder(parent: Path, name: str) -> Path:
+    """A new folder ``parent/name``, or ``name-2``, ``name-3`` ... when that is taken."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for number in itertools.count(1):
+        path = (parent / (name if number == 1 else f"{name}-{number}")).resolve()
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
 
 
 def _check_settings(values: dict[str, Any], name: str) -> None:
@@ -104,7 +118,8 @@ class Pool:
                  polling_interval: float | None = None, work_dir: str | os.PathLike[str] | None = None,
                  keep_work_dir: bool = False, verbose: bool | None = None, slurm_call_timeout: float | None = None,
                  max_num_resubmissions: int | None = None, settings: dict[str, Any] | None = None,
-                 fallback: str | None = None, task_errors: str = runner.RAISE, name: str = "pool") -> None:
+                 fallback: str | None = None, task_errors: str = runner.RAISE, name: str = "pool",
+                 folder: str | None = None) -> None:
         if task_errors not in (runner.RAISE, runner.NONE):
             raise ValueError(f"task_errors must be {runner.RAISE!r} or {runner.NONE!r}, not {task_errors!r}")
         throttle = num_simultaneously_running_tasks if num_simultaneously_running_tasks is not None else processes
@@ -115,8 +130,7 @@ class Pool:
         self.slurm_call_timeout = slurm_call_timeout
         _check_settings(dict(settings or {}), name)
         parent = Path(work_dir) if work_dir is not None else paths.resolve(get_setting("task_file_dir"))
-        self.work_dir = (parent / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}").resolve()
-        self.work_dir.mkdir(parents=True)
+        self.work_dir = _new_folder(parent, folder or f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}")
         values = dict(settings or {})
         values["env"] = environment.exported(extra=values.get("env", get_setting("env")))
         values.setdefault("resubmit_failed_tasks", True)  # a job that exited non-zero was killed: see runner
