@@ -1,6 +1,7 @@
 # No --batch, but a task class that names its batch system: b2luigi's task attribute wins over the
 # batch_system=local that a run without --batch sets.
 # args:
+# allowed: D1: ^run 1 \(no arguments\) stderr: (extra line|missing line 'INFO: (Informed scheduler that task|Done scheduling tasks|Running Worker with|Batch process \w+ running|Worker Worker\(\.\.\.\) was stopped))
 import b2luigi
 
 
