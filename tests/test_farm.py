@@ -303,6 +303,32 @@ def test_failing_line_goes_to_failed_with_its_log_and_exit_code(tmp_path: Path) 
     assert "exit code 137 (killed by SIGKILL)" in done.stdout and "exit code 127 (command not found)" in done.stdout
 
 
+def test_lines_too_long_for_the_os_or_not_utf8_fail_alone_and_never_block_a_restart(tmp_path: Path) -> None:
+    """Issue 31: a line that cannot be run fails that line alone, with its line number; bytes that are not
+    UTF-8 are passed to the command as they are, and printed escaped."""
+    long_line = "echo " + "a" * 300_000
+    (tmp_path / "t.txt").write_bytes(b"# a comment\n" + long_line.encode() + b"\nprintf '%s' \xff\xfe > raw\n"
+                                     b"false \xff\nexit 0\n")
+    done = farm(tmp_path, "t.txt", "--proc", "2", "--verbose")
+    assert done.returncode == 0, done.stderr
+    work = tmp_path / "t.txt_workdir"
+    def ids(name: str) -> list[int]:
+        return sorted(int(line.split(b" ", 1)[0]) for line in (work / name).read_bytes().splitlines())
+
+    assert ids("failed") == [0, 2] and ids("finished") == [1, 3]
+    assert (work / "failed").read_bytes().count(b"false \xff\n") == 1  # the line's bytes kept in PyTaskFarmer's file
+    assert (tmp_path / "raw").read_bytes() == b"\xff\xfe"  # the bytes reached the command unchanged
+    log = (work / "logs" / "log_0").read_text()
+    assert log.startswith("b2batch farm: task 0 (line 2 of t.txt) cannot be started: it is too long for a command "
+                          "line on this system (E2BIG")
+    assert "(300005 characters)" in done.stdout and len(done.stdout) < 20_000  # the line is shown cut
+    assert "task 2 (line 4 of t.txt): false \\xff  [exit code 1;" in done.stdout
+    assert "exit code 126 (could not be run)" in done.stdout
+    again = farm(tmp_path, "t.txt", "--proc", "2")
+    assert again.returncode == 0 and "Traceback" not in again.stderr, again.stderr
+    assert "0 left to process" in again.stdout
+
+
 def test_timeline_is_chrome_trace_json(tmp_path: Path) -> None:
     write_list(tmp_path / "t.txt", ["sleep 0.2", "true", "false"])
     before = time.time()

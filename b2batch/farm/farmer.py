@@ -271,7 +271,7 @@ class Farmer:
         slot = self.free_slots.pop()
         started = time.time()
         if self.options.verbose:
-            self.say("Executing task", task_id, ":", shown(command, 0))
+            self.say("Executing task", task_id, ":", shown(command, 2000))
         log = self.log_prefix + str(task_id)
         cleanup = None
         try:
@@ -384,7 +384,7 @@ class Farmer:
         else:
             self.failed += 1
         if self.options.verbose:
-            self.say("Completed task", task_id, ":", shown(self.tasks[task_id], 0), f"(exit code {code})")
+            self.say("Completed task", task_id, ":", shown(self.tasks[task_id], 2000), f"(exit code {code})")
         self.events.append({"cat": "task", "name": self.tasks[task_id], "pid": os.getpid(), "tid": slot,
                             "ts": started * 1e6, "dur": (ended - started) * 1e6, "ph": "X",
                             "args": {"id": task_id, "exit_code": code, "host": HOST}})
