@@ -1,5 +1,5 @@
 # --test: tasks run here, one at a time, luigi logging at DEBUG (the tasks make their own folders: b2luigi
-# 1.3.0's --test does not; test_mode_folders.py shows that).
+# 1.3.0's --test does not; run_in_test_mode_folders.py shows that).
 # args: --test
 import os
 
