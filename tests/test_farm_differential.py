@@ -88,6 +88,11 @@ def our_command(system: str | None = None, jobs: int = 1) -> list[str]:
     return command + (["--batch-system", system, "--jobs", str(jobs)] if system else [])
 
 
+#: b2batch's own ``pytaskfarmer.py`` (the console script of the same name), PyTaskFarmer's command line.
+OUR_PYTASKFARMER = [sys.executable, "-c", "import sys; from b2batch.farm.cli import pytaskfarmer_main; "
+                    "sys.exit(pytaskfarmer_main())"]
+
+
 def settings(folder: Path, **values: object) -> None:
     (folder / "settings.json").write_text(json.dumps({"output_wait_timeout": 5, "poll_interval": 0.5,
                                                        "max_poll_interval": 2, **values}))
@@ -237,7 +242,7 @@ def peer_run(scenario: str, folder: Path) -> Outcome:
 
 def play(s: Scenario, command: list[str], folder: Path, prefix: list[str] | None = None,
          env: dict[str, str] | None = None) -> Outcome:
-    if "b2batch" in command:
+    if command != peer_command():
         s = Scenario(s.lines, (*s.args, *s.ours), s.stop, s.whole_group, s.restart)
     outcome = run_farm(command, folder, s.lines, *s.args, stop=s.stop, whole_group=s.whole_group, prefix=prefix,
                        env=env)
@@ -251,10 +256,13 @@ def play(s: Scenario, command: list[str], folder: Path, prefix: list[str] | None
     return outcome
 
 
+@pytest.mark.parametrize("tool", ["b2batch farm", "pytaskfarmer.py"])
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_on_local_cores_the_work_dir_and_exit_status_are_pytaskfarmers(tmp_path: Path, scenario: str) -> None:
+def test_on_local_cores_the_work_dir_and_exit_status_are_pytaskfarmers(tmp_path: Path, scenario: str,
+                                                                       tool: str) -> None:
     peer = peer_run(scenario, tmp_path)
-    ours = play(SCENARIOS[scenario], our_command(), tmp_path / "b2batch")
+    ours = play(SCENARIOS[scenario], our_command() if tool == "b2batch farm" else OUR_PYTASKFARMER,
+                tmp_path / "b2batch")
     check(scenario, peer, ours)
     if scenario == "restart after a timeout":
         check("timeout", peer.extra["first"], ours.extra["first"])  # type: ignore[arg-type]
