@@ -9,15 +9,18 @@
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from b2batch import paths
 from b2batch.engine.job import Job
-from b2batch.engine.pooled import Pool, PooledSystem, _remove_tree, logger, signature, unit_name
+from b2batch.engine.files import JobFiles
+from b2batch.engine.pooled import Pool, PooledSystem, _remove_tree, logger, signature, steering_lives, unit_name
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -61,7 +64,17 @@ class PilotSystem(PooledSystem):
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes = super().states(jobs)
         self._give_back_slots()
+        for pool in self.pools.values():
+            self._drain(pool, not pool.members)
         return changes
+
+    @staticmethod
+    def _drain(pool: Pool, drained: bool) -> None:
+        """Tell the pilots whether anything waits or runs in their queue: with nothing, they end within
+        ``DRAIN_GRACE`` seconds of finding nothing to claim, not after ``pilot_idle_timeout``."""
+        if drained != pool.drained:
+            pool.queue.drain(drained)
+            pool.drained = drained
 
     def _give_back_slots(self) -> None:
         """Ask the idle pilots of other queues to end while a queue's work waits for a pilot not yet started."""
@@ -88,6 +101,7 @@ class PilotSystem(PooledSystem):
             if pool.given_up:
                 raise B2BatchError(pool.given_up)
             name = unit_name(job, self.run.next_number())
+            self._drain(pool, False)  # before the unit: a pilot that sees it must not end
             pool.queue.put(name, self._entry(job))
             self._track(pool, name, job)
             job.job_id = ""
@@ -100,7 +114,10 @@ class PilotSystem(PooledSystem):
         now = time.monotonic()
         if pool.given_up or now < pool.next_submit or self.run.interrupted:
             return
-        alive = len(pool.carriers) + len([w for w in pool.beats if w not in pool.carriers])
+        # A pilot whose allocation ends within about one more unit is replaced now, while it runs its last.
+        retiring = {w for w, (_text, _seen, beat) in pool.beats.items() if beat.get("retiring")}
+        alive = (len([k for k in pool.carriers if k not in retiring])
+                 + len([w for w in pool.beats if w not in pool.carriers and w not in retiring]))
         queued = sum(1 for key in pool.carriers if key not in pool.started)  # each will take a waiting unit
         wanted = min(pool.template.setting("pilot_jobs") - alive, pool.waiting() - queued)
         if wanted <= 0:
@@ -186,3 +203,52 @@ class BundleSystem(PooledSystem):
             return False
         _remove_tree(pool.queue.root)
         return True
+
+
+def end_earlier_pilots(task_files: Path, system_of: Callable[[str], BatchSystem | None]) -> list[str]:
+    """End the pilot jobs of earlier runs whose steering processes are gone (killed, or lost with their node):
+    their queues under ``task_files`` are told to stop (running pilots end as soon as their task ends), units
+    left waiting are taken back (a run that needs them queues them again) and pilots not started yet are
+    cancelled through ``system_of(name)``, the batch system of that name. A queue that a live steering process
+    uses is left alone. What was ended, as messages name it."""
+    ended = []
+    for todo in sorted((task_files / "_pilots").glob("*/todo")):
+        queue = WorkQueue(todo.parent)
+        notes = queue.steerings()
+        if any(steering_lives(about) for about in notes.values()):
+            continue
+        jobs = [f.parent for f in queue.root.glob("jobs/*/submission.json") if not (f.parent / "exit_code").exists()]
+        if not jobs and not notes:
+            continue
+        queue.finish_all()
+        for name in queue.waiting():
+            queue.take_back(name)
+        beats = queue.heartbeats()
+        for folder in jobs:
+            try:
+                journal = json.loads((folder / "submission.json").read_text())
+            except (OSError, ValueError):
+                continue
+            what = f"pilot job {journal.get('job_id')} on {journal.get('system')}"
+            if folder.name in beats:
+                ended.append(f"{what} (running: told to end)")
+                continue
+            system = system_of(str(journal.get("system")))
+            if system is None:
+                continue
+            stub = Job(key=folder.name, name=what, family="pilot", system=system.name,
+                       files=JobFiles(folder=folder, log_folder=folder), settings=lambda name: None,
+                       job_id=str(journal.get("job_id")))
+            try:
+                recall = getattr(system, "recall", None)
+                if recall is not None:
+                    recall(stub.job_id, journal)
+                system.cancel([stub])
+                system.forget(stub)
+                _remove_tree(folder)
+                ended.append(f"{what} (queued: cancelled)")
+            except B2BatchError as e:
+                logging.getLogger(__name__).warning("Could not cancel the %s of an earlier run: %s", what, e)
+        for note in notes:
+            note.unlink(missing_ok=True)
+    return ended

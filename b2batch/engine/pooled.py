@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -76,6 +78,8 @@ class Pool:
     failing_since: float | None = None
     submit_attempts: int = 0  # failed submissions of worker jobs in a row
     given_up: str = ""
+    drained: bool = False  # whether the queue says that nothing waits or runs in it for now
+    steering_note: Path | None = None  # the note that this steering process uses the queue
 
     def waiting(self) -> int:
         return len(self.members) - len(self.running)
@@ -86,6 +90,8 @@ class PooledSystem(BatchSystem):
 
     kind = "worker"
     pooled = True
+    #: Seconds :meth:`close` gives running pilots to end by themselves before it cancels them.
+    CLOSE_WAIT = 3.0
 
     def __init__(self, run: Any, inner: BatchSystem) -> None:
         super().__init__(run)
@@ -93,6 +99,7 @@ class PooledSystem(BatchSystem):
         self.name = f"{inner.name}-{self.kind}s"  # type: ignore[misc]
         self.pools: dict[str, Pool] = {}
         self._pool_of: dict[int, tuple[Pool, str]] = {}  # id(unit) -> (pool, unit name)
+        self._closed = False
 
     # --- worker jobs --------------------------------------------------------------------------------
 
@@ -320,17 +327,42 @@ class PooledSystem(BatchSystem):
         self._untrack(job)
 
     def close(self) -> None:
-        """No more work: worker jobs end (queued ones are cancelled, running ones finish what they hold)."""
+        """No more work: worker jobs end. Queued ones are cancelled; running pilots are told to stop and, if
+        they have not ended within :attr:`CLOSE_WAIT` seconds (at once when the run was interrupted), cancelled
+        too: no allocation outlives its steering process. A bundle job holding units finishes them."""
+        if self._closed:
+            return
+        self._closed = True
         for pool in self.pools.values():
             pool.queue.finish_all()
             # A bundle job whose units all ended has run and ends by itself; only pilots may wait for nothing.
             waiting = [c for c in pool.carriers.values()
                        if c.key not in pool.started and (self.kind == "pilot" or pool.members)]
-            if waiting:
-                try:
-                    self.inner.cancel(waiting)
-                except B2BatchError as e:
-                    logger.warning("Could not cancel %d %s job(s) that wait: %s", len(waiting), self.kind, e)
+            self._cancel_carriers(pool, waiting, "that wait")
+        if self.kind == "pilot":
+            deadline = time.monotonic() + (0.0 if self.run.interrupted else self.CLOSE_WAIT)
+            while True:
+                running = {key: pool for pool in self.pools.values() for key in pool.carriers
+                           if key in pool.started and (pool.queue.workers / f"{key}.json").exists()}
+                if not running or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.1)
+            for pool in self.pools.values():
+                self._cancel_carriers(pool, [pool.carriers[key] for key in running if running[key] is pool],
+                                      "still running")
+        for pool in self.pools.values():
+            if pool.steering_note is not None:
+                pool.steering_note.unlink(missing_ok=True)
+
+    def _cancel_carriers(self, pool: Pool, carriers: list[Job], which: str) -> None:
+        if not carriers:
+            return
+        try:
+            self.inner.cancel(carriers)
+            logger.info("Cancelled %d %s job(s) %s: %s", len(carriers), self.kind, which,
+                        ", ".join(str(c.job_id) for c in carriers))
+        except B2BatchError as e:
+            logger.warning("Could not cancel %d %s job(s) %s: %s", len(carriers), self.kind, which, e)
 
     def attach(self, job: Job, journal: dict[str, Any]) -> bool:
         """Follow a unit that a steering process before this one queued, if it is still queued or held by a
@@ -361,6 +393,11 @@ class PooledSystem(BatchSystem):
             pool = self.pools[str(root)] = Pool(queue=WorkQueue(root), template=job)
             pool.queue.create()
             pool.queue.stop_file.unlink(missing_ok=True)
+            pool.queue.drain(False)
+            pool.steering_note = pool.queue.add_steering(
+                f"{socket.gethostname()}-{os.getpid()}-{self.run.tag}",
+                {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()),
+                 "tag": self.run.tag})
             pool.queue.take_done()  # results of units of earlier runs: their exit codes are in their own files
             pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})
             self._adopt_carriers(pool)
@@ -387,6 +424,25 @@ class PooledSystem(BatchSystem):
                 pool.carriers[stub.key] = stub
                 logger.info("Following %s", stub.name)
         self._check_heartbeats(pool, time.monotonic(), {})  # live workers of an earlier run count
+
+
+def _process_started(pid: int) -> float | None:
+    """When the process ``pid`` of this host started (None: there is none)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def steering_lives(about: dict[str, Any]) -> bool:
+    """Whether the steering process of a queue's note still runs. One of another host is taken to run (this
+    host cannot tell); its pilots end after ``pilot_idle_timeout`` once its queue is empty."""
+    if about.get("host") != socket.gethostname():
+        return True
+    started = _process_started(int(about.get("pid") or 0))
+    return started is not None and abs(started - float(about.get("started") or 0)) < 1.0
 
 
 def _remove_tree(root: Path) -> None:

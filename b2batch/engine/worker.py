@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
-from b2batch.engine.workqueue import WorkQueue
+from b2batch.engine.workqueue import DRAIN_GRACE, WorkQueue
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class Worker:
         try:
             self.queue.beat(self.name, {"worker": self.name, "job_id": self.job_id, "host": socket.gethostname(),
                                         "pid": os.getpid(), "beat": self.beats, "unit": self.current,
-                                        "ran": self.ran, "started": self.started})
+                                        "ran": self.ran, "started": self.started, "retiring": self.retiring()})
             self.last_beat = now
         except OSError as e:
             logger.warning("Cannot write the heartbeat: %s", e)
@@ -159,6 +159,17 @@ class Worker:
             logger.error("The steering process gave this worker up; stopping")
             return False
         return True
+
+    def last_claim_margin(self) -> float:
+        """Seconds that must be left in the allocation to claim a unit: the longest a unit takes, and some."""
+        return (self.config.unit_seconds or self.longest) * 1.1 + 5
+
+    def retiring(self) -> bool:
+        """Whether the allocation ends within about one more unit: the steering process then submits the
+        pilot that replaces this one, which is queued while this one runs its last units."""
+        if self.end is None:
+            return False
+        return self.end - time.time() < self.last_claim_margin() + max(self.config.unit_seconds or self.longest, 10)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.stop_signal = signum
@@ -179,18 +190,17 @@ class Worker:
             while self.stop_signal is None:
                 if not self.heartbeat():
                     return 0
-                if self.end is not None:
-                    needed = self.config.unit_seconds or self.longest
-                    if self.end - time.time() < needed * 1.1 + 5:
-                        logger.info("%.0f s left in the allocation, a unit needs up to %.0f s: ending",
-                                    self.end - time.time(), needed)
-                        break
+                if self.end is not None and self.end - time.time() < self.last_claim_margin():
+                    logger.info("%.0f s left in the allocation, a unit needs up to %.0f s: ending",
+                                self.end - time.time(), self.config.unit_seconds or self.longest)
+                    break
                 claimed = self.queue.claim(self.name)
                 if claimed is None:
                     idle = time.monotonic() - idle_since
-                    if self.queue.stopping(self.name) or idle >= self.config.idle_timeout:
+                    if (self.queue.stopping(self.name) or idle >= self.config.idle_timeout
+                            or (idle >= DRAIN_GRACE and self.queue.is_drained())):
                         break
-                    time.sleep(min(pause, self.config.idle_timeout - idle))
+                    time.sleep(max(0.0, min(pause, self.config.idle_timeout - idle)))
                     pause = min(pause * 2, 1.0, self.beat_interval)
                     continue
                 pause = 0.05

@@ -16,6 +16,11 @@ is atomic on a local file system and on NFS (a rename within one folder tree, or
   for it); the worker ends as soon as it finds nothing to claim.
 - ``cancel/<name>``: the steering process no longer wants the unit; the worker running it stops it.
 - ``stop``: no more work will come; workers end when ``todo/`` is empty.
+- ``drained``: nothing waits or runs in the queue for now (more may come); a worker that finds nothing to
+  claim ends after :data:`DRAIN_GRACE` seconds instead of its idle timeout.
+- ``steering/<host>-<pid>-<tag>.json``: a steering process that uses the queue (its host, pid and the start
+  time of that process). A queue none of whose steering processes lives is an earlier run's: a new run ends
+  its pilots (:func:`b2batch.engine.pilots.end_earlier_pilots`).
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
+
+#: Seconds a worker that finds nothing to claim in a drained queue waits for work before it ends.
+DRAIN_GRACE = 2.0
 
 
 class WorkQueue:
@@ -40,6 +48,8 @@ class WorkQueue:
         self.workers = self.root / "workers"
         self.cancelled = self.root / "cancel"
         self.stop_file = self.root / "stop"
+        self.drained_file = self.root / "drained"
+        self.steering = self.root / "steering"
         self._listing: deque[str] = deque()
         self._offsets: dict[str, int] = {}  # how far each worker's log of finished runs was read
 
@@ -87,6 +97,35 @@ class WorkQueue:
     def finish_all(self) -> None:
         """Say that no more work will come."""
         self.stop_file.touch()
+
+    def drain(self, drained: bool) -> None:
+        """Say that nothing waits or runs in the queue for now (True), or that work came again (False)."""
+        if drained:
+            self.drained_file.touch()
+        else:
+            self.drained_file.unlink(missing_ok=True)
+
+    def add_steering(self, name: str, about: dict[str, Any]) -> Path:
+        """Note that the steering process ``name`` uses the queue; the note's path."""
+        self.steering.mkdir(exist_ok=True)
+        path = self.steering / f"{name}.json"
+        atomic_write(path, json.dumps(about))
+        return path
+
+    def steerings(self) -> dict[Path, dict[str, Any]]:
+        """The notes of the steering processes that use (or used) the queue."""
+        found: dict[Path, dict[str, Any]] = {}
+        try:
+            entries = os.listdir(self.steering)
+        except FileNotFoundError:
+            return found
+        for entry in entries:
+            if entry.endswith(".json"):
+                try:
+                    found[self.steering / entry] = json.loads((self.steering / entry).read_text())
+                except (OSError, ValueError):
+                    continue
+        return found
 
     def finish_worker(self, worker: str) -> None:
         """Ask one worker to end as soon as it finds nothing to claim (its slot is wanted elsewhere)."""
@@ -232,6 +271,9 @@ class WorkQueue:
     def stopping(self, worker: str | None = None) -> bool:
         """Whether workers (or the one named) are to end when they find nothing to claim."""
         return self.stop_file.exists() or (worker is not None and (self.workers / f"{worker}.finish").exists())
+
+    def is_drained(self) -> bool:
+        return self.drained_file.exists()
 
     def beat(self, worker: str, content: dict[str, Any]) -> None:
         atomic_write(self.workers / f"{worker}.json", json.dumps(content))

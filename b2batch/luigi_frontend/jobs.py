@@ -48,7 +48,7 @@ def runs_as_job(task: Any) -> bool:
 def _local_system(task: Any) -> bool:
     """Whether the task's batch system is ``local`` (a bad setting is not: the job's checks name it)."""
     try:
-        return systems.system_name_of(task) == "local"
+        return systems.system_name_of(get_setting("batch_system", task=task)) == "local"
     except Exception:
         return False
 
@@ -161,6 +161,28 @@ class TaskJobs:
         self._system_names: dict[str, str] = {}
         self._followed: set[str] = set()  # tasks whose earlier job has not ended, said once each
         self._groups: dict[str, Group | None] = {}  # b2luigi's parameter groups, by task id
+        self._end_earlier_pilots()
+
+    def _end_earlier_pilots(self) -> None:
+        """The pilot jobs of earlier runs whose steering process is gone end now, also when this run then
+        finds everything complete (a run that needs their queue again follows those still running)."""
+        from b2batch.engine.pilots import end_earlier_pilots
+
+        folder = paths.resolve(str(get_setting("task_file_dir")))
+        if not (folder / "_pilots").is_dir():
+            return
+
+        def system_of(name: str) -> Any:
+            try:
+                return self.run.add_system(name, systems.system_class(name))
+            except B2BatchError as e:
+                logger.warning("Cannot end the pilot jobs of an earlier run on %s: %s", name, e)
+                return None
+
+        ended = end_earlier_pilots(folder, system_of)
+        if ended:
+            logger.warning("Ended %d pilot job(s) of an earlier run whose steering process is gone: %s", len(ended),
+                           "; ".join(ended))
 
     def group_of(self, task: Any) -> Group | None:
         """The parameter group of ``task`` (None: not grouped), looked up once per task; a grouped task whose
