@@ -15,8 +15,11 @@ names):
 
 * the exit status;
 * stdout and stderr, each a list of non-blank lines: b2luigi's lines must be ours, in the same order, and
-  ours may have no other lines. A traceback is compared by its exception type alone (b2batch may say more
-  in its message), a ``Type: message`` line likewise;
+  ours may have no other lines: the comparison is exact, because under the b2luigi profile b2batch adds
+  nothing where b2luigi prints (its summary is off), and a line more is something a user sees (a warning, an
+  error, a changed text); a difference names each missing and each extra line, so that a listed difference
+  can allow just those. A traceback is compared by its exception type alone (b2batch may say more in its
+  message, and its frames are its own), a ``Type: message`` line likewise;
 * the files in the folder after each run: relative paths, and the normalised text of each file. Two kinds
   of files are compared more loosely, because their text is the job machinery's, not the workflow's: a
   log file (below ``logs/``) holds b2luigi's lines, minus the preamble of b2luigi's executable wrapper
@@ -24,7 +27,7 @@ names):
   hold more (b2batch's job runner logs there); the text of a job file (below ``task_files/``) is not
   compared, only its path.
 
-Each difference is a one-line description (``run 1 stdout: missing line 'Would run MyTask()'``), so that
+Each difference is a one-line description (``run 2 (--dry-run) stdout: missing line 'In total 3'``), so that
 the ``allowed`` patterns of a script and of ``allowed.txt`` (patterns every script may show) can match it.
 """
 
