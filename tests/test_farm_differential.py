@@ -362,9 +362,10 @@ def test_as_local_pilot_jobs_the_work_dir_and_exit_status_are_pytaskfarmers(tmp_
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("emulator", ["htcondor", "lsf"])
 @pytest.mark.parametrize("scenario", ["plain", "timeout"])
-def test_as_pilot_jobs_on_the_htcondor_emulator(tmp_path: Path, scenario: str) -> None:
-    as_jobs(scenario, "htcondor", tmp_path, timeout=8, emulate="htcondor")
+def test_as_pilot_jobs_on_the_emulators(tmp_path: Path, scenario: str, emulator: str) -> None:
+    as_jobs(scenario, emulator, tmp_path, timeout=8, emulate=emulator)
 
 
 def squeue(ids: list[str]) -> list[str]:
