@@ -139,6 +139,8 @@ SETTINGS: dict[str, Setting] = {
                 "script's folder.", kind=PATH),
         Setting("job_name", None, "Name of the task's job on the batch system; default: the task family.", kind=TEXT),
         Setting("shell", "bash", "Shell that runs the job wrapper.", kind=TEXT),
+        Setting("workers", 1, "luigi workers of process(): tasks (or jobs) that run at once (b2luigi's setting; "
+                "--workers and process(workers=...) win).", kind=_number(integer=True, minimum=1)),
         Setting("local_slots", None, "Jobs the local batch system runs at once; 0 or null: the number of "
                 "CPUs.", kind=_number(integer=True, minimum=0, none=True)),
         Setting("poll_interval", 1.0, "Seconds between status queries of a batch system at the start of a "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus, Run
-from b2batch.settings import set_setting
+from b2batch.engine.config import RunConfig
 from b2batch.systems.local import LocalSystem
 
 
@@ -125,8 +125,7 @@ def test_a_job_the_batch_system_rejects_ends_with_the_reason(tmp_path: Path) -> 
 
 def test_a_poll_judges_only_the_jobs_whose_answer_changed(tmp_path: Path) -> None:
     """20,000 jobs in flight, ending a few hundred per poll: the work per poll follows the changes."""
-    set_setting("max_array_size", 100_000)
-    run = Run()
+    run = Run(config=RunConfig(max_array_size=100_000))
     system = run.add_system("simulated", Simulated)
     jobs = [make_job(tmp_path, f"j{i}") for i in range(20_000)]
     for job in jobs:
@@ -187,7 +186,7 @@ NOT_JOB_SHAPING = {
     "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout",
     "output_wait_timeout", "remote_retries", "tasks_per_job", "pilot_jobs", "max_grouping_size",
     "run_summary", "unknown_setting_warnings", "b2luigi_hashing", "process_returns_result", "b2luigi_texts",
-    "process_once", "local_runs_send_jobs",
+    "process_once", "local_runs_send_jobs", "workers",
 }
 
 

@@ -19,11 +19,11 @@ from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
 from b2batch.luigi_frontend import b2luigi_cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
-from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs,
-                                         runs_as_job)
+from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
+from b2batch.runconfig import run_config
 from b2batch.settings import check_settings, get_setting, load_settings_files, set_setting
 
 logger = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
     results: dict[str, TaskResult] = {}
 
     def make_process(task: Any, result_queue: Any) -> Any:
-        return JobTaskProcess(jobs, task, result_queue, results) if runs_as_job(task) else None
+        return JobTaskProcess(jobs, task, result_queue, results) if jobs.runs_as_job(task) else None
 
     return luigi.build(tasks, worker_scheduler_factory=seam.LuigidFactory(make_process), **build_params)
 
@@ -228,7 +228,11 @@ PROCESS_CALLED = "_process_called"
 def _names_its_batch_system(tasks: list[Any]) -> bool:
     """Whether a task of the graph has a ``batch_system`` of its own (an attribute of it or its class) other
     than ``local``: b2luigi runs such a task as a job of that system also without ``--batch``."""
-    for task in b2luigi_cli.task_iterator(tasks):
+    try:
+        graph = list(b2luigi_cli.task_iterator(tasks))
+    except Exception:  # a requires() that raises: luigi reports it when it schedules the task
+        return False
+    for task in graph:
         own = vars(task).get("batch_system", next((vars(k)["batch_system"] for k in type(task).__mro__
                                                    if "batch_system" in vars(k)), "local"))
         if isinstance(own, property):
@@ -284,8 +288,9 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
 
     test = bool(args.test or test)
     batch = bool(args.batch or batch) and not test
-    if args.batch_system or batch_system:
-        set_setting("batch_system", args.batch_system or batch_system)
+    # The flag is this run's batch_system (its RunConfig), not a setting: the next process() in the same
+    # script starts from the settings again.
+    flag_batch_system = args.batch_system or batch_system
 
     as_b2luigi = bool(get_setting("b2luigi_texts"))  # b2luigi's texts, choices and exit statuses (its profile)
     with remote_checks():  # remote outputs: one listing per result folder, a clear error if unreachable
@@ -314,7 +319,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     host = args.scheduler_host or scheduler_host
     port = args.scheduler_port or scheduler_port
     build_params: dict[str, Any] = {
-        "workers": 1 if test else (args.workers or workers or 1),
+        "workers": 1 if test else (args.workers or workers or get_setting("workers")),
         "detailed_summary": True,
         **env_params,
     }
@@ -325,9 +330,13 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         build_params.setdefault("local_scheduler", True)
     build_params.setdefault("log_level", "DEBUG" if test else "INFO")
     _configure_logging(build_params["log_level"])
-    run = Run()
-    if not batch and not test and get_setting("local_runs_send_jobs") and _names_its_batch_system(tasks):
-        set_setting("batch_system", "local")  # as b2luigi: the others run here, a task's own attribute wins
+    config = run_config(batch_system=flag_batch_system)
+    local_sends_jobs = (not batch and not test and get_setting("local_runs_send_jobs")
+                        and _names_its_batch_system(tasks))
+    if local_sends_jobs:  # as b2luigi: the others run here, a task's own attribute wins
+        config = config.replace(batch_system="local")
+    run = Run(config=config)
+    if local_sends_jobs:
         jobs: TaskJobs | None = TaskJobs(run, context)
     else:
         jobs = TaskJobs(run, context) if batch else None
@@ -358,7 +367,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
                 raise
             finally:
                 run.close()
-                report.outcomes_of_tasks = luigi_outcomes(report.result, batch, errors)
+                report.outcomes_of_tasks = luigi_outcomes(report.result, batch, errors, run.config.batch_system)
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
     except KeyboardInterrupt as stop:  # the summary said what was stopped; no traceback after it
