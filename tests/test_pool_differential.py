@@ -216,6 +216,41 @@ def test_the_three_classes_take_pypoolparty_s_arguments_with_its_defaults() -> N
     assert found <= documented_differences(), found - documented_differences()
 
 
+BAD = '''\
+import json, sys, pypoolparty
+out = []
+for path, options in json.loads(sys.argv[1]):
+    target = pypoolparty
+    for part in path.split("."):
+        target = getattr(target, part)
+    try:
+        target(**options).map(abs, [1, 2])
+        out.append(None)
+    except Exception as e:
+        out.append([isinstance(e, AssertionError), isinstance(e, ValueError)])
+print(json.dumps(out))
+'''
+
+# Values refused before anything is submitted (slurm.Pool's polling_interval=0 is taken by both).
+BAD_VALUES = [["slurm.array.Pool", {"polling_interval": 0}], ["slurm.array.Pool", {"slurm_call_timeout": -1}],
+              ["slurm.Pool", {"num_chunks": 0, "work_dir": "a"}],
+              ["sun_grid_engine.Pool", {"num_chunks": 0, "work_dir": "b"}]]  # (one second apart would collide)
+
+
+def test_bad_arguments_raise_what_pypoolparty_raises(tmp_path: Path) -> None:
+    found = []
+    for python in (peer_python("pypoolparty"), Path(sys.executable)):
+        folder = tmp_path / python.parent.parent.name
+        folder.mkdir()
+        done = subprocess.run([str(python), "-c", BAD, json.dumps(BAD_VALUES)], capture_output=True, text=True,
+                              timeout=120, cwd=folder)
+        assert done.returncode == 0, done.stderr[-3000:]
+        found.append(json.loads(done.stdout))
+    theirs, ours = found
+    assert all(t is not None and t[0] for t in theirs), theirs  # pypoolparty's asserts
+    assert all(o is not None and o[0] and o[1] for o in ours), ours  # an AssertionError and a ValueError
+
+
 # --- maps under pypoolparty's dummy queues and b2batch's local jobs ------------------------------------------
 
 SCENARIOS = {

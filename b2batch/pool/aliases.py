@@ -35,6 +35,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_RESUBMISSIONS = 10
 
 
+class OptionError(ValueError, AssertionError):
+    """A constructor argument that cannot work. pypoolparty checks its arguments with ``assert``: this is an
+    AssertionError too, so that code that catches pypoolparty's error catches this one."""
+
+
 class PypoolpartyPool:
     """What the three pools share: ``map`` and ``starmap`` with pypoolparty's semantics."""
 
@@ -47,12 +52,14 @@ class PypoolpartyPool:
                  max_num_resubmissions: int | None = DEFAULT_RESUBMISSIONS,
                  num_simultaneously_running_tasks: int | None = None, num_chunks: int | None = None,
                  commands: dict[str, tuple[str, str]] | None = None, settings: dict[str, Any] | None = None) -> None:
-        if float(polling_interval) <= 0:
-            raise ValueError(f"polling_interval must be above 0, not {polling_interval!r}")
+        if float(polling_interval) < 0:
+            raise OptionError(f"pypoolparty pool: polling_interval must be 0 or more seconds, not "
+                              f"{polling_interval!r}")
         if num_chunks is not None and num_chunks < 1:
-            raise ValueError(f"num_chunks must be at least 1, not {num_chunks!r}")
+            raise OptionError(f"pypoolparty pool: num_chunks must be at least 1 (or None: one chunk per task), not "
+                              f"{num_chunks!r}")
         self.python_path = python_path
-        self.polling_interval = float(polling_interval)
+        self.polling_interval = max(float(polling_interval), 0.05)  # 0: as often as b2batch's steering allows
         self.work_dir = work_dir
         self.keep_work_dir = bool(keep_work_dir)
         self.verbose = bool(verbose)
@@ -117,6 +124,12 @@ class SlurmArrayPool(PypoolpartyPool):
                          num_simultaneously_running_tasks=num_simultaneously_running_tasks, settings=settings,
                          commands={"sbatch_path": (sbatch_path, "sbatch"), "squeue_path": (squeue_path, "squeue"),
                                    "scancel_path": (scancel_path, "scancel")})
+        if float(polling_interval) <= 0:  # the array pool's own check
+            raise OptionError(f"pypoolparty slurm.array.Pool: polling_interval must be above 0 seconds, not "
+                              f"{polling_interval!r}")
+        if float(slurm_call_timeout) < 0:
+            raise OptionError(f"pypoolparty slurm.array.Pool: slurm_call_timeout must be 0 or more seconds, not "
+                              f"{slurm_call_timeout!r}")
         self.slurm_call_timeout = float(slurm_call_timeout)
 
     def _chunksize(self, count: int, chunksize: int | None) -> int:
