@@ -87,6 +87,15 @@ def test_what_cannot_be_pickled_is_named_as_the_user_wrote_it(tmp_path: Path) ->
         assert pool.map(abs, [-5, 6]) == [5, 6]  # the pool goes on
 
 
+def test_an_item_that_cannot_be_pickled_fails_alone_in_imap(tmp_path: Path) -> None:
+    with b2batch.Pool(batch_system="local", work_dir=tmp_path, verbose=False) as pool:
+        stream = pool.imap(abs, [-1, threading.Lock(), -3], chunksize=1)
+        assert next(stream) == 1
+        with pytest.raises(Exception, match=r"item 1 \(<unlocked _thread.lock"):
+            next(stream)
+        assert list(stream) == [3]
+
+
 def sleep_for(seconds: float) -> float:
     time.sleep(seconds)
     return seconds

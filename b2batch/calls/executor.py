@@ -36,6 +36,7 @@ from b2batch import paths, systems
 from b2batch.calls import pickling
 from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
 from b2batch.engine import Job, JobFiles, JobState, Run
+from b2batch.runconfig import run_config
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
 
@@ -110,7 +111,7 @@ class Executor:
         values["batch_system"] = batch_system
         self.name = name
         self.settings = CallSettings(name, values)
-        self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight)
+        self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
         self.run.retry_reason = _retry_reason
         self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings)
         root = paths.resolve(self.settings("task_file_dir"))
@@ -209,7 +210,8 @@ class Executor:
         if keep is None:
             keep = self._failed or any(p.stat().st_size for p in self.log_dir.glob("*/stderr"))
         if keep:
-            logger.info("%s: the work dir is kept: %s", self.name, self.work_dir)
+            if self.keep_work_dir is None:  # (a front-end that asked to keep it decides itself and says so)
+                logger.info("%s: the work dir is kept: %s", self.name, self.work_dir)
             return
         deadline = time.monotonic() + 5.0  # pilots with their queue in the work dir leave it within moments
         while any(self.work_dir.glob("_pilots/*/workers/*.json")) and time.monotonic() < deadline:
