@@ -2,6 +2,7 @@
 its runs (pid, time) in runs/<i>.log, so that a test sees how often and when each ran.
 
     python pilots.py --system local --n 10 (--pilots 2 | --per-job 4) [--slow 0 --seconds 30] [--segv 3]
+        [--sum-alone SECONDS: the sum in a job of its own, sleeping that long] [--only-leaves]
 """
 
 import argparse
@@ -50,6 +51,9 @@ class Sum(b2batch.Task):
         yield self.add_to_output("sum.txt")
 
     def run(self):
+        with open(os.path.join(os.environ["PILOT_RUNS"], os.pardir, "sum-started"), "a") as f:
+            f.write(f"{os.getpid()} {time.time()}\n")
+        time.sleep(float(os.environ.get("PILOT_SUM_SECONDS", "0")))
         total = sum(int(open(f).read()) for f in self.get_input_file_names("leaf.txt"))
         with open(self.get_output_file_name("sum.txt"), "w") as f:
             f.write(f"{total}\n")
@@ -64,10 +68,16 @@ if __name__ == "__main__":
     parser.add_argument("--slow", type=int, default=-1)
     parser.add_argument("--seconds", type=float, default=0.0)
     parser.add_argument("--segv", type=int, default=-1)
+    parser.add_argument("--sum-alone", type=float, default=None)
+    parser.add_argument("--only-leaves", action="store_true")
     args, _ = parser.parse_known_args()
     os.environ["PILOT_RUNS"] = os.path.abspath("runs")
     os.makedirs("runs", exist_ok=True)
     b2batch.set_setting("batch_system", args.system)
     b2batch.set_setting("pilot_jobs", args.pilots)
     b2batch.set_setting("tasks_per_job", args.per_job)
-    b2batch.process(Sum(n=args.n, slow=args.slow, seconds=args.seconds, segv=args.segv), batch=True, workers=100)
+    if args.sum_alone is not None:
+        os.environ["PILOT_SUM_SECONDS"] = str(args.sum_alone)
+        Sum.pilot_jobs = 0  # a job of its own: the leaves' pilots have nothing more to do while it runs
+    root = Sum(n=args.n, slow=args.slow, seconds=args.seconds, segv=args.segv)
+    b2batch.process(list(root.requires()) if args.only_leaves else root, batch=True, workers=100)
