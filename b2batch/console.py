@@ -153,13 +153,14 @@ def _scheduler_of(system: str, group: list[Job], what: str) -> Any:
     """The scheduler ``system`` outside a run, told where each job of ``group`` is (its journal). A plugin
     (a BatchProcess) has no commands b2batch could run to ``what`` its jobs: NotImplementedError."""
     from b2batch.engine import Run
+    from b2batch.runconfig import run_config
     from b2batch.systems import system_class
     from b2batch.systems.scheduler import SchedulerSystem
 
     cls = system_class(system)
     if not issubclass(cls, SchedulerSystem):
         raise NotImplementedError(f"{system} is a plugin that b2batch cannot {what} outside a run")
-    scheduler = cls(Run())
+    scheduler = cls(Run(config=run_config()))
     for job in group:
         scheduler.recall(job.job_id, job.journal)
     return scheduler

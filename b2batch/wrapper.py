@@ -13,35 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from b2batch import containers, paths
 from b2batch.errors import SettingError
 from b2batch.settings import get_setting
+from b2batch.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
 
-ENTRY_POINT = Path(__file__).resolve().parent / "entry" / "b2batch_job.py"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def quote(value: Any) -> str:
-    """``value`` as one shell word: the only quoting of values written into job scripts."""
-    return shlex.quote(str(value))
-
-
-_environment = jinja2.Environment(
-    loader=jinja2.PackageLoader("b2batch", "templates"),
-    undefined=jinja2.StrictUndefined,
-    keep_trailing_newline=True,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    autoescape=False,
-)
-_environment.filters["quote"] = quote
-
-
-def render(template: str, **values: Any) -> str:
-    """Render one of b2batch's templates."""
-    return _environment.get_template(template).render(**values)
 
 
 def _lookup(task: Any) -> Any:
@@ -92,6 +69,14 @@ def render_wrapper(task: Any, job_files: Any) -> str:
     """The executable wrapper of ``task``'s job."""
     return render_job_wrapper(task, task.task_id, _lookup(task), job_files,
                               [*executable_of(task), str(ENTRY_POINT), str(job_files.spec)])
+
+
+def job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, arguments: list[str]) -> str:
+    """The executable wrapper of a job that runs the node-side entry point with ``arguments`` (under the
+    ``executable`` setting), with the settings ``lookup(name)`` of ``owner``: the job-script maker a front-end
+    gives its run (``RunConfig.job_wrapper``) for the worker jobs the engine makes."""
+    return render_job_wrapper(owner, label, lookup, job_files,
+                              [*executable_of(owner, lookup), str(ENTRY_POINT), *arguments])
 
 
 def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, command: list[str]) -> str:

@@ -344,7 +344,7 @@ def test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path: P
     pid_file = tmp_path / "pid"
     stubborn = _script(tmp_path, "stubborn.sh", f"trap '' TERM\necho $$ > {pid_file}\n"
                        "while true; do sleep 0.1 || true; done\n")
-    pool = _Pool()
+    pool = _Pool(4)
     job = _StubJob(stubborn)
     job.job_id = pool.submit(job)
     pool.update(force=True)
@@ -363,7 +363,7 @@ def test_local_job_that_ends_on_sigterm_is_not_killed_harder(tmp_path: Path) -> 
 
     pid_file = tmp_path / "pid"
     polite = _script(tmp_path, "polite.sh", f"echo $$ > {pid_file}\nexec sleep 60\n")
-    pool = _Pool()
+    pool = _Pool(4)
     job = _StubJob(polite)
     job.job_id = pool.submit(job)
     pool.update(force=True)
@@ -376,13 +376,11 @@ def test_local_job_that_ends_on_sigterm_is_not_killed_harder(tmp_path: Path) -> 
 
 def test_local_pool_starts_no_more_than_its_slots_and_answers_waiting_jobs(tmp_path: Path) -> None:
     from b2batch.engine import JobStatus
-    from b2batch.settings import set_setting
     from b2batch.systems.local import _Pool
 
-    set_setting("local_slots", 2)
     gate = tmp_path / "gate"
     waiter = _script(tmp_path, "wait.sh", f"while [ ! -e {gate} ]; do sleep 0.05; done\n")
-    pool = _Pool()
+    pool = _Pool(2)
     jobs = [_StubJob(waiter) for _ in range(5)]
     for job in jobs:
         job.job_id = pool.submit(job)

@@ -33,6 +33,7 @@ from b2batch.display.progress import Progress
 from b2batch.engine import Run, RunRecord
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
 from b2batch.luigi_frontend.runner import GraphRunner
+from b2batch.runconfig import run_config
 
 BATCH = ("--batch", "--batch-system", "local")
 
@@ -84,7 +85,7 @@ def test_waiting_tasks_come_from_the_graph_walk_with_no_more_completeness_checks
         worker.add(Root())
     without_display = Counter(Checked.checks)  # luigi's own walk of the graph
     Checked.checks.clear()
-    run = Run()
+    run = Run(config=run_config())  # the run's batch_system: the setting above
     progress = Progress(run.record, live=False, interval=60)
     progress.start()
     try:

@@ -11,7 +11,6 @@ import pytest
 
 from b2batch.engine import NativeState
 from b2batch.engine.monitor import JobMonitor
-from b2batch.settings import set_setting
 
 from test_htcondor_lsf import Emulated
 
@@ -58,23 +57,20 @@ def test_throttle_bounds_the_jobs_in_flight(workflow, tmp_path: Path) -> None:
 def test_scheduler_commands_are_paced_per_batch_system_of_a_run_and_counted() -> None:
     from b2batch.systems.commands import SchedulerCalls, run
 
-    set_setting("max_scheduler_calls_per_second", 4)
     counted: list[str] = []
-    calls = SchedulerCalls(counted.append)
+    calls = SchedulerCalls(counted.append, rate=4)
     start = time.monotonic()
     for _ in range(5):
         run(["/bin/true"], calls=calls)
     assert time.monotonic() - start >= 4 / 4 - 0.01  # four gaps of at least 1/4 s
     assert counted == ["true"] * 5
     other = time.monotonic()
-    run(["true"], calls=SchedulerCalls())  # another system (or run) has a pace of its own
+    run(["true"], calls=SchedulerCalls(rate=4))  # another system (or run) has a pace of its own
     run(["true"])  # a one-off command outside a run (b2batch cancel) is neither paced nor counted
     assert time.monotonic() - other < 0.2 and counted == ["true"] * 5
 
 
 def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> None:
-    set_setting("poll_interval", 0.05)
-    set_setting("max_poll_interval", 0.4)
     queries: list[list[str]] = []
     state = {"value": "R"}
 
@@ -82,7 +78,7 @@ def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> Non
         queries.append(ids)
         return {i: NativeState(state["value"]) for i in ids}
 
-    monitor = JobMonitor("test", query)
+    monitor = JobMonitor("test", query, (0.05, 0.4))
     for i in range(500):
         monitor.track(str(i))
     deadline = time.monotonic() + 1.5
@@ -99,10 +95,9 @@ def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> Non
 
 
 def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_passed() -> None:
+    from b2batch.engine.config import RunConfig
     from b2batch.engine.submission import Submitter
 
-    set_setting("submission_window", 0.3)
-    set_setting("max_array_size", 3)
     submitted: list[int] = []
 
     class System:
@@ -117,7 +112,8 @@ def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_pass
     class Job:
         pass
 
-    submitter = Submitter(System, lambda job: None, lambda job, message: None)
+    submitter = Submitter(System, lambda job: None, lambda job, message: None,
+                          RunConfig(submission_window=0.3, max_array_size=3))
     submitter.flush_if_due()  # nothing waits
     for _ in range(2):
         submitter.enqueue(Job())

@@ -12,6 +12,7 @@ import b2batch
 from b2batch.engine import Job, JobStatus, NativeState, Run
 from b2batch.engine.monitor import JobMonitor
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+from b2batch.runconfig import run_config
 from b2batch.systems.htcondor import HTCondorSystem
 from b2batch.systems.slurm import SlurmSystem
 
@@ -118,10 +119,10 @@ def test_a_restarted_run_asks_about_the_jobs_of_all_its_tasks_at_once(monkeypatc
         queries.append(ids)
         return {i: states[i] for i in ids if i in states}
 
-    run = Run()
+    b2batch.set_setting("batch_system", "htcondor")
+    run = Run(config=run_config())
     system = run.add_system("htcondor", HTCondorSystem)
     monkeypatch.setattr(system, "query_states", query_states)
-    b2batch.set_setting("batch_system", "htcondor")
     jobs = [make_job(run, Sleepy(n=n)) for n in range(6)]
     for n, job in enumerate(jobs):  # the journals a killed steering process left (7.4 and 7.5 are forgotten)
         job.files.record_submission("htcondor", f"7.{n}")

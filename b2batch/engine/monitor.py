@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from b2batch.engine.state import NativeState
 from b2batch.errors import SchedulerCommandError
-from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +25,7 @@ QueryFunction = Callable[[list[str]], dict[str, NativeState]]
 class JobMonitor:
     """The cached states of the tracked jobs of one batch system."""
 
-    def __init__(self, name: str, query: QueryFunction) -> None:
+    def __init__(self, name: str, query: QueryFunction, intervals: tuple[float, float] = (1.0, 30.0)) -> None:
         self.name = name
         self.query = query
         self.tracked: set[str] = set()
@@ -38,9 +37,8 @@ class JobMonitor:
         self._interval: float | None = None
         self.seen: dict[str, NativeState] = {}
         self.changed: set[str] = set()
-        #: The run's own poll_interval and max_poll_interval (from the settings of the jobs it submits; a
-        #: front-end may give them per run); None: the settings chain's.
-        self.intervals: tuple[float, float] | None = None
+        #: poll_interval and max_poll_interval: the run's at first, then those of the jobs last submitted.
+        self.intervals: tuple[float, float] = intervals
 
     def track(self, job_id: str) -> None:
         self.tracked.add(job_id)
@@ -67,10 +65,10 @@ class JobMonitor:
         self._last_poll = 0.0
 
     def poll_if_due(self) -> None:
-        # Asked for every running job about once a second: the settings are read only when a poll is due.
+        # Asked for every running job about once a second: return at once when no poll is due.
         if self._interval is not None and time.monotonic() - self._last_poll < self._interval:
             return
-        minimum, maximum = self.intervals or (get_setting("poll_interval"), get_setting("max_poll_interval"))
+        minimum, maximum = self.intervals
         if self._interval is None:
             self._interval = minimum
         if time.monotonic() - self._last_poll < self._interval or not self.tracked:

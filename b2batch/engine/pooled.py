@@ -105,8 +105,10 @@ class PooledSystem(BatchSystem):
 
     def _carrier(self, pool: Pool, idle_timeout: float) -> Job:
         """A new worker job for ``pool``: its spec and wrapper written, not submitted."""
-        from b2batch import wrapper  # rendering needs jinja: only on the steering side
-
+        job_wrapper = self.run.config.job_wrapper  # the front-end's job-script maker (the engine has none)
+        if job_wrapper is None:
+            raise B2BatchError(f"The run has no job-script maker for the {self.kind} jobs of "
+                               f"{pool.template.family}: make its Run with config=b2batch.runconfig.run_config().")
         template = pool.template
         number = self.run.next_number()
         key = f"{self.kind}-{self.run.tag}-{number}"
@@ -121,9 +123,7 @@ class PooledSystem(BatchSystem):
                           "walltime": template.setting("pilot_walltime"),
                           "unit_seconds": template.setting("pilot_task_seconds"), "worker": key}
         files.write_spec(spec)
-        command = [*wrapper.executable_of(template.name, template.setting), str(wrapper.ENTRY_POINT),
-                   str(files.spec)]
-        files.write_wrapper(wrapper.render_job_wrapper(template.name, key, template.setting, files, command))
+        files.write_wrapper(job_wrapper(template.name, key, template.setting, files, [str(files.spec)]))
         files.reset()
         return carrier
 

@@ -3,7 +3,7 @@ jobs, the run's record and its interruption; two runs in one process do not see 
 
 A front-end makes :class:`~b2batch.engine.job.Job` objects and loops::
 
-    run = Run()
+    run = Run(config=run_config())                # b2batch.runconfig: the run-level settings, fixed
     run.add_system("slurm", SlurmSystem)          # once per batch system (or a factory)
     run.submit(job)                                # queued; goes out in bulk at the next poll
     for job in run.poll():                         # jobs whose batch job ended
@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
+from b2batch.engine.config import RunConfig
 from b2batch.engine.job import Job
 from b2batch.engine.record import RunRecord
 from b2batch.engine.state import JobState, JobStatus
@@ -37,9 +38,15 @@ class Run:
     """The jobs of one run, and the batch systems they go to."""
 
     def __init__(self, record: RunRecord | None = None, poll_pause: float = 0.2,
-                 max_in_flight: int | None = None) -> None:
+                 max_in_flight: int | None = None, config: RunConfig | None = None) -> None:
         self.record = record or RunRecord()
-        #: Most jobs of one batch system in flight at once (None: the setting max_jobs_in_flight).
+        #: The run-level configuration, fixed for the run (``max_in_flight`` given here overrides its
+        #: max_jobs_in_flight); the engine and the batch systems read no settings store.
+        self.config = config or RunConfig()
+        if max_in_flight is not None:
+            self.config = self.config.replace(max_jobs_in_flight=max_in_flight)
+        #: Most jobs of one batch system in flight at once given by the front-end (None: the job's setting
+        #: max_jobs_in_flight where a batch system asks for it, else the configuration's).
         self.max_in_flight = max_in_flight
         #: The front-end's say on a job that ended unsuccessfully for no scheduler-side reason: why to submit
         #: it again (within ``max_resubmissions``), or "" (e.g. a call front-end retries killed jobs, not
@@ -66,8 +73,8 @@ class Run:
         if system is None:
             system = create(self)
             self.systems[name] = system
-            submitter = self.submitters[name] = Submitter(system, self._submitted, self._submission_failed)
-            submitter.limit = self.max_in_flight
+            submitter = self.submitters[name] = Submitter(system, self._submitted, self._submission_failed,
+                                                          self.config)
         return system
 
     def next_number(self) -> int:

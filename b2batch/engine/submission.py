@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from b2batch.errors import B2BatchError, TransientCommandError
-from b2batch.settings import get_setting
 
 if TYPE_CHECKING:
+    from b2batch.engine.config import RunConfig
     from b2batch.engine.job import Job
 
 logger = logging.getLogger(__name__)
@@ -30,8 +30,10 @@ logger = logging.getLogger(__name__)
 class Submitter:
     """The jobs of one batch system that wait to be submitted, and those in flight."""
 
-    def __init__(self, system: Any, submitted: Callable[[Job], None], failed: Callable[[Job, str], None]) -> None:
+    def __init__(self, system: Any, submitted: Callable[[Job], None], failed: Callable[[Job, str], None],
+                 config: RunConfig) -> None:
         self.system = system
+        self.config = config
         self._submitted = submitted
         self._failed = failed
         self.waiting: deque[Job] = deque()
@@ -43,14 +45,14 @@ class Submitter:
         self._first_waiting_since = 0.0
         self._window = 0.0
         self._last_flush = float("-inf")
-        #: Most jobs in flight at once; None: the setting max_jobs_in_flight (a front-end may set its own).
-        self.limit: int | None = None
+        #: Most jobs in flight at once (None: no limit); the run's max_jobs_in_flight.
+        self.limit: int | None = config.max_jobs_in_flight
 
     def enqueue(self, job: Job) -> None:
         if not self.waiting:
             now = time.monotonic()
             if now - self._last_flush > self._window:  # not in a long start of tasks: a new window
-                self._window = get_setting("submission_window")
+                self._window = self.config.submission_window
             self._first_waiting_since = now
         self.waiting.append(job)
         self._waiting_ids.add(id(job))
@@ -62,7 +64,7 @@ class Submitter:
         about log2(T) submissions more than N / max_array_size)."""
         if not self.waiting:
             return
-        if len(self.waiting) < get_setting("max_array_size"):
+        if len(self.waiting) < self.config.max_array_size:
             if time.monotonic() - self._first_waiting_since < self._window:
                 return
             self._window *= 2
@@ -81,7 +83,7 @@ class Submitter:
         """Submit what waits, as far as the throttle allows and no back-off pause is running."""
         if not self.waiting or time.monotonic() < self.next_attempt:
             return
-        limit = self.limit if self.limit is not None else get_setting("max_jobs_in_flight")
+        limit = self.limit
         room = len(self.waiting) if limit is None else limit - len(self.in_flight)
         if room <= 0:
             return
@@ -102,7 +104,7 @@ class Submitter:
         except TransientCommandError as e:
             now = time.monotonic()
             self.failing_since = self.failing_since or now
-            limit = get_setting("scheduler_unreachable_timeout")
+            limit = self.config.scheduler_unreachable_timeout
             if now - self.failing_since > limit:
                 self._fail(group, f"{e}\nThe batch system kept failing for {limit:g} s "
                            f"(setting scheduler_unreachable_timeout); nothing was submitted.")

@@ -79,6 +79,7 @@ class Steering:
     def __init__(self, args: argparse.Namespace, lock_dir: str | None) -> None:
         from b2batch import paths, systems
         from b2batch.engine import Run
+        from b2batch.runconfig import run_config
         from b2batch.settings import get_setting
 
         paths.pin_base_dir(os.getcwd())  # relative settings paths are relative to where the farm starts
@@ -105,7 +106,7 @@ class Steering:
                                         "signal": f"B:USR1@{args.signal_seconds}"}
         self.settings = FarmSettings(**values)
         self.lookup = lambda key: get_setting(key, task=self.settings)
-        self.run = Run()
+        self.run = Run(config=run_config(self.lookup, batch_system=self.system))
         self.command = pilot_command(args, self.workdir, lock_dir, self.requeue,
                                      "" if args.submit_only else self.run.tag)
         self.run.add_system(self.system, system_class)

@@ -32,23 +32,35 @@ from b2batch.settings import active_profile, get_setting, settings_snapshot
 logger = logging.getLogger(__name__)
 
 
-def runs_as_job(task: Any) -> bool:
+def batch_system_of(task: Any, run_value: Any = None) -> Any:
+    """The task's ``batch_system``: its own (an attribute or a method of it or its class), else ``run_value``
+    (the run's: the setting or --batch-system, from its RunConfig), else the settings chain's."""
+    own = getattr(task, "batch_system", None)
+    if callable(own) and getattr(own, "__self__", None) is task:
+        own = own()
+    if own is not None:
+        return own
+    return run_value if run_value is not None else get_setting("batch_system", task=task)
+
+
+def runs_as_job(task: Any, run_batch_system: Any = None) -> bool:
     """Whether the task becomes a job: not for external tasks (nothing to run), wrapper tasks (only
     requirements), tasks that ask to stay with ``run_local = True``, and, for a workflow written against
-    b2luigi, tasks whose batch system is ``local`` (b2luigi runs those in luigi's worker process)."""
+    b2luigi, tasks whose batch system is ``local`` (b2luigi runs those in luigi's worker process);
+    ``run_batch_system`` is the run's batch_system (None: the settings chain's)."""
     if getattr(task, "run_local", False):
         return False
     if isinstance(task, luigi.WrapperTask):
         return False
     if getattr(type(task), "run", None) is None:
         return False
-    return not (active_profile() == "b2luigi" and _local_system(task))
+    return not (active_profile() == "b2luigi" and _local_system(task, run_batch_system))
 
 
-def _local_system(task: Any) -> bool:
+def _local_system(task: Any, run_batch_system: Any = None) -> bool:
     """Whether the task's batch system is ``local`` (a bad setting is not: the job's checks name it)."""
     try:
-        return systems.system_name_of(get_setting("batch_system", task=task)) == "local"
+        return systems.system_name_of(batch_system_of(task, run_batch_system)) == "local"
     except Exception:
         return False
 
@@ -156,8 +168,11 @@ class TaskJobs:
         self.jobs: dict[str, Job] = {}  # by task id, while the task is a job
         self._awaiting_outputs: dict[str, float] = {}  # task id -> deadline
         self._results: list[TaskResult] = []
-        #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs.
+        #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs; the run's
+        #: batch_system (--batch-system) too, which lives in the run's configuration, not in the store.
         self.settings = settings_snapshot()
+        if isinstance(run.config.batch_system, str):
+            self.settings["code"]["batch_system"] = run.config.batch_system
         self._system_names: dict[str, str] = {}
         self._followed: set[str] = set()  # tasks whose earlier job has not ended, said once each
         self._groups: dict[str, Group | None] = {}  # b2luigi's parameter groups, by task id
@@ -191,7 +206,7 @@ class TaskJobs:
             return self._groups[task.task_id]
         group = group_of(task)
         if group is not None:
-            value = get_setting("batch_system", task=task)
+            value = self.batch_system_of(task)
             cls = systems.system_class(value if isinstance(value, type) else str(value), task)
             if issubclass(cls, BatchProcess):
                 raise refuse(task, group, value)
@@ -201,9 +216,21 @@ class TaskJobs:
     def _settings_of(self, task: Any) -> Any:
         """``settings(name)`` of the task's job: its settings, where a group's size is its tasks_per_job."""
         group = self.group_of(task)
-        if group is None:
-            return lambda name: get_setting(name, task=task)
-        return lambda name: group.size if name == "tasks_per_job" else get_setting(name, task=task)
+
+        def lookup(name: str) -> Any:
+            if name == "batch_system":
+                return self.batch_system_of(task)
+            return group.size if group is not None and name == "tasks_per_job" else get_setting(name, task=task)
+
+        return lookup
+
+    def batch_system_of(self, task: Any) -> Any:
+        """The task's batch_system: its own, else the run's (the setting or --batch-system)."""
+        return batch_system_of(task, self.run.config.batch_system)
+
+    def runs_as_job(self, task: Any) -> bool:
+        """:func:`runs_as_job` with this run's batch_system."""
+        return runs_as_job(task, self.run.config.batch_system)
 
     def system_of(self, task: Any) -> str:
         """The name of the task's batch system, which the run then has (looked up once per task)."""
@@ -218,7 +245,7 @@ class TaskJobs:
                 return cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls)
             return None
 
-        return systems.add_to_run(self.run, get_setting("batch_system", task=task), task, self._settings_of(task),
+        return systems.add_to_run(self.run, self.batch_system_of(task), task, self._settings_of(task),
                                   adapt)
 
     def make(self, task: Any) -> Job:

@@ -40,9 +40,10 @@ def luigi_sets(result: Any) -> dict[str, set[Any]]:
         return {}
 
 
-def luigi_outcomes(result: Any, batch: bool, errors: dict[str, str] | None = None) -> FrontEndAccount:
+def luigi_outcomes(result: Any, batch: bool, errors: dict[str, str] | None = None,
+                   batch_system: Any = None) -> FrontEndAccount:
     """The account of a luigi run: pending tasks with reasons, the tasks that had no job, failure;
-    ``errors`` says why tasks could not be scheduled, where known."""
+    ``errors`` says why tasks could not be scheduled, where known; ``batch_system`` is the run's."""
     sets = luigi_sets(result)
     pending_reason: dict[str, str] = {}
     for name, reason in PENDING_REASONS.items():
@@ -58,20 +59,20 @@ def luigi_outcomes(result: Any, batch: bool, errors: dict[str, str] | None = Non
                       "still_pending_not_ext": pending_reason.get(task.task_id, "")}.get(name, "")
             params = task.to_str_params(only_significant=True)
             tasks.append(TaskOutcome(task.task_id, describe(task.task_family, params), task.task_family,
-                                     _where(task, batch), outcome, reason))
+                                     _where(task, batch, batch_system), outcome, reason))
     status = getattr(getattr(result, "status", None), "name", None)
     failed = result is not None and (not result.scheduling_succeeded or status in FAILED_STATUSES)
     return FrontEndAccount(pending=pending, tasks=tasks, failed=failed, status=status)
 
 
-def _where(task: Any, batch: bool) -> str:
+def _where(task: Any, batch: bool, batch_system: Any = None) -> str:
     """The batch system of a task that would run as a job in a batch run, else "here"."""
-    from b2batch.luigi_frontend.jobs import runs_as_job
+    from b2batch.luigi_frontend.jobs import batch_system_of, runs_as_job
     from b2batch.systems import system_name_of
 
-    if not batch or not runs_as_job(task):
+    if not batch or not runs_as_job(task, batch_system):
         return HERE
     try:
-        return system_name_of(task)
+        return system_name_of(batch_system_of(task, batch_system))
     except Exception:  # a bad setting: the log says what
         return "?"

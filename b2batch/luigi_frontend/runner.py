@@ -48,7 +48,7 @@ from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
 from b2batch.luigi_frontend.checks import check_task_class
 from b2batch.luigi_frontend.grouping import Group, Slots
-from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult, runs_as_job
+from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
 from b2batch.luigi_frontend.node import StatusReporter
 from b2batch.paths import log_folder
 from b2batch.settings import active_profile
@@ -140,14 +140,14 @@ class GraphRunner:
             node.status = DISABLED
         if node.status == PENDING and node.runnable:
             self._claim_outputs(task)
-            if runs_as_job(task):
+            if self.jobs.runs_as_job(task):
                 node.group = self.jobs.group_of(task)  # a wrong max_grouping_size stops the run here
                 self._grouping |= node.group is not None
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
         node.needs = frozenset((task.process_resources() or {}).items())
         self.summary.add(task, node.status, node.runnable)
-        if self.record is not None and node.status == PENDING and node.runnable and runs_as_job(task):
+        if self.record is not None and node.status == PENDING and node.runnable and self.jobs.runs_as_job(task):
             try:
                 self.record.expect(task.task_id, task.task_family, self.jobs.system_of(task))
             except Exception:  # an unknown batch system stops the run when the task is handed out
@@ -168,7 +168,8 @@ class GraphRunner:
             task.trigger_event(luigi.Event.DEPENDENCY_MISSING, task)
             node.status, node.runnable = UNKNOWN, False
             return [], False
-        if complete and (self.jobs.outputs_count(task) if runs_as_job(task) else self._wrapped_outputs_count(task)):
+        as_job = self.jobs.runs_as_job(task)
+        if complete and (self.jobs.outputs_count(task) if as_job else self._wrapped_outputs_count(task)):
             node.status, node.runnable = DONE, False
             task.trigger_event(luigi.Event.DEPENDENCY_PRESENT, task)
             return [], True
@@ -205,7 +206,7 @@ class GraphRunner:
             for requirement in luigi.task.flatten(current.requires()):
                 if isinstance(requirement, luigi.WrapperTask):
                     stack.append(requirement)
-                elif runs_as_job(requirement) and not self.jobs.outputs_count(requirement):
+                elif self.jobs.runs_as_job(requirement) and not self.jobs.outputs_count(requirement):
                     return False
         return True
 
@@ -332,7 +333,7 @@ class GraphRunner:
         node.status = RUNNING
         self._running[task.task_id] = node
         self._used.update(dict(node.needs))
-        if runs_as_job(task):
+        if self.jobs.runs_as_job(task):
             self.jobs.start(task)
             return
         logger.info("Running %s in this process", task)
@@ -376,7 +377,7 @@ class GraphRunner:
         node.failures += 1
         self.run_succeeded = False
         self.summary.add(task, FAILED, True)
-        if runs_as_job(task) and active_profile() == "b2luigi":
+        if self.jobs.runs_as_job(task) and active_profile() == "b2luigi":
             print_b2luigi_failure(task)
         retry_count = int(getattr(task, "retry_count", None) or luigi.scheduler.scheduler().retry_count)
         if self._worker_config.keep_alive and node.failures < retry_count:

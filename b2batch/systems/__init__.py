@@ -17,7 +17,6 @@ import subprocess
 from typing import Any
 
 from b2batch.errors import SettingError
-from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -98,9 +97,9 @@ def job_settings_of_all() -> frozenset[str]:
     return frozenset(WORKER_SETTINGS).union(*(_load(reference).job_settings for reference in BUILT_IN.values()))
 
 
-def system_name_of(task: Any) -> str:
-    """The batch system the task runs on, with ``auto`` resolved (a class given as the setting: its name)."""
-    value = get_setting("batch_system", task=task)
+def system_name_of(value: Any) -> str:
+    """The name of the batch system ``value`` (a ``batch_system`` setting's value), with ``auto`` resolved (a
+    class given as the setting: its name)."""
     if isinstance(value, type):
         return getattr(value, "name", "") or getattr(value, "system_name", "") or value.__name__
     name = str(value)

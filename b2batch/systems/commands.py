@@ -31,19 +31,19 @@ NOT_FOUND_HINT = ("Is batch_system right, and is the scheduler's client installe
 
 
 class SchedulerCalls:
-    """The scheduler commands of one batch system in one run: at most ``max_scheduler_calls_per_second`` of
-    them, each told to ``on_call`` with its program's name (the run's record counts them)."""
+    """The scheduler commands of one batch system in one run: at most ``rate`` of them a second (the run's
+    max_scheduler_calls_per_second; 0 or None: no cap), each told to ``on_call`` with its program's name (the
+    run's record counts them)."""
 
-    def __init__(self, on_call: Callable[[str], None] | None = None) -> None:
+    def __init__(self, on_call: Callable[[str], None] | None = None, rate: float | None = 5.0) -> None:
         self.on_call = on_call
+        self.rate = rate
         self._last = 0.0
         self._lock = threading.Lock()
 
     def before(self, program: str) -> None:
         """Wait until the next command may run, and count it."""
-        from b2batch.settings import get_setting
-
-        rate = get_setting("max_scheduler_calls_per_second")
+        rate = self.rate
         with self._lock:
             if rate:
                 pause = self._last + 1.0 / float(rate) - time.monotonic()

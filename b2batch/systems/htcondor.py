@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,11 +19,10 @@ import parse
 from b2batch import paths
 from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SettingError
-from b2batch.settings import get_setting
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
-from b2batch.wrapper import render
+from b2batch.templating import render
 
 
 ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
@@ -41,19 +41,19 @@ want_graceful_removal allowed_execute_duration allowed_job_duration gpus_minimum
 RESERVED = frozenset({"executable", "initialdir", "output", "error", "log", "jobbatchname", "batch_name", "queue"})
 
 
-def merged_settings(task: Any) -> dict[str, Any]:
-    """The global htcondor_settings overlaid with those of ``task`` (a job, or anything with ``setting``),
-    without changing either."""
-    merged = dict(get_setting("htcondor_settings") or {})
+def merged_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The run's global htcondor_settings ``base`` overlaid with those of ``task`` (a job, or anything with
+    ``setting``), without changing either."""
+    merged = dict(base or {})
     merged.update(task.setting("htcondor_settings") or {})
     return merged
 
 
 def submit_description(task: Any, executable: str, folder: str, batch_name: str, count: int = 1,
-                       arguments: str = "", suffix: str = "") -> str:
+                       arguments: str = "", suffix: str = "", base: Mapping[str, Any] | None = None) -> str:
     """The submit description of the task's job (or of an array of ``count`` jobs with the task's
     settings), checked by ``htcondor2.Submit``; errors name the bad setting."""
-    settings = checked_settings(task)
+    settings = checked_settings(task, base)
     if any(c in text for text in (executable, folder) for c in "\r\n"):
         raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
                            f"submit description cannot hold; choose another task_file_dir.")
@@ -69,11 +69,11 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     return text
 
 
-def checked_settings(task: Any) -> dict[str, Any]:
+def checked_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The task's merged htcondor_settings, each name and value checked, and its transfer_files checked; a
     bad one is a SettingError naming the task. Jobs are checked one by one before they are put into arrays,
     so that each error names its own task."""
-    settings = merged_settings(task)
+    settings = merged_settings(task, base)
     for key, value in settings.items():
         if not isinstance(key, str) or not _KEY.match(key):
             raise SettingError(f"Task {task}: {key!r} in htcondor_settings is not a submit command name.")
@@ -184,11 +184,12 @@ class HTCondorSystem(SchedulerSystem):
 
     def common_options(self, job: Job) -> list[str]:
         # Checked here, job by job: a job with bad settings is not put into an array, and its error names it.
-        return [json.dumps(checked_settings(job), sort_keys=True, default=str),
+        return [json.dumps(checked_settings(job, self.run.config.htcondor_settings), sort_keys=True, default=str),
                 json.dumps(job.setting("transfer_files") or [], default=str), *place(job)]
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
-        description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name)
+        description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name,
+                                         base=self.run.config.htcondor_settings)
         submit_file = job.files.folder / "job.sub"
         submit_file.write_text(description)
         return ["condor_submit", *place(job), "-terse", str(submit_file)], None
@@ -197,7 +198,8 @@ class HTCondorSystem(SchedulerSystem):
                       count: int) -> tuple[list[str], str | None]:
         # The array's submit description uses the first job's settings (all share them: common_options).
         description = submit_description(first, str(dispatch), str(folder), self.batch_name, count=count,
-                                          arguments="$(Process)", suffix=".$(Process)")
+                                          arguments="$(Process)", suffix=".$(Process)",
+                                          base=self.run.config.htcondor_settings)
         submit_file = folder / "array.sub"
         submit_file.write_text(description)
         return ["condor_submit", *place(first), "-terse", str(submit_file)], None

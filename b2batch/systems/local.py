@@ -20,7 +20,6 @@ from typing import Any
 import psutil
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
-from b2batch.settings import get_setting
 from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -40,7 +39,9 @@ class _Pool:
 
     UPDATE_INTERVAL = 0.2
 
-    def __init__(self) -> None:
+    def __init__(self, slots: int) -> None:
+        #: Jobs run at once: the run's local_slots.
+        self._slots = slots
         self.waiting: collections.OrderedDict[str, Job] = collections.OrderedDict()
         self.running: dict[str, subprocess.Popen[bytes]] = {}
         self.ended: dict[str, int] = {}
@@ -55,7 +56,7 @@ class _Pool:
         self.changed: set[str] = set()
 
     def slots(self) -> int:
-        return get_setting("local_slots") or os.cpu_count() or 1  # 0 or null: the number of CPUs
+        return self._slots
 
     def submit(self, job: Job) -> str:
         with self.lock:
@@ -189,7 +190,7 @@ class LocalSystem(BatchSystem):
 
     def __init__(self, run: Any) -> None:
         super().__init__(run)
-        self.pool = _Pool()
+        self.pool = _Pool(run.config.local_slot_count())
         self._by_id: dict[str, Job] = {}
 
     def submit(self, group: list[Job]) -> None:

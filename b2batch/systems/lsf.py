@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from b2batch.engine import Job, JobState, JobStatus, NativeState
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
-from b2batch.wrapper import quote
+from b2batch.templating import quote
 from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).

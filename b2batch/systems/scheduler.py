@@ -31,9 +31,8 @@ from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
 from b2batch.engine.monitor import JobMonitor
 from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
                             TransientCommandError)
-from b2batch.settings import get_setting
 from b2batch.systems import commands
-from b2batch.wrapper import render
+from b2batch.templating import render
 
 logger = logging.getLogger(__name__)
 
@@ -69,16 +68,17 @@ class SchedulerSystem(BatchSystem):
 
     def __init__(self, run: Any) -> None:
         super().__init__(run)
-        self.monitor = JobMonitor(self.name, self.query_states)
+        config = run.config
+        self.monitor = JobMonitor(self.name, self.query_states, (config.poll_interval, config.max_poll_interval))
         self._watching: dict[int, _Watch] = {}
         self._by_id: dict[str, Job] = {}  # the jobs followed, by job id
         self._warned_states: set[str] = set()
         #: What the scheduler said of the jobs of earlier runs: looked up once for all of them.
         self._earlier: dict[str, NativeState | None] = {}
         #: Seconds a scheduler command may take: the setting scheduler_call_timeout of the jobs last submitted.
-        self.call_timeout: float = get_setting("scheduler_call_timeout")
+        self.call_timeout: float = config.scheduler_call_timeout
         #: This system's scheduler commands: rate-limited, and counted in the run's record.
-        self.calls = commands.SchedulerCalls(run.record.count_call)
+        self.calls = commands.SchedulerCalls(run.record.count_call, config.max_scheduler_calls_per_second)
 
     # --- what a batch system implements ---------------------------------------------------------------
 
@@ -173,7 +173,7 @@ class SchedulerSystem(BatchSystem):
         """Jobs with the same name and options go together, as arrays of at most max_array_size."""
         if self.array_index is None:
             return [[job] for job in jobs]
-        size = max(1, get_setting("max_array_size"))
+        size = max(1, self.run.config.max_array_size)
         groups: dict[tuple[Any, ...], list[Job]] = {}
         for job in jobs:
             try:
@@ -244,7 +244,7 @@ class SchedulerSystem(BatchSystem):
         monitor.poll_if_due()
         changed = monitor.take_changed()
         unreachable = monitor.failures_since is not None and (
-            monitor.unreachable_for() > get_setting("scheduler_unreachable_timeout"))
+            monitor.unreachable_for() > self.run.config.scheduler_unreachable_timeout)
         if unreachable:
             candidates = list(jobs)
         else:
@@ -258,7 +258,7 @@ class SchedulerSystem(BatchSystem):
         monitor = self.monitor
         native = monitor.states.get(job.job_id)
         if monitor.failures_since is not None:
-            limit = get_setting("scheduler_unreachable_timeout")
+            limit = self.run.config.scheduler_unreachable_timeout
             if monitor.unreachable_for() > limit and job.files.read_exit_code() is None:
                 return JobState(JobStatus.aborted, f"{self.name} did not answer status queries for {limit:g} s "
                                 f"(setting scheduler_unreachable_timeout); last error: {monitor.last_error}. The "

@@ -12,8 +12,9 @@ def create_executable_wrapper(task: Any) -> str:
     and return the wrapper's path. Running the wrapper runs the task, its output in the task's log files."""
     from b2batch.engine import Run
     from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+    from b2batch.runconfig import run_config
 
-    jobs = TaskJobs(Run(), RunContext.of_main())
+    jobs = TaskJobs(Run(config=run_config()), RunContext.of_main())
     job = jobs.make(task)
     jobs.write_files(job)  # renders the wrapper with b2batch.wrapper.render_wrapper
     return str(job.files.wrapper)

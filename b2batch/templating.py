@@ -1,0 +1,38 @@
+"""The job-script templates (``b2batch/templates/``), the one shell quoting of values written into them, and
+the node-side entry point the job wrapper runs.
+
+It reads no settings: the batch systems render their submit files and array dispatch scripts with it, and
+:mod:`b2batch.wrapper` (which reads a task's settings and containers) renders the job wrapper with it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+#: The node-side entry point every job wrapper runs (with the job's spec).
+ENTRY_POINT = Path(__file__).resolve().parent / "entry" / "b2batch_job.py"
+
+
+def quote(value: Any) -> str:
+    """``value`` as one shell word: the only quoting of values written into job scripts."""
+    return shlex.quote(str(value))
+
+
+_environment = jinja2.Environment(
+    loader=jinja2.PackageLoader("b2batch", "templates"),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    autoescape=False,
+)
+_environment.filters["quote"] = quote
+
+
+def render(template: str, **values: Any) -> str:
+    """Render one of b2batch's templates."""
+    return _environment.get_template(template).render(**values)
