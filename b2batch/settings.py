@@ -27,6 +27,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,15 +310,22 @@ _FORMER_NAMES = {new: tuple(o for o, n in RENAMED_SETTINGS.items() if n == new) 
 class _SettingsFiles:
     """settings.json files found from a folder upward, parsed once and re-read when they change.
 
-    Each lookup stats every place a settings file may be (one ``stat`` per folder, about a microsecond
-    each): a file written, changed or removed while the process runs is seen at the next lookup, as
-    b2luigi reads the files at each lookup; the files are parsed again only when one's mtime or size
-    changed (or one appeared or went away)."""
+    Each lookup stats the settings files there are and the working directory (whose time stamp changes when
+    a file is made or removed in it): a file changed, or written into the working directory, while the
+    process runs is seen at the next lookup, as b2luigi reads the files at each lookup; every place a file may
+    be (one ``stat`` per folder up to the root) is looked at again when the working directory changed, and at
+    least once a second. The files are parsed again only when one's mtime or size changed (or one appeared
+    or went away)."""
+
+    RESCAN_INTERVAL = 1.0  # seconds between looks at every place (files made in folders above the working one)
 
     def __init__(self) -> None:
         self._key: tuple[Any, ...] | None = None
         self._places: tuple[str, ...] = ()
-        self._stamps: tuple[tuple[int, int], ...] = ()
+        self._stamps: tuple[tuple[int, int, int], ...] = ()
+        self._present: tuple[tuple[str, tuple[int, int, int]], ...] = ()  # the files there are, with stamps
+        self._folder_stamp: tuple[int, int, int] | None = None
+        self._scanned_at = 0.0
         self._merged: dict[str, Any] = {}
         self.pinned: list[str] | None = None  # set in jobs: the files the steering process used
 
@@ -343,10 +351,15 @@ class _SettingsFiles:
         return [Path(f) for f in self._candidates() if os.path.isfile(f)]
 
     def get(self) -> dict[str, Any]:
-        key = (os.getcwd(), _environment_key(), self.pinned is None,
-               getattr(sys.modules.get("__main__"), "__file__", None))
+        cwd = os.getcwd()
+        key = (cwd, _environment_key(), self.pinned is None, getattr(sys.modules.get("__main__"), "__file__", None))
+        now = time.monotonic()
+        folder = _stamp(cwd)
+        if (key == self._key and folder == self._folder_stamp and now - self._scanned_at < self.RESCAN_INTERVAL
+                and all(_stamp(place) == stamp for place, stamp in self._present)):
+            return self._merged  # nothing changed: one stat of the working directory and one per file
         if key != self._key:
-            self._places, self._stamps = self._candidates(), ()
+            self._places = self._candidates()
         stamps = tuple(_stamp(place) for place in self._places)
         if key != self._key or stamps != self._stamps:
             merged: dict[str, Any] = {}
@@ -354,6 +367,8 @@ class _SettingsFiles:
                 if (stamp[0] >= 0 and stat.S_ISREG(stamp[2])) or self._named():  # a named file must be there
                     merged.update(_read_settings_file(Path(place)))
             self._key, self._stamps, self._merged = key, stamps, merged
+        self._present = tuple((place, stamp) for place, stamp in zip(self._places, stamps) if stamp[0] >= 0)
+        self._folder_stamp, self._scanned_at = folder, now
         return self._merged
 
     def files(self) -> list[Path]:
@@ -554,10 +569,13 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
     warns with :class:`DeprecatedSettingsWarning`. Raises ``KeyError`` when none is set, and
     :class:`SettingError` (naming the task, the setting, the value, where it was set and what it must be)
     when the value is of the wrong kind."""
+    files: dict[str, Any] | None = None  # the settings files, looked at once per lookup and only if needed
     for name in (key, *former_names, *_FORMER_NAMES.get(key, ())):
         for where in range(3):  # each source looked at only when the ones before lack the setting
+            if where == 2 and files is None:
+                files = _files.get()
             value = (_from_task(task, name) if where == 0 else _code_settings.get(name, _NOT_SET) if where == 1
-                     else _files.get().get(name, _NOT_SET))
+                     else files.get(name, _NOT_SET))  # type: ignore[union-attr]
             if value is _NOT_SET:
                 continue
             if name != key:
