@@ -265,8 +265,13 @@ SCENARIOS = {
 }
 
 
+# pypoolparty's dummy queue runs one job per status query: the less central scenarios are marked slow.
+FAST = ("values", "raises", "kept")
+
+
 @pytest.mark.parametrize("kind", ["array", "slurm", "sge"])
-@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+@pytest.mark.parametrize("scenario", [pytest.param(name, marks=() if name in FAST else pytest.mark.slow)
+                                      for name in sorted(SCENARIOS)])
 def test_maps_as_under_pypoolparty_with_its_dummy_queue(tmp_path: Path, kind: str, scenario: str) -> None:
     spec = {**SCENARIOS[scenario], "kind": kind}
     spec["options"] = {**spec["options"], "polling_interval": 0.05}
