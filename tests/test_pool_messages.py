@@ -58,7 +58,7 @@ def test_a_failure_names_the_item_the_function_the_job_and_the_scripts_own_file_
     assert f'File "{script}", line 7, in boom\n    raise ValueError(f"no {{x}} here")' in done.stderr, done.stderr
     assert "<dynamic-code>" not in done.stderr
     note = done.stderr.strip().splitlines()[-1]
-    assert note.startswith("Raised by item 2 of map(boom), in local job "), note
+    assert note.startswith("Raised by item 2 of map(boom) (b2batch.Pool), in local job "), note
     packed = Path(note.rsplit(" packed in ", 1)[1])
     assert packed.name == "outputs.jsonl" and packed.is_file() and "no 2 here" in packed.read_text()
 

@@ -97,7 +97,7 @@ def test_pool_on_slurm_with_a_job_cancelled_from_outside(slurm, tmp_path: Path) 
         assert pool.map(abs, range(-20, 0)) == list(range(20, 0, -1))
         with pytest.raises(KeyError) as raised:
             pool.map(fails_on_three, range(6), chunksize=2)
-        assert any("item 3 of map(fails_on_three), in slurm job" in n for n in raised.value.__notes__)
+        assert any("item 3 of map(fails_on_three) (b2batch.Pool), in slurm job" in n for n in raised.value.__notes__)
         lost = pool.starmap_async(job_id_then_sleep, [(str(marks), 0, 300)])
         for attempt in (1, 2):
             mark = wait_for(lambda: list(marks.iterdir()), 120, f"attempt {attempt} to start")[0]

@@ -269,8 +269,8 @@ class Dispatcher:
 
     def _describe(self, error: BaseException, text: str, index: int, label: str, job: Any) -> None:
         error.__cause__ = RemoteTraceback(text) if text else error.__cause__
-        error.add_note(f"Raised by item {index} of {label}, in {job.system} job {job.job_id}; its stdout and "
-                       f"stderr are packed in {self.packer.work_dir / OUTPUTS}")
+        error.add_note(f"Raised by item {index} of {label} (b2batch.Pool), in {job.system} job {job.job_id}; its "
+                       f"stdout and stderr are packed in {self.packer.work_dir / OUTPUTS}")
 
     def _mark_failed(self, job: Any, reason: str) -> None:
         """The job ended, but not well for its items: so the record (progress, summary) says."""
@@ -283,7 +283,7 @@ class Dispatcher:
         if self.mode == runner.NONE:  # pypoolparty: the items of a chunk that did not run are None
             batch.result.set_chunk(start, [None] * chunk.count)
         else:
-            error.add_note(f"Items {start} to {end - 1} of {batch.label}; the job's stdout and stderr are packed "
+            error.add_note(f"Items {start} to {end - 1} of {batch.label} (b2batch.Pool); the job's stdout and stderr are packed "
                            f"in {self.packer.work_dir / OUTPUTS}")
             batch.result.fail(start, end, error)
         self.packer.pack(future.job, chunk.meta, None, "failed", text or f"{type(error).__name__}: {error}")
