@@ -14,7 +14,7 @@ import pytest
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch.engine import Run
-from b2batch.luigi_frontend.jobs import TaskResult
+from b2batch.luigi_frontend.jobs import TaskResult, runs_as_job
 from b2batch.luigi_frontend.runner import GraphRunner
 
 
@@ -33,6 +33,9 @@ class InstantJobs:
 
     def group_of(self, task: Any) -> None:
         return None  # no parameter grouping
+
+    def runs_as_job(self, task: Any) -> bool:
+        return runs_as_job(task, self.run.config.batch_system)
 
     def outputs_count(self, task: Any) -> bool:
         return True
