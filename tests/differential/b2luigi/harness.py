@@ -40,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,7 @@ class Run:
     stdout: list[str]
     stderr: list[str]
     files: dict[str, str | None]  # relative path -> normalised text (None: binary)
+    seconds: float = 0.0
 
 
 @dataclass
@@ -143,6 +145,7 @@ def run_side(script: Path, python: str, ours: bool, base: Path) -> list[Run]:
     runs = []
     for args in manifest.runs:
         stdin = {"input": manifest.stdin} if manifest.stdin is not None else {"stdin": subprocess.DEVNULL}
+        started = time.monotonic()
         try:
             done = subprocess.run([python, script.name, *args], cwd=folder, env=env, capture_output=True,
                                   text=True, timeout=TIMEOUT, **stdin)
@@ -150,7 +153,7 @@ def run_side(script: Path, python: str, ours: bool, base: Path) -> list[Run]:
         except subprocess.TimeoutExpired as expired:
             status, out, err = None, _text(expired.stdout), _text(expired.stderr) + "\n<timed out>"
         runs.append(Run(args, status, normalise(out, folder), normalise(err, folder),
-                        snapshot(folder, script.name)))
+                        snapshot(folder, script.name), time.monotonic() - started))
     return runs
 
 
@@ -322,7 +325,9 @@ def main(argv: list[str]) -> int:
     with ThreadPoolExecutor(max_workers=2) as pool:
         for outcome in pool.map(lambda s: run_script(s, peer), chosen):
             left, shown = unexplained(CORPUS / outcome.script, compare(outcome))
-            print(f"== {outcome.script}: {len(left)} unexplained, listed shown: {sorted(shown) or '-'}")
+            took = " ".join(f"{sum(r.seconds for r in runs):.1f}" for runs in (outcome.peer, outcome.ours))
+            print(f"== {outcome.script}: {len(left)} unexplained, listed shown: {sorted(shown) or '-'} "
+                  f"(b2luigi, b2batch: {took} s)")
             for difference in left:
                 print(f"   {difference}")
             if "-v" in os.environ.get("DIFF_VERBOSE", ""):
