@@ -100,7 +100,7 @@ def settings(folder: Path, **values: object) -> None:
 
 def run_farm(command: list[str], folder: Path, lines: list[str], *args: str, stop: int | None = None,
              whole_group: bool = False, timeout: float = 240, started: int = 2, prefix: list[str] | None = None,
-             env: dict[str, str] | None = None) -> Outcome:
+             env: dict[str, str] | None = None, may_hang: bool = False) -> Outcome:
     """Run a farm of ``lines`` in ``folder`` (its work dir ``wd``); with ``stop``, send that signal once
     ``started`` lines run (to the farmer, or ``whole_group``: to its process group, as a batch system does)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,13 @@ def run_farm(command: list[str], folder: Path, lines: list[str], *args: str, sto
                 os.killpg(process.pid, stop)
             else:
                 process.send_signal(stop)
-        process.wait(timeout=timeout)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            if not may_hang:
+                raise
+            os.killpg(process.pid, signal.SIGKILL)  # PyTaskFarmer, after a line it could not start (see play)
+            process.wait()
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
@@ -242,10 +248,14 @@ def peer_run(scenario: str, folder: Path) -> Outcome:
 
 def play(s: Scenario, command: list[str], folder: Path, prefix: list[str] | None = None,
          env: dict[str, str] | None = None) -> Outcome:
-    if command != peer_command():
+    peer = command == peer_command()
+    if not peer:
         s = Scenario(s.lines, (*s.args, *s.ours), s.stop, s.whole_group, s.restart)
+    # PyTaskFarmer's pool sometimes hangs at exit after a worker raised (a line it could not start): seen here
+    # 2 of about 20 runs here, under load. Such a run is ended after 20 s; its exit status is a listed difference.
+    hangs = peer and s.lines == UNRUNNABLE
     outcome = run_farm(command, folder, s.lines, *s.args, stop=s.stop, whole_group=s.whole_group, prefix=prefix,
-                       env=env)
+                       env=env, timeout=20 if hangs else 240, may_hang=hangs)
     if s.stop == signal.SIGTERM:
         settle(outcome.workdir)  # PyTaskFarmer's lines run on after it died
     if s.restart:
@@ -279,11 +289,11 @@ def test_the_table_of_differences_is_read_and_each_row_is_seen(tmp_path: Path) -
     difference in a file that the table does not list is caught."""
     rows = documented()
     assert rows.get("*") and rows.get("unrunnable lines"), rows
-    peer = peer_run("unrunnable lines", tmp_path)
-    ours = play(SCENARIOS["unrunnable lines"], our_command(), tmp_path / "b2batch")
-    assert compare(peer, ours) >= rows["unrunnable lines"], (compare(peer, ours), rows["unrunnable lines"])
-    (ours.workdir / "finished").write_text("0 echo a\n3 echo b\n9 not a line\n")
-    assert "finished" in compare(peer, ours) and "finished" not in allowed("plain")
+    peer = peer_run("shell", tmp_path)  # a scenario in which PyTaskFarmer behaves the same every time
+    ours = play(SCENARIOS["shell"], our_command(), tmp_path / "b2batch")
+    assert compare(peer, ours) == rows["shell"] | {"timeline.json details"}, (compare(peer, ours), rows["shell"])
+    (ours.workdir / "finished").write_text("0 echo $PROC_NUMBER\n9 not a line\n")
+    assert "finished" in compare(peer, ours) and "finished" not in allowed("shell")
 
 
 @pytest.mark.parametrize("first", ["pytaskfarmer", "b2batch"])
