@@ -221,7 +221,7 @@ def test_signal_puts_running_lines_back(tmp_path: Path, signum: int) -> None:
     farmer = popen_farm(tmp_path, "t.txt", "--proc", "2")
     wait_for(lambda: ids_in(work / "finished") == [0] and (work / "logs" / "log_2").exists(), 30,
              "two sleeping lines")
-    sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "60"]]
+    sleepers = [p for p in psutil.Process(farmer.pid).children(recursive=True) if p.cmdline() == ["sleep", "60"]]
     assert len(sleepers) == 2
     start = time.monotonic()
     farmer.send_signal(signum)
