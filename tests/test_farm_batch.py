@@ -200,3 +200,27 @@ def test_pilots_keep_the_timeout_themselves_only_without_a_steering_process(tmp_
     steered = Steering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--timeout", "30"]), None)
     wrapper = steered.make_pilot("pilot-0").files.wrapper.read_text()
     assert "--timeout" not in wrapper and f"--steering {steered.run.tag}" in wrapper
+
+
+@pytest.mark.parametrize("walltime, requeued", [(100, True), (1000, False)])
+def test_a_slurm_pilot_requeues_itself_after_the_time_limit_warning_never_after_a_cancel(
+        tmp_path: Path, walltime: int, requeued: bool) -> None:
+    """The job's wrapper forwards Slurm's USR1 warning as SIGTERM, and scancel sends SIGTERM too: a SIGTERM
+    within --signal-seconds (+60 s) of the allocation's end is the warning (requeue), earlier it is a cancel (a
+    requeue would put the cancelled job back into the queue)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'scontrol.calls'}\n")
+    (bin_dir / "scontrol").chmod(0o755)
+    write_list(tmp_path / "t.txt", ["sleep 60", "sleep 60"])
+    env = env_for(tmp_path, SLURM_JOB_ID="4242", PATH=f"{bin_dir}:{os.environ['PATH']}")
+    farmer = subprocess.Popen([sys.executable, "-m", "b2batch.farm", "t.txt", "--proc", "1", "--pilot",
+                               "--walltime", str(walltime), "--signal-seconds", "120"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: (tmp_path / "t.txt_workdir" / "logs" / "log_0").exists(), 30, "the first line")
+    farmer.send_signal(signal.SIGTERM)
+    out, err = farmer.communicate(timeout=30)
+    assert farmer.returncode == -signal.SIGTERM, err
+    assert sorted(ids_in(tmp_path / "t.txt_workdir" / "toprocess")) == [0, 1]
+    calls = (tmp_path / "scontrol.calls").read_text() if (tmp_path / "scontrol.calls").exists() else ""
+    assert calls == ("requeue 4242\n" if requeued else ""), out
