@@ -224,7 +224,8 @@ def test_slurm_pilot_is_replaced_before_its_time_limit_without_losing_a_task(slu
                                                                              tmp_path: Path) -> None:
     wf = workflow("pilots.py")
     settings(tmp_path, slurm_settings={"time": "1"})  # one minute: Slurm ends the pilot then
-    done = wf.run("--system", "slurm", "--n", "10", "--pilots", "1", "--slow", "-2", "--seconds", "8",
+    # 14 leaves of 8 s: more than one pilot can run in its minute, even with its replacement's help.
+    done = wf.run("--system", "slurm", "--n", "14", "--pilots", "1", "--slow", "-2", "--seconds", "8",
                   timeout=400)
     assert done.returncode == 0, done.stderr[-5000:]
     assert "Resubmitted" not in done.stderr
@@ -233,3 +234,5 @@ def test_slurm_pilot_is_replaced_before_its_time_limit_without_losing_a_task(slu
         assert [line[0] for line in lines] == ["start", "end"], (i, lines)  # none cut off by the time limit
         pilots.add(lines[0][2])
     assert len(pilots) >= 2
+    logs = "".join(p.read_text() for p in (tmp_path / "logs" / "pilots").rglob("*") if p.is_file())
+    assert "s left in the allocation, a unit needs up to 8 s: ending" in logs  # it knew Slurm's end time
