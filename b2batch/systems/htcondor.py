@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 import parse
 
-from b2batch import paths
 from b2batch.engine import Job, JobState, JobStatus, NativeState
+from b2batch.engine.config import RunConfig
 from b2batch.errors import SettingError
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
@@ -50,10 +50,11 @@ def merged_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[st
 
 
 def submit_description(task: Any, executable: str, folder: str, batch_name: str, count: int = 1,
-                       arguments: str = "", suffix: str = "", base: Mapping[str, Any] | None = None) -> str:
+                       arguments: str = "", suffix: str = "", config: RunConfig = RunConfig()) -> str:
     """The submit description of the task's job (or of an array of ``count`` jobs with the task's
-    settings), checked by ``htcondor2.Submit``; errors name the bad setting."""
-    settings = checked_settings(task, base)
+    settings) in a run of ``config`` (its global htcondor_settings, its base folder), checked by
+    ``htcondor2.Submit``; errors name the bad setting."""
+    settings = checked_settings(task, config.htcondor_settings)
     if any(c in text for text in (executable, folder) for c in "\r\n"):
         raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
                            f"submit description cannot hold; choose another task_file_dir.")
@@ -61,7 +62,7 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     what = f"task {task.key}" if count == 1 else f"an array of {count} {task.family} tasks"
     text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
                   suffix=suffix, count=count, batch_name=batch_name,
-                  transfer_files=[str(paths.resolve(f)) for f in transfer],
+                  transfer_files=[str(config.resolve(f)) for f in transfer],
                   settings=[(k, _value(v)) for k, v in settings.items()])
     # An array's jobs share these settings: an error found only now is one of all of them, not of the first.
     _check(text, settings, f"Task {task}" if count == 1 else f"The {count} {task.family} tasks of one array "
@@ -189,7 +190,7 @@ class HTCondorSystem(SchedulerSystem):
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name,
-                                         base=self.run.config.htcondor_settings)
+                                         config=self.run.config)
         submit_file = job.files.folder / "job.sub"
         submit_file.write_text(description)
         return ["condor_submit", *place(job), "-terse", str(submit_file)], None
@@ -199,7 +200,7 @@ class HTCondorSystem(SchedulerSystem):
         # The array's submit description uses the first job's settings (all share them: common_options).
         description = submit_description(first, str(dispatch), str(folder), self.batch_name, count=count,
                                           arguments="$(Process)", suffix=".$(Process)",
-                                          base=self.run.config.htcondor_settings)
+                                          config=self.run.config)
         submit_file = folder / "array.sub"
         submit_file.write_text(description)
         return ["condor_submit", *place(first), "-terse", str(submit_file)], None

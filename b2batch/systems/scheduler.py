@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 
 import parse
 
-from b2batch import paths
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
 from b2batch.engine.monitor import JobMonitor
 from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
@@ -199,7 +198,7 @@ class SchedulerSystem(BatchSystem):
             self.monitor.invalidate()
             return
         first = group[0]
-        folder = paths.resolve(first.setting("task_file_dir")) / "arrays" / (
+        folder = self.run.config.resolve(first.setting("task_file_dir")) / "arrays" / (
             f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
         folder.mkdir(parents=True, exist_ok=True)
         dispatch = folder / "dispatch.sh"
