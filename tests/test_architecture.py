@@ -26,6 +26,8 @@ FORBIDDEN = (
     ("b2batch.compat", "a front-end"), ("b2batch.remote", "a front-end"), ("b2batch.task", "the luigi front-end"),
     ("luigi", "luigi"), ("jinja2", "jinja"), ("b2batch.settings", "the settings store (use run.config)"),
     ("b2batch.wrapper", "the job wrapper, which reads settings (use run.config.job_wrapper)"),
+    ("b2batch.containers", "the containers of the job wrapper, which read settings"),
+    ("b2batch.runconfig", "the front-ends' way to read a RunConfig from the settings"),
 )
 
 
