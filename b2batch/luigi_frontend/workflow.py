@@ -269,18 +269,18 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     spec = node.active_spec()
     if spec is not None:
         sys.exit(node.run_spec(spec))
+    try:
+        load_settings_files()  # a broken settings.json stops the run here, with one message
+        check_settings()  # as does a value of the wrong kind
+    except SettingError as e:
+        sys.exit(f"ERROR: {e}")
+
     if get_setting("process_once"):  # b2luigi's rule: one process() per script
         if get_setting(PROCESS_CALLED, False):
             raise RuntimeError("process() was called a second time in this script; a workflow written against "
                                "b2luigi may call it once (the setting process_once). Pass all root tasks to one "
                                "call, process([task_a, task_b]), or require them from one WrapperTask.")
         set_setting(PROCESS_CALLED, True)
-
-    try:
-        load_settings_files()  # a broken settings.json stops the run here, with one message
-        check_settings()  # as does a value of the wrong kind
-    except SettingError as e:
-        sys.exit(f"ERROR: {e}")
 
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
     args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
