@@ -39,13 +39,13 @@ SCENARIOS = ("done", "failed", "SIGINT", "SIGTERM", "restart")
 def allocated(system: str, folder: Path) -> int:
     """Pilot jobs of ``folder`` still allocated (queued or running)."""
     if system == "slurm":
-        out = subprocess.run(["squeue", "-h", "-o", "%i|%o"], capture_output=True, text=True).stdout
+        out = subprocess.run(["squeue", "-h", "-o", "%i|%o"], capture_output=True, text=True, check=False).stdout
         return sum(1 for line in out.splitlines() if str(folder) in line)
     if system == "sge":
         jobs = [f for f in (folder / "task_files" / "_pilots").glob("*/jobs/*/submission.json")
                 if not (f.parent / "exit_code").exists()]
         ids = {str(json.loads(f.read_text()).get("job_id")).split(".")[0] for f in jobs}
-        out = subprocess.run(["qstat"], capture_output=True, text=True).stdout
+        out = subprocess.run(["qstat"], capture_output=True, text=True, check=False).stdout
         return sum(1 for line in out.splitlines()[2:] if line.split() and line.split()[0] in ids)
     count = 0
     for process in psutil.process_iter(["cmdline"]):

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import wait_for
 from test_htcondor_lsf import Emulated
 from test_pilots import runs, workers_left

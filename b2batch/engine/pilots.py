@@ -9,18 +9,15 @@
 from __future__ import annotations
 
 import functools
-import json
-import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from b2batch import paths
 from b2batch.engine.job import Job
-from b2batch.engine.files import JobFiles
-from b2batch.engine.pooled import Pool, PooledSystem, _remove_tree, logger, signature, steering_lives, unit_name
+from b2batch.engine.pooled import Pool, PooledSystem, _remove_tree, logger, signature, unit_name
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -204,51 +201,3 @@ class BundleSystem(PooledSystem):
         _remove_tree(pool.queue.root)
         return True
 
-
-def end_earlier_pilots(task_files: Path, system_of: Callable[[str], BatchSystem | None]) -> list[str]:
-    """End the pilot jobs of earlier runs whose steering processes are gone (killed, or lost with their node):
-    their queues under ``task_files`` are told to stop (running pilots end as soon as their task ends), units
-    left waiting are taken back (a run that needs them queues them again) and pilots not started yet are
-    cancelled through ``system_of(name)``, the batch system of that name. A queue that a live steering process
-    uses is left alone. What was ended, as messages name it."""
-    ended = []
-    for todo in sorted((task_files / "_pilots").glob("*/todo")):
-        queue = WorkQueue(todo.parent)
-        notes = queue.steerings()
-        if any(steering_lives(about) for about in notes.values()):
-            continue
-        jobs = [f.parent for f in queue.root.glob("jobs/*/submission.json") if not (f.parent / "exit_code").exists()]
-        if not jobs and not notes:
-            continue
-        queue.finish_all()
-        for name in queue.waiting():
-            queue.take_back(name)
-        beats = queue.heartbeats()
-        for folder in jobs:
-            try:
-                journal = json.loads((folder / "submission.json").read_text())
-            except (OSError, ValueError):
-                continue
-            what = f"pilot job {journal.get('job_id')} on {journal.get('system')}"
-            if folder.name in beats:
-                ended.append(f"{what} (running: told to end)")
-                continue
-            system = system_of(str(journal.get("system")))
-            if system is None:
-                continue
-            stub = Job(key=folder.name, name=what, family="pilot", system=system.name,
-                       files=JobFiles(folder=folder, log_folder=folder), settings=lambda name: None,
-                       job_id=str(journal.get("job_id")))
-            try:
-                recall = getattr(system, "recall", None)
-                if recall is not None:
-                    recall(stub.job_id, journal)
-                system.cancel([stub])
-                system.forget(stub)
-                _remove_tree(folder)
-                ended.append(f"{what} (queued: cancelled)")
-            except B2BatchError as e:
-                logging.getLogger(__name__).warning("Could not cancel the %s of an earlier run: %s", what, e)
-        for note in notes:
-            note.unlink(missing_ok=True)
-    return ended

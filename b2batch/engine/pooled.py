@@ -33,6 +33,7 @@ from typing import Any
 from b2batch import paths
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
+from b2batch.engine.orphans import process_started
 from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -396,7 +397,7 @@ class PooledSystem(BatchSystem):
             pool.queue.drain(False)
             pool.steering_note = pool.queue.add_steering(
                 f"{socket.gethostname()}-{os.getpid()}-{self.run.tag}",
-                {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid()),
+                {"host": socket.gethostname(), "pid": os.getpid(), "started": process_started(os.getpid()),
                  "tag": self.run.tag})
             pool.queue.take_done()  # results of units of earlier runs: their exit codes are in their own files
             pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})
@@ -424,25 +425,6 @@ class PooledSystem(BatchSystem):
                 pool.carriers[stub.key] = stub
                 logger.info("Following %s", stub.name)
         self._check_heartbeats(pool, time.monotonic(), {})  # live workers of an earlier run count
-
-
-def _process_started(pid: int) -> float | None:
-    """When the process ``pid`` of this host started (None: there is none)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, OSError):
-        return None
-
-
-def steering_lives(about: dict[str, Any]) -> bool:
-    """Whether the steering process of a queue's note still runs. One of another host is taken to run (this
-    host cannot tell); its pilots end after ``pilot_idle_timeout`` once its queue is empty."""
-    if about.get("host") != socket.gethostname():
-        return True
-    started = _process_started(int(about.get("pid") or 0))
-    return started is not None and abs(started - float(about.get("started") or 0)) < 1.0
 
 
 def _remove_tree(root: Path) -> None:

@@ -181,7 +181,7 @@ class TaskJobs:
     def _end_earlier_pilots(self) -> None:
         """The pilot jobs of earlier runs whose steering process is gone end now, also when this run then
         finds everything complete (a run that needs their queue again follows those still running)."""
-        from b2batch.engine.pilots import end_earlier_pilots
+        from b2batch.engine.orphans import end_earlier_pilots
 
         folder = paths.resolve(str(get_setting("task_file_dir")))
         if not (folder / "_pilots").is_dir():
