@@ -2,7 +2,7 @@
 on; no pilot is left after a run that ended done, failed, by Ctrl-C or by SIGTERM; a restarted run that finds
 everything complete ends the pilots of a steering process that was SIGKILLed; a pilot near its walltime is
 replaced while it runs its last task, and no task is lost. On local jobs, the HTCondor emulator and the real
-Slurm. ``pilot_idle_timeout`` is 120 s throughout, so that no pilot ends by timing out."""
+Slurm and SGE. ``pilot_idle_timeout`` is 120 s throughout, so that no pilot ends by timing out."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from conftest import wait_for
 from test_htcondor_lsf import Emulated
 from test_pilots import runs, workers_left
+from test_sge import sge  # noqa: F401  (fixture, by name)
 from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 #: Seconds after the run (or its last task) ended within which no pilot may be allocated any more.
@@ -33,6 +34,15 @@ def slurm_pilots(folder: Path) -> list[str]:
     return [line for line in out.splitlines() if str(folder) in line]
 
 
+def sge_pilots(folder: Path) -> list[str]:
+    """SGE jobs of this test folder's pilots (those whose exit code is not written) still in qstat."""
+    journals = [f for f in (folder / "task_files" / "_pilots").glob("*/jobs/*/submission.json")
+                if not (f.parent / "exit_code").exists()]
+    ids = {str(json.loads(f.read_text()).get("job_id")).split(".")[0] for f in journals}
+    out = subprocess.run(["qstat"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines()[2:] if line.split() and line.split()[0] in ids]
+
+
 def condor_pilots(emulated: Emulated) -> list[str]:
     out = emulated.tool("condor_q", "-json", "-attributes", "ClusterId,ProcId,JobStatus").stdout
     return [f"{ad['ClusterId']}.{ad['ProcId']}" for ad in (json.loads(out) if out.strip() else [])
@@ -42,6 +52,8 @@ def condor_pilots(emulated: Emulated) -> list[str]:
 def allocated(system: str, folder: Path, emulated: Emulated | None = None) -> list[object]:
     if system == "slurm":
         return slurm_pilots(folder)
+    if system == "sge":
+        return sge_pilots(folder)
     if system == "htcondor":
         return condor_pilots(emulated)  # type: ignore[arg-type]
     return workers_left(folder)
@@ -174,15 +186,17 @@ def test_htcondor_emulator_leaves_no_pilot(workflow, tmp_path: Path, end: str) -
     assert_gone("htcondor", tmp_path, ended, emulated)
 
 
-# --- the real Slurm ------------------------------------------------------------------------------------------
+# --- the real Slurm and SGE ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.slurm
-@pytest.mark.parametrize("end", ["done", "failed", "SIGINT", "SIGTERM"])
-def test_slurm_leaves_no_pilot(slurm, workflow, tmp_path: Path, end: str) -> None:  # noqa: F811
+@pytest.mark.parametrize(("system", "end"), [
+    *[pytest.param("slurm", end, marks=pytest.mark.slurm) for end in ("done", "failed", "SIGINT", "SIGTERM")],
+    *[pytest.param("sge", end, marks=pytest.mark.sge) for end in ("done", "SIGTERM")]])
+def test_real_scheduler_leaves_no_pilot(request, workflow, tmp_path: Path, system: str, end: str) -> None:
+    request.getfixturevalue(system)  # the cluster must be up
     wf = workflow("pilots.py")
     settings(tmp_path, max_resubmissions=0)
-    args = ["--system", "slurm", "--n", "6", "--pilots", "2"]
+    args = ["--system", system, "--n", "6", "--pilots", "2"]
     if end == "failed":
         args += ["--segv", "2"]
     if end.startswith("SIG"):
@@ -198,7 +212,7 @@ def test_slurm_leaves_no_pilot(slurm, workflow, tmp_path: Path, end: str) -> Non
     ended = time.monotonic()
     expected = {"done": 0, "failed": 1, "SIGINT": 128 + signal.SIGINT, "SIGTERM": 128 + signal.SIGTERM}[end]
     assert process.returncode == expected, stderr[-5000:]
-    assert_gone("slurm", tmp_path, ended)
+    assert_gone(system, tmp_path, ended)
 
 
 @pytest.mark.slow
