@@ -47,6 +47,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "scripts"
+MODULES = HERE / "modules"  # modules some scripts import, copied beside every script (as a user's own modules)
 ROOT = HERE.parents[2]
 SHIM = ROOT / "compat" / "b2luigi-shim"
 TIMEOUT = 90.0
@@ -141,6 +142,8 @@ def run_side(script: Path, python: str, ours: bool, base: Path) -> list[Run]:
     (base / "home").mkdir(parents=True)
     folder.mkdir()
     shutil.copy(script, folder / script.name)
+    for module in MODULES.glob("*.py"):
+        shutil.copy(module, folder / module.name)
     env = environment(folder, manifest, ours)
     runs = []
     for args in manifest.runs:
