@@ -6,7 +6,10 @@
 # The exit status is pytest's: "no tests ran" (5) fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]' \
+python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
+# The drop-in shims (import b2luigi / joblib_htcondor / pypoolparty): their one dependency is b2batch, installed
+# just above from this checkout (with deps, pip would look for a b2batch on the package index).
+python3 -m pip install --quiet --disable-pip-version-check --no-deps \
     ./compat/b2luigi-shim ./compat/joblib-htcondor-shim ./compat/pypoolparty-shim
 # The real b2luigi, joblib-htcondor, pypoolparty and PyTaskFarmer, each in its own venv (differential tests).
 bash tests/peers/install.sh
