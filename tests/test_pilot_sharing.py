@@ -80,5 +80,7 @@ def test_a_pilot_never_waits_for_a_slot_that_idle_pilots_of_the_run_hold(tmp_pat
     assert len(pilot_queues(tmp_path)) == 2
     leaves = list((tmp_path / "results").rglob("leaf.txt"))
     assert len(leaves) == 10 and all(p.read_text().endswith(" leaves\n") for p in leaves)
-    assert "idle, ending it to free its slot" in done.stderr, done.stderr[-3000:]
+    # Which of two ways frees the slot first depends on timing: the leaves' queue is drained (its idle pilots end
+    # within 2 s, tests/test_pilot_lifecycle.py), or the waiting sum pilot makes the run end them
+    # ("idle, ending it to free its slot"); the time below holds either way, and fails with neither.
     assert took < 25, f"took {took:.1f} s: the sum's pilot waited for the leaves' idle pilots to time out"
