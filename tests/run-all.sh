@@ -6,6 +6,11 @@
 # The exit status is pytest's: "no tests ran" (5) fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Under pyenv, pip ends with a rehash that fails (and so does pip) while a killed earlier rehash left its lock
+# file behind: remove a lock older than two minutes (a live rehash takes well under a second).
+if command -v pyenv > /dev/null; then
+    find "$(pyenv root)/shims" -maxdepth 1 -name .pyenv-shim -mmin +2 -delete 2> /dev/null || true
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # The drop-in shims (import b2luigi / joblib_htcondor / pypoolparty): their one dependency is b2batch, installed
 # just above from this checkout (with deps, pip would look for a b2batch on the package index).
