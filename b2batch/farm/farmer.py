@@ -355,12 +355,13 @@ class Farmer:
                 continue
             code = os.waitstatus_to_exitcode(status)
             code = 128 - code if code < 0 else code
-            self.free_slots.append(run.slot)
             if run.cleanup:
                 run.cleanup()
-            if code - 128 in STOPPED_LINE:  # the farmer's own stop signal may be on its way: hold the line
+            if code - 128 in STOPPED_LINE:  # the farmer's own stop signal may be on its way: hold the line,
+                # and its slot, so that no next line starts in the instant before the stop
                 self.suspects.append((run, code, time.time(), time.monotonic() + STOP_SIGNAL_WITHIN))
                 continue
+            self.free_slots.append(run.slot)
             ended.append((run, code))
             self._ended(run.task_id, code, run.started, time.time(), run.slot)
         return ended
@@ -371,6 +372,7 @@ class Farmer:
             due = [s for s in self.suspects if s[3] <= now]
             self.suspects = [s for s in self.suspects if s[3] > now]
             for run, code, ended, _ in due:
+                self.free_slots.append(run.slot)
                 self._ended(run.task_id, code, run.started, ended, run.slot)
 
     def _ended(self, task_id: int, code: int, started: float, ended: float, slot: int) -> None:
