@@ -24,6 +24,11 @@ if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
     bash tests/clusters/sge.sh start
     bash tests/clusters/xrootd.sh start
     bash tests/clusters/podman.sh start || echo "run-all.sh: podman cannot run here: its container tests are skipped" >&2
+    # tmux drives the live table in a real terminal (tests/test_progress.py); not on a new machine
+    if ! command -v tmux > /dev/null; then
+        apt-get -q -o DPkg::Lock::Timeout=900 update > /dev/null
+        apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=900 tmux > /dev/null
+    fi
 else
     echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm, SGE and XRootD tests are skipped" >&2
 fi
