@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
+from b2batch.engine.unwinding import unwind_on_sigterm
 from b2batch.engine.workqueue import DRAIN_GRACE, WorkQueue
 
 logger = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ def allocation_end(walltime: float | None, started: float) -> float | None:
     if job:
         try:
             answer = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
-                                    timeout=30).stdout.strip()
+                                    timeout=30, check=False).stdout.strip()
             return datetime.fromisoformat(answer).timestamp()
         except (OSError, ValueError, subprocess.SubprocessError):
             return None
@@ -305,7 +306,7 @@ def _child(entry: dict[str, Any], job_id: str, parent: int, mask: set[int]) -> N
         for signum in STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
         # Stopped, the unit unwinds (e.g. removing its temporary outputs) and exits with 128 + the signal.
-        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+        unwind_on_sigterm()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         files = entry["files"]
         Path(files["stdout"]).parent.mkdir(parents=True, exist_ok=True)
@@ -320,7 +321,7 @@ def _child(entry: dict[str, Any], job_id: str, parent: int, mask: set[int]) -> N
         if e.code is not None and not isinstance(e.code, int):
             print(e.code, file=sys.stderr)  # as Python does
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - the unit's child reports whatever ended it, then exits
         traceback.print_exc()
         code = 1
     finally:

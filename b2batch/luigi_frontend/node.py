@@ -22,6 +22,7 @@ import luigi.task_register
 from luigi.scheduler import DONE, PENDING
 
 from b2batch import paths
+from b2batch.engine.unwinding import unwind_on_sigterm
 from b2batch.luigi_frontend.seam import run_in_process
 from b2batch.settings import use_settings_snapshot
 
@@ -99,8 +100,8 @@ def run_spec(spec: dict[str, Any]) -> int:
 def main(argv: list[str]) -> int:
     """Run the job described by the spec file ``argv[0]``: one task, or a pilot or bundle of tasks."""
     global _active_spec
-    # A cancelled job gets SIGTERM: unwind, so that on_temporary_files removes its temporary outputs.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    # A cancelled job gets SIGTERM: unwind (once), so that on_temporary_files removes its temporary outputs.
+    unwind_on_sigterm()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spec = json.loads(Path(argv[0]).read_text())
     if "worker" in spec:
