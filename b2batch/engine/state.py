@@ -29,6 +29,8 @@ class NativeState:
     state: str
     reason: str = ""
     exit_code: int | None = None
+    #: The node (host) the job ran on, if the scheduler says.
+    node: str = ""
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ class JobState:
     status: JobStatus
     reason: str = ""
     scheduler_side: str = ""
+    #: Why the job ended, when the batch system's answer says more than an exit code: one of
+    #: :data:`b2batch.engine.causes.CAUSES` (``memory``, ``time``, ``node``), or "" (the task's own end).
+    cause: str = ""
+    #: The node the job ran on ("" if unknown).
+    node: str = ""
 
     @property
     def final(self) -> bool:
