@@ -8,9 +8,13 @@
 # Usage: tests/clusters/slurm.sh SUBCOMMAND
 #   start          install if needed, configure, start what is not running, then run one
 #                  probe job (job name b2batch-slurm-probe) to the end; idempotent and fast
-#                  when all runs; restarts slurmctld and slurmd if slurm.conf changed
-#   stop           cancel all jobs, stop slurmd, the job steps, slurmctld (and munged if
-#                  this script started it); the next start begins with an empty queue
+#                  when all runs; restarts slurmctld and slurmd if slurm.conf changed.
+#                  Accounting: MariaDB (mariadbd, socket only, no TCP port) and slurmdbd
+#                  start before slurmctld, so sacct shows finished jobs with Elapsed,
+#                  TotalCPU and MaxRSS (jobacct_gather/linux samples every second)
+#   stop           cancel all jobs, stop slurmd, the job steps, slurmctld, slurmdbd,
+#                  mariadbd (and munged if this script started it); the next start begins
+#                  with an empty queue (the accounting database is kept)
 #   restart        stop, then start
 #   status         exit 0 if the cluster accepts jobs (prints a one-line summary)
 #   stop-slurmd    stop only slurmd (fault tests): running jobs go on (slurmstepd outlives
@@ -23,7 +27,9 @@
 #
 # Files: configuration /etc/slurm/slurm.conf; everything else under $B2BATCH_SLURM_DIR
 # (default /var/lib/b2batch-slurm): run/ (pid files), log/ (daemon logs), ctld/ (slurmctld
-# state), slurmd/ (slurmd spool), jobcomp.txt (one line per finished job).
+# state), slurmd/ (slurmd spool), jobcomp.txt (one line per finished job), dbd.pass (the
+# database password of slurmdbd); /etc/slurm/slurmdbd.conf (mode 600); the database in
+# MariaDB's own /var/lib/mysql.
 #
 # Environment: B2BATCH_SLURM_DIR, B2BATCH_SLURM_CPUS (CPUs the node advertises, default 8),
 # B2BATCH_SLURM_MEMORY (MB the node advertises, default 16000).
@@ -36,7 +42,9 @@ CONF_DIR=/etc/slurm
 CONF=$CONF_DIR/slurm.conf
 NODE_CPUS=${B2BATCH_SLURM_CPUS:-8}
 NODE_MEMORY=${B2BATCH_SLURM_MEMORY:-16000}
-PACKAGES=(slurmctld slurmd slurm-client munge)
+PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server)
+DBD_CONF=$CONF_DIR/slurmdbd.conf
+DB_SOCKET=/run/mysqld/mysqld.sock
 MUNGE_SOCKET=/run/munge/munge.socket.2
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
@@ -109,7 +117,7 @@ stop_pid() {
 # ---------------------------------------------------------------- install
 have_packages() {
     local b
-    for b in slurmctld slurmd sbatch munged; do
+    for b in slurmctld slurmd sbatch munged slurmdbd mariadbd mariadb; do
         command -v "$b" >/dev/null 2>&1 || return 1
     done
 }
@@ -191,8 +199,13 @@ SlurmdDebug=info
 # No cgroups here.
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+# Accounting (sacct) through slurmdbd; jobacct_gather/linux reads /proc (no cgroups needed) every
+# second, so even short jobs get MaxRSS and TotalCPU.
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort=6819
 JobCompType=jobcomp/filetxt
 JobCompLoc=${BASE}/jobcomp.txt
 # Scheduling: CPUs and memory are consumable, so --cpus-per-task and --mem are honoured.
@@ -229,7 +242,118 @@ do_config() {
         chmod 0644 "$CONF.tmp.$$"
         mv -f "$CONF.tmp.$$" "$CONF"
     fi
+    new=$(render_dbd_conf)
+    if [[ ! -f $DBD_CONF ]] || [[ $(<"$DBD_CONF") != "$new" ]]; then
+        log "writing $DBD_CONF"
+        (umask 077 && printf '%s\n' "$new" >"$DBD_CONF.tmp.$$")
+        mv -f "$DBD_CONF.tmp.$$" "$DBD_CONF"
+        stop_pid slurmdbd slurmdbd # it reads its configuration at start only
+    fi
+    chmod 0600 "$DBD_CONF"
     touch "$BASE/jobcomp.txt"
+}
+
+# ---------------------------------------------------------------- accounting (MariaDB + slurmdbd)
+db_password() {
+    local f=$BASE/dbd.pass
+    if [[ ! -s $f ]]; then
+        (umask 077 && head -c 18 /dev/urandom | base64 | tr -d '/+=' >"$f.tmp.$$" && mv -f "$f.tmp.$$" "$f")
+    fi
+    chmod 0600 "$f"
+    cat "$f"
+}
+
+render_dbd_conf() {
+    cat <<EOF
+# Written by tests/clusters/slurm.sh (b2batch): slurmdbd of the single-node test cluster.
+AuthType=auth/munge
+DbdHost=${HOST}
+DbdAddr=127.0.0.1
+DbdPort=6819
+SlurmUser=root
+DebugLevel=info
+LogFile=${LOGS}/slurmdbd.log
+PidFile=${RUN}/slurmdbd.self.pid
+StorageType=accounting_storage/mysql
+StorageHost=localhost
+StorageUser=slurm
+StoragePass=$(db_password)
+StorageLoc=slurm_acct_db
+EOF
+}
+
+db_ok() { mariadb-admin --socket="$DB_SOCKET" ping >/dev/null 2>&1; }
+
+start_mariadb() {
+    local i
+    if pid_alive mariadbd mariadbd >/dev/null; then
+        db_ok && return 0
+    elif db_ok; then
+        return 0 # a MariaDB this script did not start serves us; leave it alone
+    fi
+    install -d -o mysql -g mysql -m 0755 /run/mysqld
+    if [[ ! -d /var/lib/mysql/mysql ]]; then
+        log "initialising the MariaDB data folder /var/lib/mysql"
+        mariadb-install-db --user=mysql --datadir=/var/lib/mysql >"$LOGS/mariadb-install.log" 2>&1 ||
+            { tail -n 20 "$LOGS/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
+    fi
+    log "starting mariadbd"
+    spawn mariadbd "$LOGS/mariadbd.log" mariadbd --user=mysql --datadir=/var/lib/mysql \
+        --socket="$DB_SOCKET" --skip-networking --pid-file=/run/mysqld/mariadbd.pid
+    for ((i = 0; i < 600; i++)); do
+        db_ok && return 0
+        proc_running "$SPAWNED" || break
+        sleep 0.1
+    done
+    tail -n 20 "$LOGS/mariadbd.log" >&2 || true
+    die "mariadbd did not start (log: $LOGS/mariadbd.log)"
+}
+
+# db_setup: slurmdbd's database user and its grant (idempotent; root logs in through the socket).
+db_setup() {
+    local pw
+    pw=$(db_password)
+    mariadb --socket="$DB_SOCKET" -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '${pw}';
+        ALTER USER 'slurm'@'localhost' IDENTIFIED BY '${pw}';
+        CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+        GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;" ||
+        die "could not create slurmdbd's database user in MariaDB"
+}
+
+dbd_ok() { sacctmgr -n -P list cluster format=cluster >/dev/null 2>&1; }
+
+start_slurmdbd() {
+    local i
+    if pid_alive slurmdbd slurmdbd >/dev/null && dbd_ok; then
+        return 0
+    fi
+    stop_pid slurmdbd slurmdbd
+    [[ -z $(foreign_daemons slurmdbd) ]] || die "a slurmdbd this script did not start runs: stop it first"
+    db_setup
+    log "starting slurmdbd"
+    spawn slurmdbd "$LOGS/slurmdbd.out" slurmdbd -D
+    for ((i = 0; i < 300; i++)); do
+        dbd_ok && return 0
+        proc_running "$SPAWNED" || break
+        sleep 0.1
+    done
+    tail -n 20 "$LOGS/slurmdbd.log" "$LOGS/slurmdbd.out" >&2 || true
+    die "slurmdbd did not come up (logs: $LOGS/slurmdbd.log, $LOGS/slurmdbd.out)"
+}
+
+# register_cluster: the cluster, an account and root in it, so that jobs are recorded (idempotent).
+register_cluster() {
+    if ! sacctmgr -n -P list cluster format=cluster 2>/dev/null | grep -qx b2batch; then
+        log "registering cluster b2batch with slurmdbd"
+        sacctmgr -i add cluster b2batch >/dev/null || die "sacctmgr add cluster failed"
+    fi
+    if ! sacctmgr -n -P list account format=account 2>/dev/null | grep -qx b2batch; then
+        sacctmgr -i add account b2batch cluster=b2batch >/dev/null || die "sacctmgr add account failed"
+    fi
+    if ! sacctmgr -n -P list user format=user,defaultaccount 2>/dev/null | grep -qx 'root|b2batch'; then
+        sacctmgr -i add user root account=b2batch defaultaccount=b2batch >/dev/null 2>&1 || true
+        sacctmgr -i modify user root set defaultaccount=b2batch >/dev/null 2>&1 || true
+    fi
 }
 
 # ---------------------------------------------------------------- munge
@@ -393,6 +517,9 @@ cmd_start() {
     do_install
     do_config
     start_munge
+    start_mariadb
+    start_slurmdbd
+    register_cluster
     if { pid_alive slurmctld slurmctld >/dev/null || pid_alive slurmd slurmd >/dev/null; } &&
         [[ $(cat "$sha_file" 2>/dev/null || true) != "$(conf_sha)" ]]; then
         log "slurm.conf changed: restarting slurmctld and slurmd"
@@ -463,21 +590,24 @@ cmd_stop() {
     stop_slurmd
     kill_job_steps
     stop_pid slurmctld slurmctld
+    stop_pid slurmdbd slurmdbd
+    stop_pid mariadbd mariadbd
     stop_pid munged munged
     rm -f "$RUN/config.sha"
     log "stopped"
 }
 
 cmd_status() {
-    local ok=0 ctld=no slurmd=no munged=no st
+    local ok=0 ctld=no slurmd=no munged=no dbd=no st
     pid_alive slurmctld slurmctld >/dev/null && ctld=yes
+    dbd_ok && dbd=yes || ok=1
     pid_alive slurmd slurmd >/dev/null && slurmd=yes
     [[ $slurmd == yes || -n $(foreign_daemons slurmd) ]] || ok=1
     munge_ok && munged=yes || ok=1
     if ! ctld_up; then ok=1; fi
     st=$(node_state || true)
     node_usable || ok=1
-    log "munge=$munged slurmctld=$ctld slurmd=$slurmd node=${st:-?} ($( ((ok == 0)) && echo accepting jobs || echo NOT ready))"
+    log "munge=$munged slurmdbd=$dbd slurmctld=$ctld slurmd=$slurmd node=${st:-?} ($( ((ok == 0)) && echo accepting jobs || echo NOT ready))"
     return $ok
 }
 
