@@ -8,13 +8,12 @@ batch system lost, and hands back those that ended.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from b2batch.engine.files import JobFiles
-from b2batch.engine.state import JobState
+from b2batch.engine.outcome import COMMAND_NOT_FOUND, SETUP_FAILED, JobOutcome
 
 
 @dataclass(eq=False)
@@ -44,8 +43,9 @@ class Job:
 
     job_id: str | None = None
     resubmissions: int = 0
-    #: How the batch job ended (set when the run hands the job back).
-    outcome: JobState | None = None
+    #: How the batch job ended (set once, by the engine, when the run hands the job back): the one object
+    #: front-ends judge a job by.
+    outcome: JobOutcome | None = None
     #: Whether the batch system never took the job (the outcome's reason says why).
     not_submitted: bool = False
     #: Whether the job followed is one an earlier steering process submitted (re-attached, not submitted here).
@@ -74,24 +74,16 @@ class Job:
         """Why the job failed, naming the work, its parameters, the exit code, the batch system's reason,
         ``error`` (the work's own), the logs and the end of stderr."""
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "no parameters"
-        reason = self.outcome.reason if self.outcome is not None else ""
+        outcome = self.outcome if self.outcome is not None else JobOutcome.read(self.files)
+        reason = outcome.reason
         if self.not_submitted:
             return f"Task {self.name} could not be submitted to {self.system}: {reason}"
-        exit_code = self.files.read_exit_code()
-        if exit_code is None:
-            what = "ended without an exit code (killed, or lost by the batch system)"
-        else:
-            what = f"exited with code {exit_code}"
-            if 128 < exit_code < 160:
-                try:
-                    what += f" (killed by {signal.Signals(exit_code - 128).name})"
-                except ValueError:
-                    pass
-        if exit_code == 127:
+        what = outcome.describe()
+        if outcome.exit_code == COMMAND_NOT_FOUND:
             what += (f"; the command was not found on the node: check the setting 'executable' "
                      f"(now {self.setting('executable')!r}) and env_script")
-        elif exit_code == 3 and self.files.read_setup_failure():
-            what += f"; the job could not set up its environment: {self.files.read_setup_failure()}"
+        elif outcome.exit_code == SETUP_FAILED and outcome.setup_failure:
+            what += f"; the job could not set up its environment: {outcome.setup_failure}"
         lines = [f"Task {self.family} ({params}) failed: job {self.job_id} on {self.system} {what}."]
         if self.carrier:
             lines.append(f"Ran in {self.carrier}.")

@@ -34,6 +34,7 @@ from b2batch import paths
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
 from b2batch.engine.orphans import process_started
+from b2batch.engine.outcome import JobOutcome
 from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -232,6 +233,7 @@ class PooledSystem(BatchSystem):
 
     def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         self._take_done(pool, changes)  # what it finished before it ended counts
+        carrier.outcome = ended = JobOutcome.read(carrier.files, state)
         pool.carriers.pop(carrier.key, None)
         pool.queued_at.pop(carrier.key, None)
         pool.finishing.discard(carrier.key)
@@ -240,12 +242,11 @@ class PooledSystem(BatchSystem):
         held = [name for name, worker in claims.items() if worker == carrier.key]
         if held:
             pool.lost += 1
-            why = state.scheduler_side or state.reason or f"exit code {carrier.files.read_exit_code()}"
+            why = state.scheduler_side or state.reason or f"exit code {ended.exit_code}"
             self._lose(pool, carrier.key, held, f"its {self.kind} job {carrier.job_id} on {self.inner.name} ended "
                        f"while running it ({why}); its log: {carrier.files.stderr}", changes)
-        elif carrier.key not in pool.started and not state.scheduler_side and carrier.files.read_exit_code() != 0:
+        elif carrier.key not in pool.started and not state.scheduler_side and ended.exit_code != 0:
             pool.failed_starts += 1
-            carrier.outcome = state
             limit = pool.template.setting("max_resubmissions")
             message = carrier.failure_message().replace(f"Task {carrier.family} (no parameters) failed",
                                                         f"The {self.kind} job could not run")
@@ -254,7 +255,7 @@ class PooledSystem(BatchSystem):
                 self._give_up(pool, message, changes)
         pool.queue.forget_worker(carrier.key)
         pool.beats.pop(carrier.key, None)
-        if carrier.files.read_exit_code() == 0:
+        if ended.exit_code == 0:
             _remove_tree(carrier.files.folder)  # a failed one keeps its files for a look
 
     def _check_heartbeats(self, pool: Pool, now: float, changes: dict[Job, JobState]) -> None:

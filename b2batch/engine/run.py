@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from b2batch.engine.config import RunConfig
 from b2batch.engine.job import Job
+from b2batch.engine.outcome import JobOutcome
 from b2batch.engine.record import RunRecord
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.engine.submission import Submitter
@@ -51,7 +52,7 @@ class Run:
         #: The front-end's say on a job that ended unsuccessfully for no scheduler-side reason: why to submit
         #: it again (within ``max_resubmissions``), or "" (e.g. a call front-end retries killed jobs, not
         #: calls that raised).
-        self.retry_reason: Callable[[Job, JobState], str] | None = None
+        self.retry_reason: Callable[[Job, JobOutcome], str] | None = None
         #: Tags this run's jobs (part of job names and HTCondor's JobBatchName).
         self.tag = uuid.uuid4().hex[:8]
         self.systems: dict[str, BatchSystem] = {}
@@ -168,13 +169,14 @@ class Run:
             return
         self.systems[job.system].forget(job)
         self.submitters[job.system].done(job)
+        outcome = JobOutcome.read(job.files, state)  # the one reading of how the job ended
         reason = state.scheduler_side
         if (not reason and state.status == JobStatus.aborted and job.setting("resubmit_failed_tasks")
-                and job.files.read_exit_code() not in (None, 0)):
+                and outcome.exit_code not in (None, 0)):
             reason = "the task failed and resubmit_failed_tasks is set"
         if not reason and state.status == JobStatus.aborted and self.retry_reason is not None:
-            reason = self.retry_reason(job, state)
-        if not reason and state.status == JobStatus.aborted and job.earlier and job.files.read_exit_code() is None:
+            reason = self.retry_reason(job, outcome)
+        if not reason and state.status == JobStatus.aborted and job.earlier and outcome.exit_code is None:
             # e.g. cancelled as the earlier run was interrupted, and still leaving the queue when this one began
             reason = "its job of an earlier run was killed before it could end (no exit code)"
         limit = job.setting("max_resubmissions")
@@ -185,10 +187,10 @@ class Run:
             self.record.update(job, "resubmitted", reason)
             self._queue(job)
             return
-        self._end(job, state)
+        self._end(job, outcome)
 
-    def _end(self, job: Job, state: JobState) -> None:
-        job.outcome = state
+    def _end(self, job: Job, outcome: JobState | JobOutcome) -> None:
+        job.outcome = outcome if isinstance(outcome, JobOutcome) else JobOutcome.read(job.files, outcome)
         self.live.pop(id(job), None)
         self.submitters[job.system].done(job)
         self._ended.append(job)

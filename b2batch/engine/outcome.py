@@ -1,0 +1,112 @@
+"""How a job ended, decided in one place: :class:`JobOutcome`.
+
+The engine reads a job's files once when the run hands the job back (:meth:`Run.poll`): the exit code the
+wrapper wrote, the reason a set-up failed or the job was cancelled on purpose, the work's JSON result. It puts
+them, with what the batch system said (:class:`~b2batch.engine.state.JobState`), into one frozen
+:class:`JobOutcome` on ``job.outcome``. Every front-end (luigi tasks, calls/joblib/``Pool``, the farm) judges
+a job from that object and reads no exit-code file itself; a front-end that asks about a job of an earlier
+steering process (is its last job over, and how did it end?) uses :func:`last_outcome`.
+
+To extend it (accounting figures, a finer ``cause``), add an optional field with a default: every outcome is
+made by :meth:`JobOutcome.read`, so one place fills it, and front-ends that do not know the field are
+unchanged. ``cause`` is the one word a user sees for why the batch system ended the job ("out of memory",
+"time limit", "node failure", ...); empty when the work itself ended.
+"""
+
+from __future__ import annotations
+
+import signal as signals
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from b2batch.engine.files import JobFiles
+from b2batch.engine.state import JobState, JobStatus
+
+#: Exit code of the wrapper when the job's own set-up (env_script, working_dir) failed.
+SETUP_FAILED = 3
+#: Exit code of a shell that could not find the command.
+COMMAND_NOT_FOUND = 127
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How one job ended. ``status``, ``reason`` and ``scheduler_side`` are the batch system's last word (as in
+    :class:`~b2batch.engine.state.JobState`); the rest was read from the job's files once, by the engine."""
+
+    status: JobStatus
+    #: The batch system's reason (e.g. a hold reason, TIMEOUT), or why the job could not be submitted.
+    reason: str = ""
+    #: Why the batch system rather than the work ended the job (node failure, preemption, a lost job).
+    scheduler_side: str = ""
+    #: The exit code the job's wrapper wrote; None when it wrote none (killed, lost, never started).
+    exit_code: int | None = None
+    #: The signal that ended the work (``SIGKILL``), from an exit code 128+N; empty otherwise.
+    signal: str = ""
+    #: Why the batch system ended the job in one word a user reads ("out of memory", "time limit", "node
+    #: failure"); empty when the work ended by itself or the batch system did not say.
+    cause: str = ""
+    #: Why the job's own set-up (env_script, working_dir) failed; empty if it did not.
+    setup_failure: str = ""
+    #: Why the job was cancelled on purpose (its run interrupted, ``b2batch cancel``); empty if it was not.
+    cancelled: str = ""
+    #: The work's JSON result (``result.json``) when it wrote one, e.g. a luigi task's status.
+    result: dict[str, Any] | None = None
+    stdout: Path | None = None
+    stderr: Path | None = None
+    #: The file of a result that is not JSON (e.g. a pickled value of a Python call), for the front-end to load
+    #: when ``exit_code`` is not None (a job cut short may have left a partial one).
+    result_bytes: Path | None = None
+
+    @classmethod
+    def read(cls, files: JobFiles, state: JobState | None = None) -> JobOutcome:
+        """The outcome of the job whose files are ``files`` and whose batch job ended in ``state`` (None: judged
+        from its exit code alone: successful with 0, aborted otherwise)."""
+        code = files.read_exit_code()
+        if state is None:
+            state = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
+        return cls(status=state.status, reason=state.reason, scheduler_side=state.scheduler_side, exit_code=code,
+                   signal=_signal_name(code), setup_failure=files.read_setup_failure() if code != 0 else "",
+                   cancelled=files.read_cancel() if code != 0 else "", result=files.read_result(),
+                   stdout=files.stdout, stderr=files.stderr, result_bytes=files.result_bytes)
+
+    @property
+    def final(self) -> bool:
+        return self.status.final
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the work ended with exit code 0 and the batch system calls the job successful."""
+        return self.exit_code == 0 and self.status == JobStatus.successful
+
+    def with_state(self, state: JobState) -> JobOutcome:
+        """The same files' outcome under another word of the batch system."""
+        return replace(self, status=state.status, reason=state.reason, scheduler_side=state.scheduler_side)
+
+    def describe(self) -> str:
+        """How the work ended, for messages: ``exited with code 137 (killed by SIGKILL)``."""
+        if self.exit_code is None:
+            return "ended without an exit code (killed, or lost by the batch system)"
+        what = f"exited with code {self.exit_code}"
+        if self.signal:
+            what += f" (killed by {self.signal})"
+        if self.cause:
+            what += f" ({self.cause})"
+        return what
+
+
+def last_outcome(files: JobFiles) -> JobOutcome | None:
+    """How the last job in a job folder ended (e.g. one of an earlier steering process); None when it has not
+    written its exit code (it may still run, or was lost)."""
+    if files.read_exit_code() is None:
+        return None
+    return JobOutcome.read(files)
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None or not 128 < code < 160:
+        return ""
+    try:
+        return signals.Signals(code - 128).name
+    except ValueError:
+        return ""
