@@ -28,12 +28,13 @@ def _run_one(tmp_path: Path, key: str, state: JobState, exit_code: int | None, *
 
 
 def test_a_job_killed_by_a_signal_ends_with_one_outcome_read_once(tmp_path: Path) -> None:
-    state = JobState(JobStatus.aborted, "OUT_OF_MEMORY")
+    state = JobState(JobStatus.aborted, "OUT_OF_MEMORY", cause="memory", node="node7")
     _run, job = _run_one(tmp_path, "killed", state, 137, setup_failed="", result=json.dumps({"status": "FAILED"}))
     outcome = job.outcome
     assert isinstance(outcome, JobOutcome)
     assert (outcome.status, outcome.reason, outcome.exit_code, outcome.signal) == (
         JobStatus.aborted, "OUT_OF_MEMORY", 137, "SIGKILL")
+    assert (outcome.cause, outcome.node) == ("memory", "node7")
     assert outcome.result == {"status": "FAILED"} and not outcome.succeeded
     assert (outcome.stdout, outcome.stderr) == (job.files.stdout, job.files.stderr)
     # read once: what the files say later does not change how the job ended

@@ -9,8 +9,7 @@ steering process (is its last job over, and how did it end?) uses :func:`last_ou
 
 To extend it (accounting figures, a finer ``cause``), add an optional field with a default: every outcome is
 made by :meth:`JobOutcome.read`, so one place fills it, and front-ends that do not know the field are
-unchanged. ``cause`` is the one word a user sees for why the batch system ended the job ("out of memory",
-"time limit", "node failure", ...); empty when the work itself ended.
+unchanged. ``cause`` and ``node`` come from the batch system's last answer (:mod:`b2batch.engine.causes`).
 """
 
 from __future__ import annotations
@@ -43,9 +42,11 @@ class JobOutcome:
     exit_code: int | None = None
     #: The signal that ended the work (``SIGKILL``), from an exit code 128+N; empty otherwise.
     signal: str = ""
-    #: Why the batch system ended the job in one word a user reads ("out of memory", "time limit", "node
-    #: failure"); empty when the work ended by itself or the batch system did not say.
+    #: Why the job ended when the batch system says more than an exit code: one of
+    #: :data:`b2batch.engine.causes.CAUSES` (``memory``, ``time``, ``node``), or "" (the work's own end).
     cause: str = ""
+    #: The node the job ran on ("" if unknown).
+    node: str = ""
     #: Why the job's own set-up (env_script, working_dir) failed; empty if it did not.
     setup_failure: str = ""
     #: Why the job was cancelled on purpose (its run interrupted, ``b2batch cancel``); empty if it was not.
@@ -65,7 +66,8 @@ class JobOutcome:
         code = files.read_exit_code()
         if state is None:
             state = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
-        return cls(status=state.status, reason=state.reason, scheduler_side=state.scheduler_side, exit_code=code,
+        return cls(status=state.status, reason=state.reason, scheduler_side=state.scheduler_side, cause=state.cause,
+                   node=state.node, exit_code=code,
                    signal=_signal_name(code), setup_failure=files.read_setup_failure() if code != 0 else "",
                    cancelled=files.read_cancel() if code != 0 else "", result=files.read_result(),
                    stdout=files.stdout, stderr=files.stderr, result_bytes=files.result_bytes)
@@ -81,17 +83,17 @@ class JobOutcome:
 
     def with_state(self, state: JobState) -> JobOutcome:
         """The same files' outcome under another word of the batch system."""
-        return replace(self, status=state.status, reason=state.reason, scheduler_side=state.scheduler_side)
+        return replace(self, status=state.status, reason=state.reason, scheduler_side=state.scheduler_side,
+                       cause=state.cause, node=state.node)
 
     def describe(self) -> str:
-        """How the work ended, for messages: ``exited with code 137 (killed by SIGKILL)``."""
+        """How the work ended, for messages: ``exited with code 137 (killed by SIGKILL)`` (the cause is the
+        batch system's word, which messages give beside it)."""
         if self.exit_code is None:
             return "ended without an exit code (killed, or lost by the batch system)"
         what = f"exited with code {self.exit_code}"
         if self.signal:
             what += f" (killed by {self.signal})"
-        if self.cause:
-            what += f" ({self.cause})"
         return what
 
 
