@@ -72,6 +72,8 @@ class JobFiles:
     setup_failed = functools.cached_property(lambda self: self.folder / "setup_failed")
     #: Written when the job was cancelled on purpose (its run interrupted, ``b2batch cancel``), with the reason.
     cancelled = functools.cached_property(lambda self: self.folder / "cancelled")
+    #: Written by the work when it saved a checkpoint on the batch system's warning and asks to be requeued.
+    checkpointed = functools.cached_property(lambda self: self.folder / "checkpointed")
     stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
     stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
 
@@ -96,7 +98,8 @@ class JobFiles:
         self.make_folders()
         self._exit = None
         if not self.fresh:
-            for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled):
+            for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled,
+                          self.checkpointed):
                 stale.unlink(missing_ok=True)
         self.fresh = False
         for log in (self.stdout, self.stderr):
@@ -164,6 +167,13 @@ class JobFiles:
         """Why the job was cancelled (empty if it was not)."""
         try:
             return self.cancelled.read_text().strip()
+        except OSError:
+            return ""
+
+    def read_checkpointed(self) -> str:
+        """Why the work saved a checkpoint and asked to be requeued (empty if it did not)."""
+        try:
+            return self.checkpointed.read_text().strip()
         except OSError:
             return ""
 

@@ -43,6 +43,8 @@ class Job:
 
     job_id: str | None = None
     resubmissions: int = 0
+    #: How often the job was requeued after its work saved a checkpoint (no failure, not a resubmission).
+    requeues: int = 0
     #: How the batch job ended (set once, by the engine, when the run hands the job back): the one object
     #: front-ends judge a job by.
     outcome: JobOutcome | None = None

@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 
+from b2batch.engine import preemption
 from b2batch.engine.config import RunConfig
 from b2batch.engine.job import Job
 from b2batch.engine.outcome import JobOutcome
@@ -170,6 +171,15 @@ class Run:
         self.systems[job.system].forget(job)
         self.submitters[job.system].done(job)
         outcome = JobOutcome.read(job.files, state)  # the one reading of how the job ended
+        if outcome.exit_code == preemption.REQUEUE_EXIT and not self.interrupted:
+            requeue = preemption.requeue_reason(outcome.exit_code, job.files.read_checkpointed(), job.requeues,
+                                                job.setting("max_checkpoint_requeues"))
+            if requeue:  # the work saved a checkpoint on the batch system's warning: no failure, no resubmission
+                job.requeues += 1
+                logger.warning("Job %s: task %s %s", job.job_id, job, requeue)
+                self.record.update(job, "resubmitted", requeue)
+                self._queue(job)
+                return
         reason = state.scheduler_side
         if (not reason and state.status == JobStatus.aborted and job.setting("resubmit_failed_tasks")
                 and outcome.exit_code not in (None, 0)):
