@@ -35,7 +35,8 @@ from typing import Any
 from b2batch import paths, systems
 from b2batch.calls import pickling
 from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
-from b2batch.engine import Job, JobFiles, JobState, Run
+from b2batch.engine import Job, JobFiles, JobOutcome, Run
+from b2batch.engine.outcome import COMMAND_NOT_FOUND
 from b2batch.runconfig import run_config
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
@@ -277,7 +278,7 @@ class Executor:
         if future is None or future.done():
             return
         outcome = self._read(job)
-        if outcome is not None and outcome.error is None and job.files.read_exit_code() == 0:
+        if outcome is not None and outcome.error is None and job.outcome.exit_code == 0:
             self.run.settle(job, True)
             future.set_result(outcome.values[0] if future.single else outcome.values)
             return
@@ -295,14 +296,15 @@ class Executor:
 
     @staticmethod
     def _read(job: Job) -> Outcome | None:
-        if job.files.read_exit_code() is None:
+        """The calls' results of a job the run handed back (``job.outcome``, the engine's reading of its end)."""
+        if job.outcome.exit_code is None or job.outcome.result_bytes is None:
             return None  # killed or lost: a result file of it could be from a run cut short
         try:
-            return pickle.loads(job.files.result_bytes.read_bytes())
+            return pickle.loads(job.outcome.result_bytes.read_bytes())
         except FileNotFoundError:
             return None
         except Exception as e:
-            return Outcome(error=CallJobError(f"{job.name}: its result {job.files.result_bytes} could not be "
+            return Outcome(error=CallJobError(f"{job.name}: its result {job.outcome.result_bytes} could not be "
                                               f"loaded: {type(e).__name__}: {e}"))
 
     def _fail_all(self, error: BaseException) -> None:
@@ -314,14 +316,14 @@ class Executor:
         self._drop_waiting()
 
 
-def _retry_reason(job: Job, state: JobState) -> str:
+def _retry_reason(job: Job, outcome: JobOutcome) -> str:
     """Why a job of calls that ended without a result goes out again: it was killed, lost, held and removed;
     not when a call raised (its exception is the result) or the job could not even start."""
-    code = job.files.read_exit_code()
-    if code in (CALL_RAISED, RESULT_UNWRITABLE, 127) or job.files.read_setup_failure():
+    code = outcome.exit_code
+    if code in (CALL_RAISED, RESULT_UNWRITABLE, COMMAND_NOT_FOUND) or outcome.setup_failure:
         return ""
     ended = "without an exit code" if code is None else f"with exit code {code}"
-    return f"the job ended {ended} and gave no result" + (f" ({state.reason})" if state.reason else "")
+    return f"the job ended {ended} and gave no result" + (f" ({outcome.reason})" if outcome.reason else "")
 
 
 def as_completed(futures: Iterable[CallFuture], timeout: float | None = None) -> Iterable[CallFuture]:
