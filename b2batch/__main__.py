@@ -69,9 +69,14 @@ def main(argv: list[str] | None = None) -> int:
 
     inspection.add_commands(commands)
     farm_cli.add_subcommand(commands)
+    from b2batch.display import commands as display_commands
+
+    display_commands.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command == "farm":
         return farm_cli.run(args, commands.choices["farm"])
+    if args.command in display_commands.COMMANDS:
+        return display_commands.run_command(args)
     if args.command in inspection.COMMANDS:
         return inspection.run_command(args)
     if args.command in ("run", "status", "cancel"):

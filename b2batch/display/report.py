@@ -194,6 +194,8 @@ class RunReport:
             lines.append("")
             lines.append(f"Timeline: {self.paths['trace']} (open in https://ui.perfetto.dev or chrome://tracing)")
             lines.append(f"Report:   {self.paths['report']}")
+            if "html" in self.paths:
+                lines.append(f"HTML:     {self.paths['html']} (open in a web browser)")
         lines.append("")
         if self.interrupted:
             lines.append(f"Result: stopped by {self.error}.")
@@ -226,10 +228,18 @@ class RunReport:
             indent = 1 if len(records) <= 1000 else None  # large files: json's fast encoder, no indent
             self.paths["trace"].write_text(json.dumps(trace(records, self.history, self.started_at,
                                                             self.ended_at), indent=indent))
-            self.paths["report"].write_text(json.dumps(self.report(outcomes), indent=indent, default=str))
+            text = json.dumps(self.report(outcomes), indent=indent, default=str)
+            self.paths["report"].write_text(text)
         except OSError as e:
             logger.warning("Could not write the run's timeline and report: %s", e)
             self.paths = {}
+            return
+        try:  # the page is made from the report as written, as `b2batch report` makes it later
+            from b2batch.display.html import write_html
+
+            self.paths["html"] = write_html(json.loads(text), self.paths["report"])
+        except Exception as e:  # noqa: BLE001 - the page must not change the run's result
+            logger.warning("Could not write the run's HTML report: %s", e)
 
     def report(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
         """The machine-readable report: the run, its totals, every job with its history, the other tasks."""

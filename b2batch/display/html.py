@@ -1,0 +1,281 @@
+"""The HTML report of a run: one self-contained file (inline CSS and SVG, a few lines of script, nothing
+fetched at view time) made from the run's JSON report, beside it (``b2batch-run-*.report.html``).
+
+It shows the run's headline numbers, the job timeline (pilot and bundle jobs with their tasks inside; one
+lane per task family when there are many rows), the jobs queued and running over time, the queue-wait and
+run-time distributions, the efficiency per family when the report has accounting, and the failures with
+their reasons, log tails and log paths. Only the JSON report is read, so ``b2batch report`` makes the same
+page for an earlier run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment
+
+from b2batch.display import charts
+from b2batch.display.report_page import PAGE
+from b2batch.display.trace import attempts, describe
+
+#: Above this many timeline rows, own jobs are drawn as one lane per family and system.
+MAX_ROWS = 200
+#: Failures shown with their log tails; the others are counted by family and first line of their reason.
+MAX_FAILURES = 100
+#: Rows of work that did not run (not run, unfinished) listed by name.
+MAX_OTHERS = 50
+
+
+def html_path(report_path: Path) -> Path:
+    """``b2batch-run-X.report.html`` beside ``b2batch-run-X.report.json``."""
+    name = report_path.name
+    stem = name[: -len(".report.json")] if name.endswith(".report.json") else report_path.stem
+    return report_path.with_name(stem + ".report.html")
+
+
+def write_html(report: dict[str, Any], report_path: Path) -> Path:
+    """Write the HTML page of ``report`` (the JSON report read from ``report_path``) beside it."""
+    target = html_path(report_path)
+    target.write_text(render(report, report_path), encoding="utf-8")
+    return target
+
+
+def render(report: dict[str, Any], source: Path | None = None) -> str:
+    """The HTML page of a JSON report."""
+    environment = Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    environment.filters["duration"] = charts.duration
+    return environment.from_string(PAGE).render(**view(report, source))
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """A JSON report from its file; ValueError naming the file if it is none."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise ValueError(f"{path} is not a b2batch run report (not JSON: {e})") from None
+    if not isinstance(found, dict) or "jobs" not in found or "totals" not in found:
+        raise ValueError(f"{path} is not a b2batch run report (no 'jobs' and 'totals')")
+    return found
+
+
+# --- what the page shows -------------------------------------------------------------------------------------
+
+def view(report: dict[str, Any], source: Path | None = None) -> dict[str, Any]:
+    """Everything the page template needs, computed from the report."""
+    jobs: list[dict[str, Any]] = report.get("jobs") or []
+    t0 = float(report.get("started_at") or min((j.get("submitted_at") or 0 for j in jobs), default=0))
+    t1 = max([float(report.get("ended_at") or t0)] + [float(j["ended_at"]) for j in jobs if j.get("ended_at")])
+    waits = [j["started_at"] - j["submitted_at"] for j in jobs if j.get("started_at") and j.get("submitted_at")]
+    runs = [j["ended_at"] - j["started_at"] for j in jobs if j.get("started_at") and j.get("ended_at")]
+    rows, lanes = _timeline_rows(jobs, t1)
+    totals = report.get("totals") or {}
+    return {
+        "report": report,
+        "source": str(source) if source else "",
+        "title": f"b2batch run {report.get('started', '')}",
+        "status": _status(report),
+        "headline": _headline(report, totals, jobs),
+        "families": _families(report),
+        "timeline": charts.timeline(rows, t0, t1) if rows and not lanes else None,
+        "lanes": charts.occupancy(lanes, t0, t1) if lanes else None,
+        "row_count": len(rows),
+        "max_rows": MAX_ROWS,
+        "over_time": charts.over_time(_intervals(jobs), t0, t1) if jobs else None,
+        "waits": _distribution(waits),
+        "runs": _distribution(runs),
+        "efficiency": _efficiency(report),
+        "failures": _failures(report, jobs),
+        "others": _others(report),
+        "scheduler_calls": report.get("scheduler_calls") or {},
+    }
+
+
+def _status(report: dict[str, Any]) -> tuple[str, str]:
+    """(CSS class, words) of the run's result."""
+    if report.get("interrupted"):
+        return "failed", "stopped before its end"
+    if report.get("failed"):
+        return "failed", f"failed (exit status {report.get('exit_status')})"
+    return "done", "success (exit status 0)"
+
+
+def _headline(report: dict[str, Any], totals: dict[str, Any], jobs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    figures = [("tasks done", str(totals.get("done", 0))), ("tasks failed", str(totals.get("failed", 0)))]
+    for key in ("not run", "missing", "unfinished", "already complete"):
+        if totals.get(key):
+            figures.append((f"tasks {key}", str(totals[key])))
+    batch_jobs = {(j.get("system"), i) for j in jobs for i in (j.get("job_ids") or [])}
+    figures.append(("batch jobs", str(len(batch_jobs))))
+    if totals.get("resubmissions"):
+        figures.append(("resubmissions", str(totals["resubmissions"])))
+    figures.append(("wall time", charts.duration(report.get("elapsed_seconds"))))
+    cpu = _cpu_hours(report, jobs)
+    if cpu is not None:
+        figures.append(("CPU-hours", f"{cpu:.2f}"))
+    return figures
+
+
+def _cpu_hours(report: dict[str, Any], jobs: list[dict[str, Any]]) -> float | None:
+    """The CPU time the run's jobs used, in hours, when the report has accounting (else None)."""
+    totals = report.get("totals") or {}
+    for key in ("cpu_hours",):
+        if isinstance(totals.get(key), (int, float)):
+            return float(totals[key])
+    seconds = [_number(j.get("accounting") or {}, "cpu_seconds", "cpu") for j in jobs]
+    known = [s for s in seconds if s is not None]
+    return sum(known) / 3600 if known else None
+
+
+def _number(found: dict[str, Any], *keys: str) -> float | None:
+    for key in keys:
+        value = found.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
+def _families(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The counts per family and batch system, as the end summary has them: (columns, rows)."""
+    by_family: dict[str, dict[str, dict[str, int]]] = report.get("by_family") or {}
+    outcomes = ["done", "failed", "not run", "missing", "unfinished", "already complete"]
+    used = [o for o in outcomes if any(c.get(o) for s in by_family.values() for c in s.values())]
+    rows = [[family, system, *(str(counts.get(o, 0)) for o in used)]
+            for family, systems in sorted(by_family.items()) for system, counts in sorted(systems.items())]
+    return ["task family", "where", *used], rows
+
+
+def _history(job: dict[str, Any]) -> list[tuple[float, str, str | None]]:
+    return [(float(h["at"]), str(h["state"]), h.get("job_id")) for h in job.get("history") or []]
+
+
+def _timeline_rows(jobs: list[dict[str, Any]], t1: float) -> tuple[list[charts.Row], dict[str, list[Any]]]:
+    """The rows of the timeline: one per pilot or bundle job with its tasks inside, one per other job with its
+    queued and running times per attempt. Beyond MAX_ROWS rows, own jobs become lanes per family instead."""
+    carriers: dict[str, charts.Row] = {}
+    own: list[dict[str, Any]] = []
+    for job in jobs:
+        if not job.get("carrier"):
+            own.append(job)
+            continue
+        if job.get("started_at") is None:
+            continue
+        name = str(job["carrier"]).split(" (")[0]
+        row = carriers.setdefault(name, charts.Row(label=name, title=str(job["carrier"])))
+        state = job.get("state") if job.get("state") in ("done", "failed") else "unfinished"
+        end = job.get("ended_at") or t1
+        row.segments.append(charts.Segment(job["started_at"], end, state, f"{describe(job['family'], job['params'])}: "
+                                           f"{state}, {charts.duration(end - job['started_at'])}"))
+    rows = sorted(carriers.values(), key=lambda r: min(s.start for s in r.segments))
+    if len(rows) + len(own) > MAX_ROWS:
+        lanes: dict[str, list[Any]] = {}
+        for row in rows[:MAX_ROWS]:
+            lanes[row.label] = [(s.start, s.end, s.state) for s in row.segments]
+        for job in own:
+            for attempt in attempts(_history(job), t1):
+                if attempt.started is not None:
+                    lanes.setdefault(f"{job['family']} on {job['system']}", []).append(
+                        (attempt.started, attempt.ended or t1, attempt.state))
+        return rows, lanes
+    for job in own:
+        name = describe(job["family"], job.get("params") or {})
+        row = charts.Row(label=name, title=f"{name} on {job.get('system')}: jobs {', '.join(job.get('job_ids') or [])}")
+        for attempt in attempts(_history(job), t1):
+            if attempt.submitted is None:
+                continue
+            end = attempt.ended or t1
+            queued_end = attempt.started if attempt.started is not None else end
+            row.segments.append(charts.Segment(attempt.submitted, queued_end, "queued",
+                                               f"job {attempt.job_id} queued {charts.duration(queued_end - attempt.submitted)}"))
+            if attempt.started is not None:
+                row.segments.append(charts.Segment(attempt.started, end, attempt.state.replace(" ", "-"),
+                                                   f"job {attempt.job_id} ran {charts.duration(end - attempt.started)}: "
+                                                   f"{attempt.state}"))
+        rows.append(row)
+    return rows, {}
+
+
+def _intervals(jobs: list[dict[str, Any]]) -> list[tuple[float, float | None, float]]:
+    return [(j["submitted_at"], j.get("started_at"), j["ended_at"]) for j in jobs
+            if j.get("submitted_at") and j.get("ended_at")]
+
+
+def _distribution(values: list[float]) -> dict[str, Any]:
+    return {"chart": charts.histogram(values), "count": len(values),
+            "median": charts.quantile(values, 0.5), "p90": charts.quantile(values, 0.9),
+            "max": max(values) if values else None}
+
+
+def _efficiency(report: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
+    """The efficiency per family, as the report has it (engineered to show whatever figures it holds):
+    (columns, rows); None when the report has none."""
+    found = report.get("efficiency")
+    if not isinstance(found, dict) or not found:
+        return None
+    entries = list(found.items())
+    columns: list[str] = []
+    for _family, figures in entries:
+        if isinstance(figures, dict):
+            columns += [k for k in figures if k not in columns]
+    rows = []
+    for family, figures in entries:
+        if isinstance(figures, dict):
+            rows.append([str(family), *(_cell(k, figures.get(k)) for k in columns)])
+        else:
+            rows.append([str(family), _cell("", figures)])
+    return ["task family", *(c.replace("_", " ") for c in columns)] if columns else ["task family", "figures"], rows
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        if "efficiency" in key and value <= 1.5:
+            return f"{value:.0%}"
+        return f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value[:10]) + (f" (+{len(value) - 10})" if len(value) > 10 else "")
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {v}" for k, v in list(value.items())[:10])
+    return str(value)
+
+
+def _failures(report: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The failed tasks: the first MAX_FAILURES in full, the rest counted by family and reason."""
+    failed = [j for j in jobs if j.get("state") == "failed"]
+    failed.sort(key=lambda j: j.get("ended_at") or 0)
+    shown = []
+    for job in failed[:MAX_FAILURES]:
+        reason = str(job.get("reason") or "").split("\nstdout: ")[0]
+        job_ids = job.get("job_ids") or []
+        shown.append({"name": describe(job["family"], job.get("params") or {}), "system": job.get("system"),
+                      "job": f"job {job_ids[-1]}" if job_ids else "not submitted", "carrier": job.get("carrier") or "",
+                      "reason": reason.splitlines()[0] if reason else "", "more": "\n".join(reason.splitlines()[1:]),
+                      "stdout": job.get("stdout") or "", "stderr": job.get("stderr") or "",
+                      "tail": job.get("stderr_tail") or "", "node": _node(job)})
+    rest = Counter((j["family"], (str(j.get("reason") or "").splitlines() or [""])[0]) for j in failed[MAX_FAILURES:])
+    others = [o for o in report.get("other_tasks") or [] if o.get("outcome") in ("failed", "missing")]
+    return {"count": len(failed) + len(others), "shown": shown,
+            "rest": [(family, reason, n) for (family, reason), n in rest.most_common()],
+            "other": others[:MAX_OTHERS]}
+
+
+def _node(job: dict[str, Any]) -> str:
+    accounting = job.get("accounting")
+    if isinstance(accounting, dict):
+        for key in ("node", "host", "nodes"):
+            if accounting.get(key):
+                return str(accounting[key])
+    return ""
+
+
+def _others(report: dict[str, Any]) -> dict[str, Any]:
+    """Work that did not run or did not end (not run, unfinished), by name; already complete ones are counted."""
+    jobs = [j for j in report.get("jobs") or [] if j.get("state") not in ("done", "failed")]
+    names = [(describe(j["family"], j.get("params") or {}), f"still {j.get('state')} when the run ended")
+             for j in jobs]
+    names += [(o.get("task", o.get("task_id", "")), o.get("reason") or o.get("outcome", ""))
+              for o in report.get("other_tasks") or [] if o.get("outcome") in ("not run", "unfinished")]
+    return {"count": len(names), "shown": names[:MAX_OTHERS]}
