@@ -78,9 +78,14 @@ class RunReport:
     summarise: bool = True  # the setting run_summary: the summary on stderr, the timeline and report files
     paths: dict[str, Path] = field(default_factory=dict)
     history: dict[str, list[tuple[float, str, str | None]]] = field(default_factory=dict)
+    #: Where to write the run's live state for ``b2batch monitor`` while it runs (None: nowhere), with the
+    #: front-end's own keys for it (engine/livestate.py).
+    live_folder: Path | None = None
+    live_info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._progress: Any = None
+        self._live: Any = None
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -92,6 +97,11 @@ class RunReport:
 
             self._progress = Progress(self.run)
             self._progress.start()
+        if self.live_folder is not None:
+            from b2batch.engine.livestate import start_live_state
+
+            info = {"front_end": "luigi", "script": self.script, "argv": self.argv, **self.live_info}
+            self._live = start_live_state(self.run, self.live_folder, self.live_info.get("tag") or _tag(), info)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -108,6 +118,10 @@ class RunReport:
         try:
             outcomes = self.outcomes()
             self.failed = self.failed or any(o.outcome in ("failed", "missing") for o in outcomes)
+            if self._live is not None:
+                failed = sum(1 for o in outcomes if o.outcome in ("failed", "missing"))
+                self._live.stop(f"stopped by {self.error}" if self.interrupted else
+                                f"{failed} task(s) failed" if failed else "failed" if self.failed else "success")
             if not self.summarise:
                 return
             if self.batch:
@@ -320,6 +334,12 @@ def _seconds(seconds: float) -> str:
     minutes, rest = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}:{minutes:02d}:{rest:02d}"
+
+
+def _tag() -> str:
+    import uuid
+
+    return uuid.uuid4().hex[:8]
 
 
 def _stopped_by(exc_type: type[BaseException], exc: BaseException | None) -> str:

@@ -34,16 +34,21 @@ DEFAULT_PILOTS = 100
 class Watch:
     """What is shown and written about one call: the live progress, the report."""
 
-    def __init__(self, record: RunRecord, backend: B2BatchBackend, system: str) -> None:
+    def __init__(self, record: RunRecord, backend: B2BatchBackend, system: str,
+                 live: dict[str, Any] | None = None) -> None:
         self.report: Any = None
         self.progress: Any = None
         options = backend.options
         if options.export_metadata:
             from b2batch.display.report import RunReport
 
-            # The report's own summary goes to the log, not to the caller's stderr.
+            # The report's own summary goes to the log, not to the caller's stderr. The call's live state (its
+            # level and throttle beside the counts) goes into its log folder for b2batch monitor.
+            live = live or {}
             self.report = RunReport(run=record, batch=False, mode="batch", script=sys.argv[0] if sys.argv else None,
-                                    argv=list(sys.argv[1:]), stream=io.StringIO())
+                                    argv=list(sys.argv[1:]), stream=io.StringIO(), live_folder=live.get("folder"),
+                                    live_info={"front_end": "joblib", "tag": live.get("call", ""),
+                                               "joblib": {k: v for k, v in live.items() if k != "folder"}})
             self.report.__enter__()
         wanted = options.progress
         if wanted is None:
@@ -103,7 +108,8 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
     values["task_file_dir"] = str(folder)  # the pilots' queue of this call lives in its folder
     values["log_dir"] = str(log_folder)  # and their logs beside those of the units
     record = RunRecord()
-    watch = Watch(record, backend, system)
+    watch = Watch(record, backend, system,
+                  live={"folder": log_folder, "call": name, "level": level, "throttle": throttle})
     try:
         batch = CallBatch(name=name, system=system, settings=values, folder=folder, log_folder=log_folder,
                           keep_logs=bool(options.log_dir_prefix), level=level, throttle=throttle,

@@ -1,0 +1,164 @@
+"""Where a run stands, for readers in other processes: the steering process writes a small JSON file (the
+*live state*) beside its logs, at most once per :data:`MIN_INTERVAL` seconds and only when the run's record
+changed (a heartbeat every :data:`HEARTBEAT` seconds says it still lives). ``b2batch monitor`` reads it.
+
+The file, ``<log folder>/b2batch-live-<start time>-<run tag>.json``, holds (format 1)::
+
+    {"format": 1, "front_end": "luigi", "script": ..., "argv": [...], "host": ..., "pid": ..., "tag": ...,
+     "started_at": epoch, "updated_at": epoch, "writes": n, "ended": false, "ended_at": null, "result": null,
+     "counts": {family: {system: {state: n, "resubmitted": n}}},
+     "running": [{"task", "family", "system", "job_id", "carrier", "started_at", "stdout", "stderr"}],
+     "failures": [{"task", "family", "system", "job_id", "carrier", "ended_at", "reason", "stdout", "stderr"}],
+     ...the front-end's own keys (joblib: "joblib": {"call", "level", "throttle"})}
+
+``running`` lists at most :data:`MAX_RUNNING` jobs (the oldest first), ``failures`` the newest
+:data:`MAX_FAILURES`; ``counts`` counts all. The file is replaced atomically, so a reader sees a whole one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from b2batch.engine.files import atomic_write
+from b2batch.engine.record import JobRecord, RunRecord
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+#: Shortest time between two writes of the file (seconds).
+MIN_INTERVAL = 1.0
+#: Longest time between two writes while the run lives, changed or not (seconds): readers on other hosts,
+#: which cannot look for the steering process, take a file older than 3 heartbeats for a run that is gone.
+HEARTBEAT = 30.0
+MAX_RUNNING = 500
+MAX_FAILURES = 200
+#: The states a job's record counts in (as the live table's columns).
+STATES = ("waiting", "submitted", "queued", "running", "done", "failed", "cancelled")
+PATTERN = "b2batch-live-*.json"
+
+
+def state_path(folder: Path, started_at: float, tag: str) -> Path:
+    """The live-state file of a run that started at ``started_at`` with the run tag ``tag``."""
+    return Path(folder) / f"b2batch-live-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started_at))}-{tag}.json"
+
+
+def snapshot(record: RunRecord) -> dict[str, Any]:
+    """The counts, running jobs and failures of ``record`` (not its header)."""
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    running: list[JobRecord] = []
+    failures: list[JobRecord] = []
+    for family, system in list(record.expected.values()):
+        row = counts.setdefault(family, {}).setdefault(system, {})
+        row["waiting"] = row.get("waiting", 0) + 1
+    for job in list(record.jobs.values()):
+        state = job.state if job.state in STATES else "waiting"
+        row = counts.setdefault(job.family, {}).setdefault(job.system, {})
+        row[state] = row.get(state, 0) + 1
+        if job.resubmissions:
+            row["resubmitted"] = row.get("resubmitted", 0) + len(job.resubmissions)
+        if state == "running":
+            running.append(job)
+        elif state == "failed":
+            failures.append(job)
+    running.sort(key=lambda job: job.started_at or 0.0)
+    failures.sort(key=lambda job: job.ended_at or 0.0)
+    return {"counts": counts,
+            "running": [_job(job, started_at=job.started_at) for job in running[:MAX_RUNNING]],
+            "failures": [_job(job, ended_at=job.ended_at, reason=_first_line(job.reason))
+                         for job in failures[-MAX_FAILURES:]]}
+
+
+def _job(job: JobRecord, **more: Any) -> dict[str, Any]:
+    return {"task": _name(job), "family": job.family, "system": job.system,
+            "job_id": job.job_ids[-1] if job.job_ids else None, "carrier": job.carrier, **more,
+            "stdout": job.stdout, "stderr": job.stderr}
+
+
+def _name(job: JobRecord) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in job.params.items())
+    return f"{job.family}({params})" if params else job.family
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+class LiveState:
+    """Writes the live-state file of one run from its record, in a thread of its own, while started."""
+
+    def __init__(self, record: RunRecord, path: Path, info: dict[str, Any] | None = None,
+                 interval: float = MIN_INTERVAL, heartbeat: float = HEARTBEAT) -> None:
+        self.record = record
+        self.path = Path(path)
+        self.interval = interval
+        self.heartbeat = heartbeat
+        #: The front-end's own keys, written into every version of the file (e.g. front_end, script, argv).
+        self.info = dict(info or {})
+        self.writes = 0
+        self._changed = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._broken = False
+
+    def start(self) -> LiveState:
+        self.record.watchers.append(self._changed.set)
+        self._write()
+        self._thread = threading.Thread(target=self._loop, name="b2batch-live-state", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, result: str = "") -> None:
+        """The run ended (``result``: e.g. "success", "2 task(s) failed", "stopped by SIGTERM"): one last
+        write that says so."""
+        if self._changed.set in self.record.watchers:
+            self.record.watchers.remove(self._changed.set)
+        self._stopping.set()
+        self._changed.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._write(ended=True, result=result)
+
+    def _loop(self) -> None:
+        last = time.monotonic()
+        while not self._stopping.is_set():
+            changed = self._changed.wait(max(0.0, last + self.heartbeat - time.monotonic()))
+            if self._stopping.is_set():
+                return
+            # At most one write per interval: changes within it are taken by the next write.
+            if self._stopping.wait(max(0.0, last + self.interval - time.monotonic())):
+                return
+            if changed:
+                self._changed.clear()
+            self._write()
+            last = time.monotonic()
+
+    def _write(self, ended: bool = False, result: str = "") -> None:
+        with self._lock:
+            now = time.time()
+            state = {"format": FORMAT, **self.info, "host": socket.gethostname(), "pid": os.getpid(),
+                     "tag": self.info.get("tag", ""), "started_at": self.record.started_at, "updated_at": now,
+                     "writes": self.writes + 1, "ended": ended, "ended_at": now if ended else None,
+                     "result": result or None, **snapshot(self.record)}
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(self.path, json.dumps(state, default=str))
+            except OSError as e:
+                if not self._broken:  # once: the run goes on without it
+                    logger.warning("Could not write the run's live state %s: %s", self.path, e)
+                self._broken = True
+                return
+            self.writes += 1
+
+
+def start_live_state(record: RunRecord, folder: Path, tag: str, info: dict[str, Any]) -> LiveState:
+    """Start writing the live state of a run into ``folder``."""
+    return LiveState(record, state_path(folder, record.started_at, tag), {**info, "tag": tag}).start()

@@ -1,0 +1,135 @@
+"""``b2batch monitor`` and the live state it reads: the steering process writes it at most once a second and
+only when something changed; the monitor, in a real terminal (tmux), follows a real batch run's counts, shows a
+running task's stdout and a failed task's stderr on a key, says when the run ended, and quits on ``q``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import clean_env, wait_for
+
+from b2batch.display import livefiles
+from b2batch.engine import RunRecord
+from b2batch.engine.livestate import LiveState
+
+BATCH = ("--batch", "--batch-system", "local")
+
+
+def _job(key: str, folder: Path) -> SimpleNamespace:
+    files = SimpleNamespace(stdout=folder / key / "stdout", stderr=folder / key / "stderr", stderr_tail=lambda n: "")
+    return SimpleNamespace(key=key, family="Fam", params={"k": key}, system="local", job_id=key, files=files,
+                           carrier="", ran=None)
+
+
+def test_the_live_state_is_written_at_most_once_a_second_and_not_when_nothing_changed(tmp_path: Path) -> None:
+    record = RunRecord()
+    path = tmp_path / "b2batch-live-x.json"
+    writer = LiveState(record, path, {"front_end": "test"}).start()
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < 3.0:  # a change every millisecond for 3 s
+        job = _job(f"j{n}", tmp_path)
+        record.update(job, "running")
+        record.update(job, "done")
+        n += 1
+        time.sleep(0.001)
+    during = json.loads(path.read_text())
+    time.sleep(1.2)  # the last changes are written within a second
+    busy = time.monotonic() - started
+    written = writer.writes
+    time.sleep(1.6)  # nothing changes: nothing is written (the heartbeat is 30 s away)
+    assert writer.writes == written
+    writer.stop("success")
+    final = json.loads(path.read_text())
+    assert n > 500
+    # The first write at start, then one per second at most.
+    assert 3 <= written <= busy / 1.0 + 2, (written, busy)
+    assert during["counts"]["Fam"]["local"]["done"] < n and not during["ended"]
+    assert final["ended"] and final["result"] == "success" and final["counts"]["Fam"]["local"]["done"] == n
+    assert final["writes"] == written + 1
+
+
+def tmux(sock: str, *args: str, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", *args], check=True, capture_output=True,
+                          text=True, env=env).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) -> None:
+    """From another terminal: counts change as tasks end, the running tasks with their node and age, ``l``
+    shows a running task's stdout, the end of the run is said with its result, ``e`` shows the failed
+    task's stderr, ``q`` quits (exit status 0)."""
+    flow = workflow("monitored.py")
+    env = clean_env(TERM="xterm-256color", MONITORED_FOLDER=str(flow.folder), PAGER="cat")
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
+    started = time.monotonic()
+    steering = subprocess.Popen(flow.command(*BATCH), cwd=flow.folder, env=env, stdout=subprocess.DEVNULL,
+                                stderr=open(tmp_path / "steering.log", "w"))
+    sock = f"b2batch-monitor-{os.getpid()}"
+    try:
+        wait_for(lambda: list((flow.folder / "logs").glob("b2batch-live-*.json")), 60, "the live state")
+        tmux(sock, "new-session", "-d", "-x", "100", "-y", "30", "-c", str(flow.folder), "bash --norc --noprofile",
+             env=env)
+
+        def screen() -> str:
+            return tmux(sock, "capture-pane", "-p")
+
+        monitor = shlex.join([sys.executable, "-m", "b2batch", "monitor", str(flow.script)])
+        tmux(sock, "send-keys", f"{monitor}; echo EXIT=$?", "Enter")
+        counts = r"^ Held +local +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) "
+        wait_for(lambda: re.search(counts.replace(r"(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+)",
+                                                  r"· +· +· +4 +· +·"), screen(), re.M), 60, "4 running tasks")
+        first = screen()
+        (flow.folder / "go-0").touch()
+        wait_for(lambda: re.search(counts.replace(r"(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+)",
+                                                  r"· +· +· +3 +1 +·"), screen(), re.M), 60, "3 running, 1 done")
+        second = screen()
+        tmux(sock, "send-keys", "l")
+        wait_for(lambda: "stdout: " in screen(), 20, "the log view")
+        log_view = screen()
+        tmux(sock, "send-keys", "b")
+        wait_for(lambda: "Running (3)" in screen(), 20, "the view again")
+        for n in (1, 2, 3):
+            (flow.folder / f"go-{n}").touch()
+        assert steering.wait(120) == 1  # task 3 failed
+        elapsed = time.monotonic() - started
+        wait_for(lambda: "Run ENDED" in screen(), 30, "the monitor to say the run ended")
+        ended = screen()
+        tmux(sock, "send-keys", "e")
+        wait_for(lambda: "stderr: " in screen(), 20, "the failed task's stderr")
+        stderr_view = screen()
+        tmux(sock, "send-keys", "q")
+        wait_for(lambda: re.search(r"^EXIT=\d+", screen(), re.M), 20, "the monitor to quit")
+        after = screen()
+    finally:
+        if steering.poll() is None:
+            steering.kill()
+        subprocess.run(["tmux", "-L", sock, "kill-server"], check=False, capture_output=True)
+    assert "running; updated" in first and "Running (4)" in first, first
+    host = socket.gethostname()
+    assert re.search(rf"^ Held\(n=\d\) +\S+ +{re.escape(host)} +0:00:\d\d", first, re.M), first  # node and age
+    assert "running; updated" in second, second
+    assert re.search(r"^task \d is working", log_view, re.M), log_view
+    assert re.search(r"^stdout: \S+/logs/n=\d/Held/stdout$", log_view, re.M), log_view
+    assert re.search(r"Run ENDED at \d\d:\d\d:\d\d: 1 task\(s\) failed", ended), ended
+    assert re.search(r"^ Held +local +· +· +· +· +3 +1 ", ended, re.M), ended
+    assert "Failed (1)" in ended and "Held(n=3)" in ended, ended
+    assert "task 3 breaks on purpose" in stderr_view, stderr_view
+    assert "EXIT=0" in after, after
+    state = json.loads(next((flow.folder / "logs").glob("b2batch-live-*.json")).read_text())
+    assert state["ended"] and state["result"] == "1 task(s) failed"
+    assert state["writes"] <= elapsed + 2, (state["writes"], elapsed)  # at most one write a second
+    assert livefiles.LiveRun(Path("x"), state).live is False
