@@ -29,6 +29,12 @@ if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
         apt-get -q -o DPkg::Lock::Timeout=900 update > /dev/null
         apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=900 tmux > /dev/null
     fi
+    # Debian's chromium renders the HTML run report headless (tests/test_html_report.py)
+    if ! command -v chromium > /dev/null; then
+        apt-get -q -o DPkg::Lock::Timeout=900 update > /dev/null
+        apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=900 chromium > /dev/null
+    fi
+    export B2BATCH_REQUIRE_BROWSER=1
 else
     echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm, SGE and XRootD tests are skipped" >&2
 fi
