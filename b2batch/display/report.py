@@ -55,6 +55,18 @@ class FrontEndAccount:
     failed: bool = False
     #: The front-end's own name for the run's status (e.g. luigi's LuigiStatusCode).
     status: str | None = None
+    #: What the self-healing policies did (docs/policies.md), by policy: entries with a one-line ``text`` for
+    #: the summary and the policy's own keys for the report (e.g. ``poison_tasks``, ``acceptance``).
+    policies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+#: The summary's heading of each policy's entries (a policy not listed here is headed by its name).
+POLICY_TITLES = {
+    "poison_tasks": "Not submitted: failed max_task_failures times in earlier runs (--retry-failed or "
+                    "`b2batch retry` submits them again)",
+    "acceptance": "Ran without some requirements (acceptance)",
+    "checkpoints": "Checkpointed before the batch system's limit and requeued",
+}
 
 
 @dataclass
@@ -195,6 +207,11 @@ class RunReport:
                 lines.append(f"  {o.name} on {o.system}: jobs {', '.join(o.record.job_ids)}")
                 lines += [f"    {i}. {reason.splitlines()[0] if reason else '(no reason given)'}"
                           for i, reason in enumerate(o.record.resubmissions, 1)]
+        for policy, entries in self.policies().items():
+            lines += ["", f"{POLICY_TITLES.get(policy, policy)} ({len(entries)}):"]
+            lines += [f"  {entry['text']}" for entry in entries[:20]]
+            if len(entries) > 20:
+                lines.append(f"  ... and {len(entries) - 20} more (see the report)")
         not_run = [o for o in outcomes if o.outcome in ("not run", "unfinished")]
         if not_run:
             lines += ["", f"Not run or unfinished ({len(not_run)}):"]
@@ -221,6 +238,23 @@ class RunReport:
             lines.append("Result: success; exit status 0.")
         lines += ["===== b2batch summary =====", ""]
         return "\n".join(lines) + "\n"
+
+    def policies(self) -> dict[str, list[dict[str, Any]]]:
+        """What the self-healing policies did: the front-end's account, and the jobs requeued after a
+        checkpoint (from the record)."""
+        found = {name: list(entries) for name, entries in
+                 (self.outcomes_of_tasks or FrontEndAccount()).policies.items() if entries}
+        requeued = []
+        for record in self.run.jobs.values():
+            reasons = [r for r in record.resubmissions if r.startswith("checkpointed")]
+            if reasons:
+                requeued.append({"task_id": record.task_id, "task": describe(record.family, record.params),
+                                 "requeues": len(reasons), "job_ids": list(record.job_ids),
+                                 "text": f"{describe(record.family, record.params)}: requeued {len(reasons)} "
+                                         f"time(s) to resume, jobs {', '.join(record.job_ids)}"})
+        if requeued:
+            found["checkpoints"] = requeued
+        return found
 
     # --- the files -----------------------------------------------------------------------------------
 
@@ -287,6 +321,7 @@ class RunReport:
             "by_family": {f: {s: dict(c) for s, c in systems.items()} for f, systems in by_family.items()},
             "scheduler_calls": dict(sorted(self.run.scheduler_calls.items())),
             "jobs": jobs,
+            "policies": self.policies(),
             "other_tasks": [{"task_id": o.task_id, "task": o.name, "outcome": o.outcome, "reason": o.reason}
                             for o in outcomes if o.record is None],
             "trace": str(self.paths.get("trace", "")),
