@@ -102,6 +102,8 @@ class LiveState:
         #: The front-end's own keys, written into every version of the file (e.g. front_end, script, argv).
         self.info = dict(info or {})
         self.writes = 0
+        #: CPU time the writes took (seconds, the writing thread's), for benchmarks.
+        self.cpu_seconds = 0.0
         self._changed = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -143,11 +145,12 @@ class LiveState:
 
     def _write(self, ended: bool = False, result: str = "") -> None:
         with self._lock:
+            cpu = time.thread_time()
             now = time.time()
             state = {"format": FORMAT, **self.info, "host": socket.gethostname(), "pid": os.getpid(),
                      "tag": self.info.get("tag", ""), "started_at": self.record.started_at, "updated_at": now,
-                     "writes": self.writes + 1, "ended": ended, "ended_at": now if ended else None,
-                     "result": result or None, **snapshot(self.record)}
+                     "writes": self.writes + 1, "write_cpu_seconds": round(self.cpu_seconds, 4), "ended": ended,
+                     "ended_at": now if ended else None, "result": result or None, **snapshot(self.record)}
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(self.path, json.dumps(state, default=str))
@@ -156,6 +159,8 @@ class LiveState:
                     logger.warning("Could not write the run's live state %s: %s", self.path, e)
                 self._broken = True
                 return
+            finally:
+                self.cpu_seconds += time.thread_time() - cpu
             self.writes += 1
 
 

@@ -157,6 +157,13 @@ class Pool:
                                       tuple(initargs))
         self._state = _RUN
         self._progress, self._report = self._show(verbose)
+        self._live = None
+        if get_setting("live_state", task=self.executor.settings):  # for b2batch monitor
+            from b2batch.engine.livestate import start_live_state
+
+            self._live = start_live_state(self.record, self.executor.log_dir, self.executor.run.tag,
+                                          {"front_end": "pool", "script": sys.argv[0] if sys.argv else None,
+                                           "argv": list(sys.argv[1:])})
         self._ending = _Ending(self)
         self._finalizer = weakref.finalize(self, self._ending, True)
 
@@ -302,7 +309,7 @@ class _Ending:
     def __init__(self, pool: Pool) -> None:
         self.dispatcher, self.executor, self.packer = pool._dispatcher, pool.executor, pool.packer
         self.work_dir, self.keep_work_dir = pool.work_dir, pool.keep_work_dir
-        self.progress, self.report = pool._progress, pool._report
+        self.progress, self.report, self.live = pool._progress, pool._report, pool._live
         self.ended = False
 
     def __call__(self, terminate: bool) -> None:
@@ -322,6 +329,9 @@ class _Ending:
             self.progress.stop()
         if self.report is not None:
             self.report.__exit__(None, None, None)
+        if self.live is not None:
+            self.live.stop("terminated" if terminate else "an item failed or a job was lost"
+                           if self.dispatcher.failed else "success")
         reasons = [why for why, yes in (("keep_work_dir is set", self.keep_work_dir),
                                         ("an item failed or a job was lost", self.dispatcher.failed),
                                         ("a job wrote to stderr", self.packer.wrote_stderr)) if yes]
