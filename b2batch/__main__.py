@@ -26,6 +26,11 @@ COMMANDS = {
                "job folders in its task_file_dir, with each job's batch system, id and state (asking the "
                "batch system about jobs that have not ended), and the counts per state. --all lists every "
                "job folder, those of earlier parameter sets too."),
+    "monitor": ("Follow where a run stands, from any terminal.",
+                "Show the newest live run of a workflow (its log_dir), of a log folder or of one "
+                "b2batch-live-*.json file: tasks per family and state, running jobs with their ages and nodes, "
+                "failures, joblib's nested calls per level; l/e show the selected task's stdout/stderr, p pages "
+                "it with $PAGER, q quits. Reads only the files the run writes; a run that ended says so."),
     "cancel": ("Cancel the queued and running jobs of a workflow.",
                "Cancel the workflow's queued and running jobs: one cancel command per batch system; local "
                "jobs by stopping their steering process, which kills its jobs. Asks first unless --yes."),
@@ -58,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("--json", action="store_true", help="Print the jobs as JSON.")
     status.add_argument("--all", action="store_true",
                         help="List every job folder in task_file_dir, those of earlier parameters too.")
+    monitor = commands.add_parser("monitor", help=COMMANDS["monitor"][0], description=COMMANDS["monitor"][1])
+    monitor.add_argument("target", nargs="?", help="WORKFLOW.py, LOG_DIR or a b2batch-live-*.json file "
+                                                   "(default: the log_dir seen from here)")
+    monitor.add_argument("--once", action="store_true", help="print the view once and exit (as when not a terminal)")
     for sub in (status, cancel):
         sub.add_argument("--task-file-dir", help="the workflow's task_file_dir, if its code sets it")
         sub.add_argument("script", help="the workflow script")
@@ -79,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         return display_commands.run_command(args)
     if args.command in inspection.COMMANDS:
         return inspection.run_command(args)
+    if args.command == "monitor":
+        from b2batch.display import monitor as live_monitor
+
+        return live_monitor.main(args.target, once=args.once)
     if args.command in ("run", "status", "cancel"):
         from b2batch import console
 

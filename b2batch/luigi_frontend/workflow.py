@@ -260,12 +260,13 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     b2luigi, luigi's run result is returned either way. ``--dry-run`` exits 1 when some task would run and 0
     when all is complete. b2luigi 1.3's ``auto_confirm`` is ``yes``; ``remove`` and ``remove_only`` also take task
     class names (as ``--remove TASK ...`` does) and ``keep_tasks`` the classes to keep (``--keep``); its
-    ``batch_runner`` and ``progress_tui`` are accepted and have no effect.
+    ``batch_runner`` is accepted and has no effect; ``progress_tui=True`` (or ``--tui``) writes the run's live
+    state for ``b2batch monitor`` (as the setting ``live_state`` does) and prints how to follow it.
     """
     yes = yes or bool(env_params.pop("auto_confirm", False))
     keep_tasks = _names(env_params.pop("keep_tasks", None))
-    for b2luigi_only in ("batch_runner", "progress_tui"):
-        env_params.pop(b2luigi_only, None)
+    env_params.pop("batch_runner", None)
+    progress_tui = bool(env_params.pop("progress_tui", False))
     spec = node.active_spec()
     if spec is not None:
         sys.exit(node.run_spec(spec))
@@ -343,8 +344,18 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     mode = "batch" if batch else "test" if test else "local"
     if exit_on_failure is None:
         exit_on_failure = bool(get_setting("exit_on_failure"))
+    live_folder = None
+    tui = progress_tui or bool(getattr(args, "tui", False))
+    if jobs is not None and (tui or get_setting("live_state")):
+        from b2batch import paths
+
+        live_folder = paths.resolve(get_setting("log_dir"))
+        if tui:
+            print(f"b2batch: follow this run from any terminal with: b2batch monitor {live_folder}",
+                  file=sys.stderr, flush=True)
     report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
-                       exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")))
+                       exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")),
+                       live_folder=live_folder, live_info={"tag": run.tag})
     errors: dict[str, str] = {}
     try:
         with _signals_stop(run), report:

@@ -140,6 +140,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("run_summary", True, "At the end of process(): b2batch's summary on stderr and, after a --batch "
                 "run, the timeline and the JSON report in log_dir (b2luigi profile: false; luigi's own summary is "
                 "printed either way).", kind=FLAG),
+        Setting("live_state", True, "While a --batch run, a Pool or a farm runs, its steering process writes where "
+                "it stands into b2batch-live-*.json in its log folder (at most once a second) for 'b2batch monitor' "
+                "(b2luigi profile: false; process(progress_tui=True) and joblib's export_metadata=True turn it on).",
+                kind=FLAG),
         Setting("unknown_setting_warnings", True, "A warning line for each name in a settings.json or set_setting() "
                 "that is no setting of b2batch (a likely typo stops the run either way). Read from set_setting() "
                 "only (b2luigi profile: false).", kind=FLAG),
@@ -220,7 +224,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True,
-                "process_once": True, "local_runs_send_jobs": True},
+                "process_once": True, "local_runs_send_jobs": True, "live_state": False},
 }
 
 
