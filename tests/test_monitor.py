@@ -14,22 +14,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from conftest import clean_env, wait_for
 
 from b2batch.display import livefiles
-from b2batch.engine import RunRecord
+from b2batch.engine import Job, JobFiles, RunRecord
 from b2batch.engine.livestate import LiveState
 
 BATCH = ("--batch", "--batch-system", "local")
 
 
-def _job(key: str, folder: Path) -> SimpleNamespace:
-    files = SimpleNamespace(stdout=folder / key / "stdout", stderr=folder / key / "stderr", stderr_tail=lambda n: "")
-    return SimpleNamespace(key=key, family="Fam", params={"k": key}, system="local", job_id=key, files=files,
-                           carrier="", ran=None)
+def _job(key: str, folder: Path) -> Job:
+    return Job(key=key, name=key, family="Fam", system="local", params={"k": key}, settings=lambda name: None,
+               files=JobFiles.at(folder, "Fam", key, folder / "logs" / key))
 
 
 def test_the_live_state_is_written_at_most_once_a_second_and_not_when_nothing_changed(tmp_path: Path) -> None:
@@ -89,13 +87,13 @@ def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) 
 
         monitor = shlex.join([sys.executable, "-m", "b2batch", "monitor", str(flow.script)])
         tmux(sock, "send-keys", f"{monitor}; echo EXIT=$?", "Enter")
-        counts = r"^ Held +local +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+) "
-        wait_for(lambda: re.search(counts.replace(r"(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+)",
-                                                  r"· +· +· +4 +· +·"), screen(), re.M), 60, "4 running tasks")
+        def counts(*numbers: str) -> re.Pattern[str]:  # Held's row: wait, sub, queue, run, done, fail
+            return re.compile(r"^ Held +" + " +".join(numbers) + " ", re.M)
+
+        wait_for(lambda: counts("·", "·", "·", "4", "·", "·").search(screen()), 60, "4 running tasks")
         first = screen()
         (flow.folder / "go-0").touch()
-        wait_for(lambda: re.search(counts.replace(r"(\S+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+)",
-                                                  r"· +· +· +3 +1 +·"), screen(), re.M), 60, "3 running, 1 done")
+        wait_for(lambda: counts("·", "·", "·", "3", "1", "·").search(screen()), 60, "3 running, 1 done")
         second = screen()
         tmux(sock, "send-keys", "l")
         wait_for(lambda: "stdout: " in screen(), 20, "the log view")
@@ -125,7 +123,7 @@ def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) 
     assert re.search(r"^task \d is working", log_view, re.M), log_view
     assert re.search(r"^stdout: \S+/logs/n=\d/Held/stdout$", log_view, re.M), log_view
     assert re.search(r"Run ENDED at \d\d:\d\d:\d\d: 1 task\(s\) failed", ended), ended
-    assert re.search(r"^ Held +local +· +· +· +· +3 +1 ", ended, re.M), ended
+    assert "Tasks on local" in ended and counts("·", "·", "·", "·", "3", "1").search(ended), ended
     assert "Failed (1)" in ended and "Held(n=3)" in ended, ended
     assert "task 3 breaks on purpose" in stderr_view, stderr_view
     assert "EXIT=0" in after, after

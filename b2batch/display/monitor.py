@@ -156,9 +156,13 @@ class Monitor:
         assert self.run is not None
         counts: dict[str, dict[str, dict[str, int]]] = self.run.state.get("counts", {})
         columns = (*STATES, "resubmitted")
-        table = Table(box=box.SIMPLE_HEAD, padding=(0, 1), pad_edge=False, show_footer=True)
-        table.add_column("task family", footer="total", overflow="fold", min_width=10)
-        table.add_column("system", no_wrap=True)
+        systems = sorted({system for family in counts.values() for system in family})
+        one = len(systems) == 1  # then named in the title: the table fits 80 columns
+        table = Table(title=f"Tasks on {systems[0]}" if one else "Tasks", title_justify="left", box=box.SIMPLE_HEAD,
+                      padding=(0, 0), pad_edge=False, show_footer=True)
+        table.add_column("task family", footer="total", overflow="fold", min_width=12)
+        if not one:
+            table.add_column("system", no_wrap=True)
         totals = dict.fromkeys(columns, 0)
         for family in sorted(counts):
             for system in sorted(counts[family]):
@@ -167,11 +171,12 @@ class Monitor:
                     totals[column] += row.get(column, 0)
         for column in columns:
             table.add_column(SHORT[column], justify="right", style=STYLES.get(column), no_wrap=True,
-                             footer=str(totals[column]))
+                             footer=str(totals[column]), min_width=len(SHORT[column]) + 2)
         for family in sorted(counts):
             for system in sorted(counts[family]):
                 row = counts[family][system]
-                table.add_row(family, system, *(str(row.get(c, 0)) if row.get(c) else "·" for c in columns))
+                table.add_row(family, *([] if one else [system]),
+                              *(str(row.get(c, 0)) if row.get(c) else "·" for c in columns))
         return table
 
     def _levels(self, levels: list[dict[str, Any]]) -> Table:

@@ -186,6 +186,10 @@ class B2BatchBackend(ParallelBackendBase):
             self._nested = SequentialBackend(nesting_level=nesting), self.n_jobs_requested
             return self._nested
         parameters = dict(self._parameters)
+        # Nested calls run in jobs, where relative folders mean something else: their logs go beside this one's.
+        from b2batch.joblib.run import log_root
+
+        parameters["settings"] = {**parameters.get("settings", {}), "log_dir": str(log_root(self.options))}
         throttle = parameters.get("throttle")
         if isinstance(throttle, list) and len(throttle) > 1:
             parameters["throttle"] = throttle[1:]

@@ -72,6 +72,12 @@ class Watch:
                         self.report.paths.get("trace"))
 
 
+def log_root(options: opts.Options) -> Path:
+    """The log folder under which calls put theirs (``joblib/<call>/``): the option's ``log_dir`` (a nested
+    call gets its outer call's, absolute), else the setting's."""
+    return paths.resolve(options.settings.get("log_dir") or get_setting("log_dir")).resolve()
+
+
 def default_pilots(system: str, throttle: int | None, n_jobs: int) -> int:
     """Pilot jobs of a call: ``min(throttle, n_jobs)``, at most :data:`DEFAULT_PILOTS` (the local batch system:
     its slots). The engine keeps that many pilots while units wait, queued ones included, so the number is what
@@ -104,7 +110,7 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
     if options.log_dir_prefix:
         log_folder = Path(os.path.expanduser(os.fspath(options.log_dir_prefix))).resolve()
     else:
-        log_folder = paths.resolve(get_setting("log_dir")).resolve() / "joblib" / name
+        log_folder = log_root(options) / "joblib" / name
     values["task_file_dir"] = str(folder)  # the pilots' queue of this call lives in its folder
     values["log_dir"] = str(log_folder)  # and their logs beside those of the units
     record = RunRecord()
