@@ -101,6 +101,12 @@ def test_a_runs_html_report_shows_its_numbers_in_a_browser_and_history_lists_the
     assert re.sub(r"\s+", " ", failed["stderr_tail"].splitlines()[-1].strip()) in text
     assert "Failures (1)" in text and "Not run or unfinished (1)" in text
     assert re.search(r"Queue wait .* 6 jobs: median [\d.]+ s", text) and re.search(r"Run time .* 6 jobs", text)
+    leaf = (report.get("efficiency") or {}).get("Leaf")
+    if leaf:  # the wrapper's own figures: every job has them, so has the family
+        assert re.search(rf"Efficiency per family task family where jobs CPU eff\. .*Leaf local-pilots 6 "
+                         rf"{leaf['cpu_efficiency']:.0%} ", text), text
+    else:
+        assert "This report has no resource figures" in text
     svg_labels = re.findall(r'<text class="label"[^>]*><title>[^<]*</title>([^<]*)</text>', dom)
     assert sorted(set(svg_labels)) == sorted({j["carrier"].split(" (")[0] for j in report["jobs"] if j["carrier"]})
     assert dom.count(f'{failed["family"]}(i=3, slow=-1, seconds=0.0, segv=3): failed') == 1  # the task in its pilot
@@ -113,13 +119,17 @@ def test_a_runs_html_report_shows_its_numbers_in_a_browser_and_history_lists_the
     assert listed.returncode == 0, listed.stderr
     [past] = json.loads(listed.stdout)
     assert (past["tasks"], past["done"], past["failed"], past["jobs"], past["result"]) == (7, 5, 1, 2, "failed")
-    assert past["report"] == report_path.name and past["cpu_hours"] is None
+    cpu = [j["usage"]["cpu"] for j in report["jobs"] if "cpu" in (j.get("usage") or {})]  # the wrapper's figures
+    assert past["report"] == report_path.name
+    assert past["cpu_hours"] == (pytest.approx(sum(cpu) / 3600) if cpu else None)
     table = b2batch("history", str(flow.folder / "logs"), cwd=tmp_path)
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert lines[0] == f"Runs in {flow.folder / 'logs'}:"
-    assert re.match(r"started +took +tasks +done +failed +jobs +result +report$", lines[1].rstrip()), lines
-    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\S* +[\d.]+ s +7 +5 +1 +2 +failed +"
+    figures = " +CPU-hours +CPU eff\\. +memory eff\\." if cpu else ""  # with the jobs' figures
+    assert re.match(rf"started +took +tasks +done +failed +jobs{figures} +result +report$", lines[1].rstrip()), lines
+    figures = r" +(<0\.01|[\d.]+) +\d+% +-" if cpu else ""
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\S* +[\d.]+ s +7 +5 +1 +2" + figures + " +failed +"
                     + re.escape(report_path.name) + "$", lines[2].rstrip()), lines
 
 
@@ -188,3 +198,41 @@ def test_the_page_of_10000_jobs_is_small_aggregated_and_shows_the_first_failures
     assert page.count('class="failure"') == MAX_FAILURES and "line 9 of the log of 99<" in page
     assert "And 200 more failed jobs, by family and reason" in page
     print(f"10,000 jobs: {len(page.encode()) / 1e6:.2f} MB made in {took:.2f} s")
+
+
+def with_usage(report: dict) -> dict:
+    """``report`` with each job's figures and the efficiency per family, as a run with accounting has them."""
+    for i, job in enumerate(report["jobs"]):
+        job["usage"] = {"wall": 100.0, "cpu": 25.0 if i % 2 else 75.0, "max_rss": 300 * 2**20, "req_mem": 1000 * 2**20,
+                        "req_cpus": 1, "host": f"node{i % 3}", "cause": "memory" if job["state"] == "failed" else "",
+                        "source": "sacct+wrapper"}
+    report["efficiency"] = {
+        "Reco0": {"system": "slurm", "jobs": 2, "cpu_efficiency": 0.5, "memory_efficiency": 0.3, "cpu_hours": 0.0278,
+                  "peak_memory_mb": 300.0, "p95_memory_mb": 300.0, "requested_memory_mb": 1000.0,
+                  "killed_for_memory": 1, "killed_for_time": 0, "failed_nodes": {"node0": 1},
+                  "sources": {"sacct+wrapper": 2}, "suggested_memory_mb": 400, "suggested_request": "--mem=400M",
+                  "suggested_setting": 'slurm_settings={"mem": "400M"}'},
+        "Reco1": {"system": "slurm", "jobs": 2, "cpu_efficiency": 0.5, "memory_efficiency": 0.3, "cpu_hours": 0.0278,
+                  "peak_memory_mb": 2300.0, "killed_for_memory": 0, "killed_for_time": 0, "failed_nodes": {}}}
+    return report
+
+
+def test_efficiency_per_family_and_the_runs_cpu_hours_and_efficiency_come_from_the_reports_figures(tmp_path) -> None:
+    report = with_usage(synthetic(4, failures=1, families=2))
+    text = text_of(render(report))
+    assert "CPU-hours" in text and re.search(r"\b0\.06 CPU-hours\b", text)  # 4 jobs: 25 + 75 + 25 + 75 CPU s
+    assert ("Efficiency per family task family where jobs CPU eff. memory eff. CPU-hours peak memory "
+            "95% of peaks under requested killed for memory killed for time failed on suggested request "
+            "Reco0 slurm 2 50% 30% 0.03 300 MB 300 MB 1000 MB 1 0 node0 (1) "
+            '--mem=400M (slurm_settings={"mem": "400M"}) '
+            "Reco1 slurm 2 50% 30% 0.03 2.2 GB - - 0 0 - -") in text, text
+    assert re.search(r"Reco0\(run=0\) job 100000 on slurm, on node node0", text)  # the failure's node
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "b2batch-run-1.report.json").write_text(json.dumps(report))
+    [past] = json.loads(b2batch("history", "--json", str(logs), cwd=tmp_path).stdout)
+    assert past["cpu_hours"] == pytest.approx(200 / 3600)
+    assert past["cpu_efficiency"] == pytest.approx(0.5) and past["memory_efficiency"] == pytest.approx(0.3)
+    table = b2batch("history", str(logs), cwd=tmp_path).stdout.splitlines()
+    assert re.match(r"started +took +tasks +done +failed +jobs +CPU-hours +CPU eff\. +memory eff\. +result", table[1])
+    assert re.search(r" 4 +3 +1 +4 +0\.06 +50% +30% +failed ", table[2]), table

@@ -54,6 +54,13 @@ def duration(seconds: float | None) -> str:
     return (f"{days} d " if days else "") + f"{hours}:{minutes:02d}:{rest:02d}"
 
 
+def hours(value: float | None) -> str:
+    """CPU-hours: ``12.34``, ``<0.01``, ``-`` when unknown."""
+    if value is None:
+        return "-"
+    return "<0.01" if 0 < value < 0.005 else f"{value:.2f}"
+
+
 def _merged(segments: Iterable[Segment], t0: float, scale: float) -> list[tuple[float, float, str, list[str]]]:
     """Segments as pixel spans; neighbours of one state that touch within a pixel become one span."""
     spans: list[tuple[float, float, str, list[str]]] = []

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.display import history
-from b2batch.display.charts import duration
+from b2batch.display.charts import duration, hours
 
 #: (name, one-line help, description) of the commands defined here.
 COMMANDS = {
@@ -143,7 +143,7 @@ def _table(runs: list[history.PastRun], folder: Path, several_scripts: bool) -> 
         cells = [r.started.replace("T", " "), duration(r.seconds), str(r.tasks), str(r.done), str(r.failed),
                  str(r.jobs)]
         if has_cpu:
-            cells.append("-" if r.cpu_hours is None else f"{r.cpu_hours:.2f}")
+            cells.append(hours(r.cpu_hours))
         if has_efficiency:
             cells += [_percent(r.cpu_efficiency), _percent(r.memory_efficiency)]
         cells.append(r.result)

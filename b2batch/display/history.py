@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from b2batch.display.html import _cpu_hours
+from b2batch.display.html import cpu_hours_of, usages_of
 
 logger = logging.getLogger(__name__)
 
@@ -86,18 +86,24 @@ def past_run(report: dict[str, Any], path: Path) -> PastRun:
                    done=int(totals.get("done") or 0),
                    failed=int(totals.get("failed") or 0) + int(totals.get("missing") or 0),
                    jobs=len({(j.get("system"), i) for j in jobs for i in j.get("job_ids") or []}),
-                   result=result, cpu_hours=_cpu_hours(report, jobs), cpu_efficiency=cpu, memory_efficiency=memory)
+                   result=result, cpu_hours=cpu_hours_of(report, jobs), cpu_efficiency=cpu, memory_efficiency=memory)
 
 
 def run_efficiency(report: dict[str, Any]) -> tuple[float | None, float | None]:
-    """The run's CPU and memory efficiency (used / requested, 0..1), if its report has accounting: the
-    run's own figures, else the families' weighted by their jobs."""
+    """The run's CPU and memory efficiency (used / requested, 0..1) as the efficiency per family counts
+    them, over all its jobs with figures: CPU time / (wall x CPUs requested), peak memory / memory requested;
+    from the families' figures weighted by their jobs when the jobs have none."""
+    usages = usages_of(report.get("jobs") or [])
+    timed = [u for u in usages if _num(u.get("cpu")) is not None and _num(u.get("wall"))]
+    capacity = sum(u["wall"] * (u.get("req_cpus") or 1) for u in timed)
+    sized = [u for u in usages if _num(u.get("max_rss")) and _num(u.get("req_mem"))]
+    if timed or sized:
+        cpu = sum(u["cpu"] for u in timed) / capacity if capacity > 0 else None
+        memory = sum(u["max_rss"] for u in sized) / sum(u["req_mem"] for u in sized) if sized else None
+        return cpu, memory
     found = report.get("efficiency")
     if not isinstance(found, dict):
         return None, None
-    overall = found.get("run") or found.get("total") or found.get("overall")
-    if isinstance(overall, dict):
-        return _share(overall, "cpu"), _share(overall, "memory")
     result: list[float | None] = []
     for kind in ("cpu", "memory"):
         weighted, weight = 0.0, 0
@@ -112,9 +118,9 @@ def run_efficiency(report: dict[str, Any]) -> tuple[float | None, float | None]:
     return result[0], result[1]
 
 
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _share(figures: dict[str, Any], kind: str) -> float | None:
-    for key in (f"{kind}_efficiency", kind):
-        value = figures.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value) / 100 if value > 1.5 else float(value)  # a percentage or a share
-    return None
+    return _num(figures.get(f"{kind}_efficiency"))

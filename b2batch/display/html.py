@@ -112,29 +112,21 @@ def _headline(report: dict[str, Any], totals: dict[str, Any], jobs: list[dict[st
     if totals.get("resubmissions"):
         figures.append(("resubmissions", str(totals["resubmissions"])))
     figures.append(("wall time", charts.duration(report.get("elapsed_seconds"))))
-    cpu = _cpu_hours(report, jobs)
+    cpu = cpu_hours_of(report, jobs)
     if cpu is not None:
-        figures.append(("CPU-hours", f"{cpu:.2f}"))
+        figures.append(("CPU-hours", charts.hours(cpu)))
     return figures
 
 
-def _cpu_hours(report: dict[str, Any], jobs: list[dict[str, Any]]) -> float | None:
-    """The CPU time the run's jobs used, in hours, when the report has accounting (else None)."""
-    totals = report.get("totals") or {}
-    for key in ("cpu_hours",):
-        if isinstance(totals.get(key), (int, float)):
-            return float(totals[key])
-    seconds = [_number(j.get("accounting") or {}, "cpu_seconds", "cpu") for j in jobs]
-    known = [s for s in seconds if s is not None]
-    return sum(known) / 3600 if known else None
+def cpu_hours_of(report: dict[str, Any], jobs: list[dict[str, Any]]) -> float | None:
+    """The CPU time the run's jobs used, in hours, when the report has their figures (else None)."""
+    seconds = [usage["cpu"] for usage in usages_of(jobs) if isinstance(usage.get("cpu"), (int, float))]
+    return sum(seconds) / 3600 if seconds else None
 
 
-def _number(found: dict[str, Any], *keys: str) -> float | None:
-    for key in keys:
-        value = found.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return None
+def usages_of(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The jobs' resource figures (their ``usage``: the wrapper's own, with the scheduler's accounting)."""
+    return [j["usage"] for j in jobs if isinstance(j.get("usage"), dict)]
 
 
 def _families(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -208,37 +200,59 @@ def _distribution(values: list[float]) -> dict[str, Any]:
             "max": max(values) if values else None}
 
 
-def _efficiency(report: dict[str, Any]) -> tuple[list[str], list[list[str]]] | None:
-    """The efficiency per family, as the report has it (engineered to show whatever figures it holds):
-    (columns, rows); None when the report has none."""
+#: The columns of the efficiency table: the report's key per family (display/efficiency.py) and its heading.
+EFFICIENCY_COLUMNS = (("system", "where"), ("jobs", "jobs"), ("cpu_efficiency", "CPU eff."),
+                      ("memory_efficiency", "memory eff."), ("cpu_hours", "CPU-hours"),
+                      ("peak_memory_mb", "peak memory"), ("p95_memory_mb", "95% of peaks under"),
+                      ("requested_memory_mb", "requested"), ("killed_for_memory", "killed for memory"),
+                      ("killed_for_time", "killed for time"), ("failed_nodes", "failed on"),
+                      ("suggested_request", "suggested request"))
+#: Keys of a family's efficiency that are not columns of their own.
+EFFICIENCY_HIDDEN = ("sources", "suggested_setting", "suggested_memory_mb")
+#: An efficiency under this share is marked.
+LOW = 0.5
+
+
+def _efficiency(report: dict[str, Any]) -> tuple[list[str], list[list[tuple[str, str]]]] | None:
+    """The efficiency per family from the report's ``efficiency`` key: (headings, rows of (text, CSS class));
+    only the columns some family has; None when the report has no figures."""
     found = report.get("efficiency")
     if not isinstance(found, dict) or not found:
         return None
-    entries = list(found.items())
-    columns: list[str] = []
-    for _family, figures in entries:
-        if isinstance(figures, dict):
-            columns += [k for k in figures if k not in columns]
+    families = {str(k): v for k, v in found.items() if isinstance(v, dict)}
+    known = dict(EFFICIENCY_COLUMNS)
+    keys = [k for k, _ in EFFICIENCY_COLUMNS if any(f.get(k) not in (None, {}, "") for f in families.values())]
+    keys += sorted({k for f in families.values() for k in f} - set(known) - set(EFFICIENCY_HIDDEN))
     rows = []
-    for family, figures in entries:
-        if isinstance(figures, dict):
-            rows.append([str(family), *(_cell(k, figures.get(k)) for k in columns)])
-        else:
-            rows.append([str(family), _cell("", figures)])
-    return ["task family", *(c.replace("_", " ") for c in columns)] if columns else ["task family", "figures"], rows
+    for family, figures in families.items():
+        row = [(family, "")]
+        for key in keys:
+            value = figures.get(key)
+            text = _cell(key, value)
+            if key == "suggested_request" and figures.get("suggested_setting"):
+                text += f" ({figures['suggested_setting']})"
+            low = key.endswith("_efficiency") and isinstance(value, (int, float)) and value < LOW
+            row.append((text, "low" if low else ""))
+        rows.append(row)
+    return ["task family", *(known.get(k, k.replace("_", " ")) for k in keys)], rows
 
 
 def _cell(key: str, value: Any) -> str:
-    if value is None:
+    if value is None or value == {}:
         return "-"
+    if key.endswith("_efficiency") and isinstance(value, (int, float)):
+        return f"{value:.0%}"
+    if key.endswith("_mb") and isinstance(value, (int, float)):
+        return f"{value / 1024:.1f} GB" if value >= 1024 else f"{value:.0f} MB"
+    if key == "cpu_hours" and isinstance(value, (int, float)):
+        return f"{value:.2f}"
     if isinstance(value, float):
-        if "efficiency" in key and value <= 1.5:
-            return f"{value:.0%}"
         return f"{value:.3g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value[:10]) + (f" (+{len(value) - 10})" if len(value) > 10 else "")
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {v}" for k, v in list(value.items())[:10])
+        items = list(value.items())
+        return ", ".join(f"{k} ({v})" for k, v in items[:10]) + (f" and {len(items) - 10} more" if len(items) > 10 else "")
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value[:10]) + (f" and {len(value) - 10} more" if len(value) > 10 else "")
     return str(value)
 
 
@@ -263,12 +277,8 @@ def _failures(report: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, A
 
 
 def _node(job: dict[str, Any]) -> str:
-    accounting = job.get("accounting")
-    if isinstance(accounting, dict):
-        for key in ("node", "host", "nodes"):
-            if accounting.get(key):
-                return str(accounting[key])
-    return ""
+    usage = job.get("usage")
+    return str(usage.get("host") or "") if isinstance(usage, dict) else ""
 
 
 def _others(report: dict[str, Any]) -> dict[str, Any]:

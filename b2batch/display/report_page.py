@@ -27,7 +27,7 @@ svg .grid { stroke: var(--faint); }
 .failure { border-left: 4px solid var(--failed); padding: .2em .8em; margin: .8em 0; background: #fff8f8; }
 .failure .name { font-weight: 600; } pre { background: #263238; color: #eceff1; padding: .5em .8em;
   overflow-x: auto; font-size: 12px; } .path { font-family: monospace; font-size: .9em; word-break: break-all; }
-.none { color: #666; font-style: italic; } .scroll { overflow-x: auto; }
+.none { color: #666; font-style: italic; } td.low { color: var(--failed); font-weight: 600; } .scroll { overflow-x: auto; }
 input[type=search] { padding: .2em .4em; width: 24em; }
 """
 
@@ -111,9 +111,11 @@ so each cell is shaded by how many jobs ran in that stretch of time (red: some f
 <h2>Efficiency per family</h2>
 {% if efficiency %}
 <table id="efficiency"><tr>{% for c in efficiency[0] %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for row in efficiency[1] %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
+{% for row in efficiency[1] %}<tr>{% for text, mark in row %}<td{% if mark %} class="{{ mark }}"{% endif %}>{{ text }}</td>{% endfor %}</tr>
 {% endfor %}</table>
-{% else %}<p class="none">This report has no accounting figures (the run was made without accounting).</p>{% endif %}
+<p class="meta">Used / requested: CPU time / (wall time &times; CPUs requested), peak memory / memory requested
+(marked under 50%). The suggested request is 95% of the peaks plus 20%, in the batch system's syntax.</p>
+{% else %}<p class="none">This report has no resource figures (made by a b2batch without accounting).</p>{% endif %}
 
 <h2 id="failures-title">Failures ({{ failures.count }})</h2>
 {% if failures.count %}
