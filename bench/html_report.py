@@ -60,6 +60,10 @@ def synthetic(n: int, pilots: int, own: int, failures: int, families: int = 6) -
             "stderr_tail": "\n".join(f"Traceback line {k} of task {i}: " + "x" * 60 for k in range(10))
             if state == "failed" else "",
             "carrier": carrier,
+            "usage": {"wall": ended - started, "cpu": (ended - started) * (0.3 + (i % 7) / 10),
+                      "max_rss": (200 + (i * 13) % 1800) * 2**20, "req_mem": 2000 * 2**20, "req_cpus": 1,
+                      "host": f"wn{i % 97:03d}", "cause": "memory" if state == "failed" and i % 3 == 0 else "",
+                      "source": "sacct+wrapper"},
             "history": [{"at": t, "state": s, "job_id": job_id} for t, s in history]})
     ended_at = max(j["ended_at"] for j in jobs)
     failed = sum(j["state"] == "failed" for j in jobs)
@@ -74,7 +78,16 @@ def synthetic(n: int, pilots: int, own: int, failures: int, families: int = 6) -
             "totals": {"done": n - failed, "failed": failed, "not run": 0, "missing": 0, "unfinished": 0,
                        "already complete": 0, "jobs": own + pilots, "resubmissions": 0},
             "by_family": by_family, "scheduler_calls": {"sbatch": 120, "squeue": 900}, "jobs": jobs,
-            "other_tasks": [], "trace": ""}
+            "other_tasks": [], "trace": "",
+            "efficiency": {f"Step{f}": {"system": "slurm", "jobs": n // families, "cpu_efficiency": 0.6,
+                                        "memory_efficiency": 0.55, "cpu_hours": 100.0 + f, "peak_memory_mb": 1999.0,
+                                        "p95_memory_mb": 1910.0, "requested_memory_mb": 2000.0,
+                                        "killed_for_memory": 10, "killed_for_time": 0,
+                                        "failed_nodes": {f"wn{k:03d}": 3 for k in range(20)},
+                                        "sources": {"sacct+wrapper": n // families}, "suggested_memory_mb": 2300,
+                                        "suggested_request": "--mem=2300M",
+                                        "suggested_setting": 'slurm_settings={"mem": "2300M"}'}
+                           for f in range(families)}}
 
 
 def load_seconds(page: Path, folder: Path) -> float:

@@ -227,6 +227,9 @@ def test_efficiency_per_family_and_the_runs_cpu_hours_and_efficiency_come_from_t
             '--mem=400M (slurm_settings={"mem": "400M"}) '
             "Reco1 slurm 2 50% 30% 0.03 2.2 GB - - 0 0 - -") in text, text
     assert re.search(r"Reco0\(run=0\) job 100000 on slurm, on node node0", text)  # the failure's node
+    report["policies"] = {"checkpoints": [{"text": "Reco1(run=1): checkpointed and requeued (job 100001)"}]}
+    assert ("What the self-healing policies did checkpoints (1) Reco1(run=1): checkpointed and requeued "
+            "(job 100001)") in text_of(render(report))
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "b2batch-run-1.report.json").write_text(json.dumps(report))

@@ -90,6 +90,7 @@ def view(report: dict[str, Any], source: Path | None = None) -> dict[str, Any]:
         "failures": _failures(report, jobs),
         "others": _others(report),
         "scheduler_calls": report.get("scheduler_calls") or {},
+        "policies": _policies(report),
     }
 
 
@@ -289,3 +290,12 @@ def _others(report: dict[str, Any]) -> dict[str, Any]:
     names += [(o.get("task", o.get("task_id", "")), o.get("reason") or o.get("outcome", ""))
               for o in report.get("other_tasks") or [] if o.get("outcome") in ("not run", "unfinished")]
     return {"count": len(names), "shown": names[:MAX_OTHERS]}
+
+
+def _policies(report: dict[str, Any]) -> list[tuple[str, list[str], int]]:
+    """What the self-healing policies did (the report's ``policies``): (policy, the first lines, how many)."""
+    found = report.get("policies")
+    if not isinstance(found, dict):
+        return []
+    return [(str(policy), [str(e.get("text") or e) if isinstance(e, dict) else str(e) for e in entries[:MAX_OTHERS]],
+             len(entries)) for policy, entries in found.items() if isinstance(entries, list) and entries]

@@ -148,6 +148,14 @@ so each cell is shaded by how many jobs ran in that stretch of time (red: some f
 {% if others.count > others.shown | length %}<li>... and {{ others.count - others.shown | length }} more</li>{% endif %}</ul>
 {% endif %}
 
+{% if policies %}
+<h2>What the self-healing policies did</h2>
+{% for policy, lines, count in policies %}
+<h3>{{ policy | replace("_", " ") }} ({{ count }})</h3>
+<ul>{% for line in lines %}<li>{{ line }}</li>{% endfor %}{% if count > lines | length %}<li>... and {{ count - lines | length }} more</li>{% endif %}</ul>
+{% endfor %}
+{% endif %}
+
 {% if scheduler_calls %}
 <h2>Scheduler commands</h2>
 <p>{% for program, n in scheduler_calls.items() %}{{ n }} {{ program }}{% if not loop.last %}, {% endif %}{% endfor %}</p>
