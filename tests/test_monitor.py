@@ -131,3 +131,72 @@ def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) 
     assert state["ended"] and state["result"] == "1 task(s) failed"
     assert state["writes"] <= elapsed + 2, (state["writes"], elapsed)  # at most one write a second
     assert livefiles.LiveRun(Path("x"), state).live is False
+
+
+NESTED = """
+import time
+from joblib import Parallel, delayed, parallel_config
+import b2batch.joblib
+
+def inner(i):
+    time.sleep(0.2)
+    return i
+
+def outer(k):
+    return sum(Parallel(n_jobs=2)(delayed(inner)(i) for i in range(3)))
+
+if __name__ == "__main__":
+    with parallel_config(backend="b2batch", batch_system="local", export_metadata=True, throttle=[3, 2],
+                         max_recursion_level=1):
+        print(Parallel(n_jobs=-1)(delayed(outer)(k) for k in range(2)))
+"""
+
+
+@pytest.mark.slow
+def test_joblib_export_metadata_shows_nested_calls_per_level_with_their_throttles(tmp_path: Path) -> None:
+    (tmp_path / "nested.py").write_text(NESTED)
+    done = subprocess.run([sys.executable, "nested.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0 and "[3, 3]" in done.stdout, done.stderr[-3000:]
+    states = sorted((tmp_path / "logs" / "joblib").glob("*/b2batch-live-*.json"))
+    assert [p.parent.name[-2:] for p in states].count("l1") == 2 and len(states) == 3, states
+    shown = subprocess.run([sys.executable, "-m", "b2batch", "monitor", "logs", "--once"], cwd=tmp_path,
+                           env=clean_env(COLUMNS="100"), capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout
+    assert "b2batch monitor: joblib nested.py" in text and "Run ENDED" in text and ": success" in text, text
+    assert "joblib calls per level" in text, text
+    # level, calls, live, done, running, queued, failed, total, throttle
+    assert re.search(r"^ +0 +1 +0 +2 +0 +0 +0 +2 +3 *$", text, re.M), text
+    assert re.search(r"^ +1 +2 +0 +6 +0 +0 +0 +6 +2 *$", text, re.M), text
+
+
+@pytest.mark.slow
+def test_b2luigi_progress_tui_turns_the_live_state_on(tmp_path: Path) -> None:
+    """b2luigi's profile writes no live state unless progress_tui asks for it; with it, the command to follow
+    the run is printed."""
+    script = tmp_path / "tui.py"
+    script.write_text(
+        "import sys\nimport b2luigi\n\n"
+        "class One(b2luigi.Task):\n"
+        "    def output(self):\n        yield self.add_to_output('one.txt')\n"
+        "    def run(self):\n        open(self.get_output_file_name('one.txt'), 'w').write('1')\n\n"
+        "if __name__ == '__main__':\n"
+        "    b2luigi.set_setting('batch_system', 'local')\n"
+        "    b2luigi.process(One(), batch=True, progress_tui='--tui' in sys.argv, "
+        "ignore_additional_command_line_args=True)\n")
+    for folder in ("plain", "tui"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(script, tmp_path / folder)
+    plain = subprocess.run([sys.executable, "tui.py"], cwd=tmp_path / "plain", env=clean_env(), capture_output=True,
+                           text=True, timeout=300)
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert not list(tmp_path.rglob("b2batch-live-*.json")) and "b2batch monitor" not in plain.stderr
+    tui = subprocess.run([sys.executable, "tui.py", "--tui"], cwd=tmp_path / "tui", env=clean_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert tui.returncode == 0, tui.stderr[-3000:]
+    states = list(tmp_path.rglob("b2batch-live-*.json"))
+    assert len(states) == 1, tui.stderr[-3000:]
+    assert f"follow this run from any terminal with: b2batch monitor {states[0].parent}" in tui.stderr
+    state = json.loads(states[0].read_text())
+    assert state["ended"] and state["result"] == "success" and state["front_end"] == "luigi", state
