@@ -23,7 +23,7 @@ import luigi.task
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch import paths, systems
-from b2batch.engine import Job, JobFiles, Run
+from b2batch.engine import Job, JobFiles, JobOutcome, Run, last_outcome
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
@@ -95,13 +95,13 @@ def task_files(task: Any) -> JobFiles:
                        paths.log_folder(task))
 
 
-def _last_job(files: JobFiles) -> tuple[str, int | None] | None:
-    """The last job recorded in a task's job folder ("slurm job 42") and its exit code (None: it has not
-    ended, or was lost); None without a journal."""
+def _last_job(files: JobFiles) -> tuple[str, JobOutcome | None] | None:
+    """The last job recorded in a task's job folder ("slurm job 42") and how it ended (the engine's
+    :func:`~b2batch.engine.last_outcome`; None: it has not ended, or was lost); None without a journal."""
     journal = files.read_submission()
     if journal is None:
         return None
-    return f"{journal.get('system')} job {journal.get('job_id')}", files.read_exit_code()
+    return f"{journal.get('system')} job {journal.get('job_id')}", last_outcome(files)
 
 
 def _remove_outputs(task: Any) -> list[str]:
@@ -123,9 +123,10 @@ def discard_partial_outputs(task: Any) -> None:
         last = _last_job(task_files(task))
     except B2BatchError:
         return  # a setting that makes no job folder: no job of b2batch made the outputs
-    if last is None or last[1] == 0:
+    if last is None or (last[1] is not None and last[1].exit_code == 0):
         return
-    earlier, exit_code = last
+    earlier, ended = last
+    exit_code = ended.exit_code if ended is not None else None
     removed = _remove_outputs(task)
     if not removed:
         return
@@ -315,7 +316,8 @@ class TaskJobs:
         last = _last_job(job.files)
         if last is None or last[1] is None:
             return False  # no earlier job, or one that may still run (the run follows it)
-        task, (earlier, exit_code) = job.payload, last
+        task, (earlier, ended) = job.payload, last
+        exit_code = ended.exit_code if ended is not None else None
         if exit_code == 0 and task.complete():
             logger.info("Task %s: its %s of an earlier run ended successfully and its outputs are there; not "
                         "submitted again", task, earlier)
@@ -323,7 +325,7 @@ class TaskJobs:
             self.run.record.settle(task.task_id)
             self._results.append(TaskResult(task, DONE))
             return True
-        cancelled = job.files.read_cancel() if exit_code != 0 else ""
+        cancelled = ended.cancelled if ended is not None else ""
         if cancelled:  # not a failure: it was stopped on purpose
             logger.info("Task %s: its earlier %s was %s; submitting it again", task, earlier, cancelled)
         elif exit_code != 0:
@@ -339,20 +341,19 @@ class TaskJobs:
         last = _last_job(task_files(task))
         if last is None:
             return True  # no job of b2batch made them (or a job of an older layout)
-        earlier, exit_code = last
-        if exit_code is None:
+        earlier, ended = last
+        if ended is None:
             if task.task_id not in self._followed:
                 self._followed.add(task.task_id)
                 logger.warning("Task %s: its %s of an earlier run has not ended; its outputs do not count until "
                                "it has (it is followed)", task, earlier)
             return False
-        if exit_code == 0:
+        if ended.exit_code == 0:
             return True
         removed = _remove_outputs(task)
-        cancelled = task_files(task).read_cancel()
-        ended = f"was {cancelled}" if cancelled else f"ended with exit code {exit_code}"
+        how = f"was {ended.cancelled}" if ended.cancelled else f"ended with exit code {ended.exit_code}"
         logger.warning("Task %s: its last job (%s) %s; its outputs may be partial and do not count%s", task, earlier,
-                       ended, f": removed {', '.join(removed)}" if removed else "")
+                       how, f": removed {', '.join(removed)}" if removed else "")
         return False
 
     def poll(self) -> list[TaskResult]:
@@ -376,8 +377,7 @@ class TaskJobs:
         if job.not_submitted:
             self._end(job, FAILED, job.failure_message())
             return
-        result = job.files.read_result()
-        exit_code = job.files.read_exit_code()
+        result, exit_code = job.outcome.result, job.outcome.exit_code  # the engine's reading of the job's end
         if result is not None and result.get("status") == PENDING and result.get("new_deps"):
             logger.info("Job %s: task %s has new dynamic requirements", job.job_id, task)
             self.jobs.pop(task.task_id, None)
