@@ -197,6 +197,9 @@ def test_the_page_of_10000_jobs_is_small_aggregated_and_shows_the_first_failures
     assert "one lane per task family" in page and page.count('<text class="label"') < 20
     assert page.count('class="failure"') == MAX_FAILURES and "line 9 of the log of 99<" in page
     assert "And 200 more failed jobs, by family and reason" in page
+    kinds = re.findall(r'<td>(Reco\d)</td><td class="l">job on slurm exited with code 1\.</td><td>(\d+)</td>', page)
+    assert sorted(f for f, _n in kinds) == [f"Reco{f}" for f in range(5)]  # one kind per family, whatever the job
+    assert sum(int(n) for _f, n in kinds) == 200
     print(f"10,000 jobs: {len(page.encode()) / 1e6:.2f} MB made in {took:.2f} s")
 
 
@@ -239,3 +242,28 @@ def test_efficiency_per_family_and_the_runs_cpu_hours_and_efficiency_come_from_t
     table = b2batch("history", str(logs), cwd=tmp_path).stdout.splitlines()
     assert re.match(r"started +took +tasks +done +failed +jobs +CPU-hours +CPU eff\. +memory eff\. +result", table[1])
     assert re.search(r" 4 +3 +1 +4 +0\.06 +50% +30% +failed ", table[2]), table
+
+
+@pytest.mark.parametrize("pilots", [20, 150])
+def test_many_rows_become_lanes_per_pilot_or_per_family(pilots) -> None:
+    report = synthetic(1000)
+    for i, job in enumerate(report["jobs"][:600]):  # 600 tasks in pilots, 400 own jobs
+        job["carrier"] = f"pilot job {i % pilots} on slurm (its log: /data/pilots/{i % pilots}/stderr)"
+    page = render(report)
+    labels = re.findall(r'<text class="label" x="[\d.]+" y="[\d.]+">([^<]*)</text>', page)
+    pilot_lanes = [label for label in labels if label.startswith("pilot job")]
+    family_lanes = [label for label in labels if re.fullmatch(r"Reco\d on slurm \(\d+\)", label)]
+    if pilots <= 100:  # a lane per pilot (its tasks) and per family (its own jobs)
+        assert len(pilot_lanes) == pilots and sum(int(re.search(r"\((\d+)\)", x).group(1)) for x in pilot_lanes) == 600
+        assert sum(int(re.search(r"\((\d+)\)", x).group(1)) for x in family_lanes) == 400
+    else:  # too many pilots: the tasks in them join their family's lane
+        assert pilot_lanes == [] and len(family_lanes) == 5
+        assert sum(int(re.search(r"\((\d+)\)", x).group(1)) for x in family_lanes) == 1000
+
+
+def test_lanes_shade_each_stretch_of_time_by_how_many_ran_then() -> None:
+    from b2batch.display.charts import occupancy
+
+    svg = occupancy({"A": [(0.0, 10.0, "done"), (5.0, 10.0, "done"), (2.5, 5.0, "failed")]}, 0.0, 10.0, bins=4)
+    tips = re.findall(r"<title>A: ([\d.]+) running on average at \+([\d.]+) s(, 1 failed)?</title>", svg)
+    assert tips == [("1.0", "0.00", ""), ("2.0", "2.5", ", 1 failed"), ("2.0", "5.0", ""), ("2.0", "7.5", "")]

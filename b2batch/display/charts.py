@@ -141,15 +141,25 @@ def occupancy(lanes: dict[str, list[tuple[float, float, str]]], t0: float, t1: f
     for i, (name, intervals) in enumerate(lanes.items()):
         y = top + i * ROW
         running = [0.0] * bins
+        whole = [0] * (bins + 1)  # a difference array of the bins an interval covers entirely
         failed = [0] * bins
-        for start, end, state in intervals:
-            b0 = min(bins - 1, max(0, int((start - t0) / span * bins)))
-            b1 = min(bins - 1, max(b0, int((end - t0) / span * bins)))
-            for b in range(b0, b1 + 1):  # the time this interval covers of each bin, in bin widths
-                lo, hi = t0 + b * span / bins, t0 + (b + 1) * span / bins
-                running[b] += max(0.0, min(end, hi) - max(start, lo)) / (span / bins)
+        step = span / bins
+        for start, end, state in intervals:  # the time each covers of each bin, in bin widths: O(1) each
+            b0 = min(bins - 1, max(0, int((start - t0) / step)))
+            b1 = min(bins - 1, max(b0, int((end - t0) / step - 1e-9)))  # one that ends on a bin's edge: before it
+            if b0 == b1:
+                running[b0] += max(0.0, end - start) / step
+            else:
+                running[b0] += (t0 + (b0 + 1) * step - start) / step
+                running[b1] += max(0.0, end - (t0 + b1 * step)) / step
+                whole[b0 + 1] += 1
+                whole[b1] -= 1
             if state == "failed":
                 failed[b1] += 1
+        covered = 0
+        for b in range(bins):
+            covered += whole[b]
+            running[b] += covered
         peak = max(running) or 1.0
         out.append(f'<text class="label" x="{LABEL - 6}" y="{y + ROW - 4}">{escape(name)} '
                    f'({len(intervals)})</text>')

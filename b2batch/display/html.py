@@ -11,6 +11,7 @@ page for an earlier run.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -147,31 +148,36 @@ def _history(job: dict[str, Any]) -> list[tuple[float, str, str | None]]:
 def _timeline_rows(jobs: list[dict[str, Any]], t1: float) -> tuple[list[charts.Row], dict[str, list[Any]]]:
     """The rows of the timeline: one per pilot or bundle job with its tasks inside, one per other job with its
     queued and running times per attempt. Beyond MAX_ROWS rows, own jobs become lanes per family instead."""
+    own = [job for job in jobs if not job.get("carrier")]
+    inside = [job for job in jobs if job.get("carrier") and job.get("started_at") is not None]
+    count = len({str(job["carrier"]).split(" (")[0] for job in inside})
+    many = count + len(own) > MAX_ROWS  # then no tooltip per task: lanes say how many ran when
     carriers: dict[str, charts.Row] = {}
-    own: list[dict[str, Any]] = []
-    for job in jobs:
-        if not job.get("carrier"):
-            own.append(job)
-            continue
-        if job.get("started_at") is None:
-            continue
+    for job in inside if not many or count <= MAX_ROWS // 2 else []:
         name = str(job["carrier"]).split(" (")[0]
         row = carriers.setdefault(name, charts.Row(label=name, title=str(job["carrier"])))
         state = job.get("state") if job.get("state") in ("done", "failed") else "unfinished"
         end = job.get("ended_at") or t1
-        row.segments.append(charts.Segment(job["started_at"], end, state, f"{describe(job['family'], job['params'])}: "
-                                           f"{state}, {charts.duration(end - job['started_at'])}"))
+        title = "" if many else (f"{describe(job['family'], job['params'])}: {state}, "
+                                 f"{charts.duration(end - job['started_at'])}")
+        row.segments.append(charts.Segment(job["started_at"], end, state, title))
     rows = sorted(carriers.values(), key=lambda r: min(s.start for s in r.segments))
-    if len(rows) + len(own) > MAX_ROWS:
+    if many:
         lanes: dict[str, list[Any]] = {}
-        for row in rows[:MAX_ROWS]:
-            lanes[row.label] = [(s.start, s.end, s.state) for s in row.segments]
+        if rows:  # a lane per pilot or bundle job
+            for row in rows:
+                lanes[row.label] = [(s.start, s.end, s.state) for s in row.segments]
+        else:  # too many of them too (or none): a lane per family of the tasks they ran
+            for job in inside:
+                state = job.get("state") if job.get("state") in ("done", "failed") else "unfinished"
+                lanes.setdefault(f"{job['family']} on {job['system']}", []).append(
+                    (job["started_at"], job.get("ended_at") or t1, state))
         for job in own:
+            lane = lanes.setdefault(f"{job['family']} on {job['system']}", [])
             for attempt in attempts(_history(job), t1):
                 if attempt.started is not None:
-                    lanes.setdefault(f"{job['family']} on {job['system']}", []).append(
-                        (attempt.started, attempt.ended or t1, attempt.state))
-        return rows, lanes
+                    lane.append((attempt.started, attempt.ended or t1, attempt.state))
+        return rows, {name: lane for name, lane in lanes.items() if lane}
     for job in own:
         name = describe(job["family"], job.get("params") or {})
         row = charts.Row(label=name, title=f"{name} on {job.get('system')}: jobs {', '.join(job.get('job_ids') or [])}")
@@ -270,11 +276,21 @@ def _failures(report: dict[str, Any], jobs: list[dict[str, Any]]) -> dict[str, A
                       "reason": reason.splitlines()[0] if reason else "", "more": "\n".join(reason.splitlines()[1:]),
                       "stdout": job.get("stdout") or "", "stderr": job.get("stderr") or "",
                       "tail": job.get("stderr_tail") or "", "node": _node(job)})
-    rest = Counter((j["family"], (str(j.get("reason") or "").splitlines() or [""])[0]) for j in failed[MAX_FAILURES:])
+    rest = Counter((j["family"], _kind_of(str(j.get("reason") or ""))) for j in failed[MAX_FAILURES:])
     others = [o for o in report.get("other_tasks") or [] if o.get("outcome") in ("failed", "missing")]
     return {"count": len(failed) + len(others), "shown": shown,
-            "rest": [(family, reason, n) for (family, reason), n in rest.most_common()],
+            "rest": [(family, reason, n) for (family, reason), n in rest.most_common(MAX_OTHERS)],
+            "rest_count": sum(rest.values()),
             "other": others[:MAX_OTHERS]}
+
+
+def _kind_of(reason: str) -> str:
+    """The first line of a failure's reason without what names the one task and job, so that failures of one
+    kind count together: ``Task A (x=1) failed: job 12.3 on slurm exited with code 1.`` ->
+    ``job on slurm exited with code 1.``"""
+    first = reason.split("\n", 1)[0]
+    first = first.split(" failed: ", 1)[1] if first.startswith("Task ") and " failed: " in first else first
+    return re.sub(r"\bjob \S+ on\b", "job on", first)
 
 
 def _node(job: dict[str, Any]) -> str:

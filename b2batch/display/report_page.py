@@ -89,8 +89,9 @@ PAGE = """<!DOCTYPE html>
 the tasks it ran. Hover for details.</p>
 <div class="scroll">{{ timeline }}</div>
 {% elif lanes %}
-<p class="meta">{{ row_count }} pilot or bundle jobs and one lane per task family: more than {{ max_rows }} rows,
-so each cell is shaded by how many jobs ran in that stretch of time (red: some failed).</p>
+<p class="meta">More than {{ max_rows }} rows: one lane per task family and batch system{% if row_count and row_count <= max_rows // 2 %},
+and one per pilot or bundle job ({{ row_count }}){% endif %}, each stretch of time shaded by how many jobs or tasks
+ran then (red: some failed). The number after a lane's name is how many it holds.</p>
 <div class="scroll">{{ lanes }}</div>
 {% else %}<p class="none">No jobs.</p>{% endif %}
 
@@ -132,7 +133,8 @@ so each cell is shaded by how many jobs ran in that stretch of time (red: some f
 </div>
 {% endfor %}
 {% if failures.rest %}
-<p>And {{ failures.rest | sum(attribute=2) }} more failed jobs, by family and reason (all are in the JSON report):</p>
+<p>And {{ failures.rest_count }} more failed jobs, by family and reason{% if failures.rest | length == 50 %}
+(the 50 most common){% endif %}; all are in the JSON report:</p>
 <table><tr><th>task family</th><th class="l">reason</th><th>jobs</th></tr>
 {% for family, reason, n in failures.rest %}<tr><td>{{ family }}</td><td class="l">{{ reason }}</td><td>{{ n }}</td></tr>
 {% endfor %}</table>
