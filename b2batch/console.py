@@ -25,6 +25,7 @@ from typing import Any
 
 from b2batch import cli, paths
 from b2batch.engine.files import JobFiles
+from b2batch.engine.outcome import last_outcome
 from b2batch.settings import get_setting
 
 #: States of a job that is not over: ``cancel`` cancels these.
@@ -121,15 +122,15 @@ def collect(folder: Path) -> list[Job]:
         job.system, job.job_id = str(submission.get("system", "")), str(submission.get("job_id", ""))
         job.host, job.steering_pid = str(submission.get("host", "")), submission.get("steering_pid")
         job.submitted_at = submission.get("submitted_at")
-        job.exit_code = files.read_exit_code()
-        if job.exit_code is not None:
-            result = files.read_result() or {}
-            if job.exit_code == 0 and result.get("status") == "PENDING":
+        ended = last_outcome(files)  # the engine's reading of how the job ended
+        if ended is not None:
+            job.exit_code = ended.exit_code
+            if job.exit_code == 0 and (ended.result or {}).get("status") == "PENDING":
                 job.state, job.detail = "pending", "ended with new requirements"
             elif job.exit_code == 0:
                 job.state = "done"
-            elif files.read_cancel():
-                job.state, job.detail = "cancelled", f"{files.read_cancel()} (exit code {job.exit_code})"
+            elif ended.cancelled:
+                job.state, job.detail = "cancelled", f"{ended.cancelled} (exit code {job.exit_code})"
             else:
                 job.state, job.detail = "failed", f"exit code {job.exit_code}"
         jobs.append(job)
