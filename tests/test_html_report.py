@@ -90,6 +90,7 @@ def test_a_runs_html_report_shows_its_numbers_in_a_browser_and_history_lists_the
     # self-contained: nothing is fetched when the page is opened (the SVG namespace is a name, not a fetch)
     assert not re.search(r"\b(src|href)\s*=|url\(|@import", source), "the page refers to another file"
     dom, console, shot = load(page, tmp_path)
+    print(f"screenshot of the report: {shot}")
     assert console == [], console  # no errors (nor anything else) on the browser's console
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
     text = text_of(dom)

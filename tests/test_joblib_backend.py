@@ -226,6 +226,7 @@ def test_export_metadata_writes_the_run_report_and_timeline(tmp_path: Path) -> N
     assert content["totals"]["done"] >= 1 and not content["failed"]
     assert {job["family"] for job in content["jobs"]} == {"square"}
     assert list((tmp_path / "logs").glob("b2batch-run-*.trace.json"))
+    assert report.with_name(report.name.replace(".json", ".html")).read_text().count("square(") >= 5  # its page
 
 
 def test_joblib_htcondor_code_runs_unchanged_on_another_system(workflow) -> None:
