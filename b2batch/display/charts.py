@@ -163,16 +163,29 @@ def occupancy(lanes: dict[str, list[tuple[float, float, str]]], t0: float, t1: f
         peak = max(running) or 1.0
         out.append(f'<text class="label" x="{LABEL - 6}" y="{y + ROW - 4}">{escape(name)} '
                    f'({len(intervals)})</text>')
+        cells: list[tuple[int, int, str, int]] = []  # (first bin, last bin, state, shade): like neighbours merged
         for b in range(bins):
             if running[b] <= 0 and not failed[b]:
                 continue
             state = "failed" if failed[b] else "running"
-            opacity = 0.15 + 0.85 * running[b] / peak
-            when = duration(b * span / bins)
-            tip = f"{name}: {running[b]:.1f} running on average at +{when}" + (
-                f", {failed[b]} failed" if failed[b] else "")
-            out.append(f'<rect class="s-{state}" x="{LABEL + b * width:.1f}" y="{y + 2}" width="{width:.1f}" '
-                       f'height="{ROW - 4}" fill-opacity="{opacity:.2f}"><title>{escape(tip)}</title></rect>')
+            shade = round(10 * running[b] / peak)
+            if cells and state == "running" == cells[-1][2] and cells[-1][1] == b - 1 and cells[-1][3] == shade:
+                cells[-1] = (cells[-1][0], b, state, shade)
+            else:
+                cells.append((b, b, state, shade))
+        for first, last, state, shade in cells:
+            values = running[first:last + 1]
+            low, high = f"{min(values):.1f}", f"{max(values):.1f}"
+            count = low if low == high else f"{low} to {high}"
+            if first == last:
+                tip = f"{name}: {count} running on average at +{duration(first * step)}"
+            else:
+                tip = (f"{name}: {count} running on average from +{duration(first * step)} to "
+                       f"+{duration((last + 1) * step)}")
+            tip += f", {failed[first]} failed" if failed[first] else ""
+            out.append(f'<rect class="s-{state}" x="{LABEL + first * width:.1f}" y="{y + 2}" '
+                       f'width="{(last + 1 - first) * width:.1f}" height="{ROW - 4}" '
+                       f'fill-opacity="{0.15 + 0.085 * shade:.2f}"><title>{escape(tip)}</title></rect>')
     out.append("</svg>")
     return Markup("\n".join(out))
 
