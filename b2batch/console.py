@@ -25,7 +25,7 @@ from typing import Any
 
 from b2batch import cli, paths
 from b2batch.engine.files import JobFiles
-from b2batch.engine.outcome import last_outcome
+from b2batch.engine.outcome import JobOutcome, last_outcome
 from b2batch.settings import get_setting
 
 #: States of a job that is not over: ``cancel`` cancels these.
@@ -213,9 +213,8 @@ def _local_states(group: list[Job]) -> None:
             job.state, job.detail = "running", f"process {running[str(job.folder)].pid}"
         elif _steering_process(job) is not None:
             job.state, job.detail = "queued", f"waits for a slot in steering process {job.steering_pid}"
-        elif JobFiles(folder=job.folder, log_folder=job.folder).read_cancel():
-            reason = JobFiles(folder=job.folder, log_folder=job.folder).read_cancel()
-            job.state, job.detail = "cancelled", f"{reason}, before it started"
+        elif (cancelled := JobOutcome.read(JobFiles(folder=job.folder, log_folder=job.folder)).cancelled):
+            job.state, job.detail = "cancelled", f"{cancelled}, before it started"
         else:
             job.state, job.detail = "lost", "its steering process is gone and it wrote no exit code"
 

@@ -82,3 +82,16 @@ def test_the_last_outcome_of_an_earlier_job_comes_from_its_files(tmp_path: Path)
     _run, job = _run_one(tmp_path, "earlier", JobState(JobStatus.successful), 0)
     earlier = last_outcome(job.files.__class__.at(tmp_path / "task_files", "Work", "earlier", job.files.log_folder))
     assert earlier is not None and earlier.succeeded and earlier.exit_code == 0
+
+
+def test_no_front_end_reads_a_jobs_exit_code_or_result_file() -> None:
+    """Front-ends judge jobs by job.outcome or last_outcome(): only the engine and the batch systems read the
+    files a job's wrapper writes when it ends."""
+    import re
+
+    package = Path(__file__).resolve().parents[1] / "b2batch"
+    reading = re.compile(r"\.(read_exit_code|read_result|read_cancel|read_setup_failure)\(|files\.result_bytes\.read")
+    found = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
+                   if path.relative_to(package).parts[0] not in ("engine", "systems", "emulators")
+                   and reading.search(path.read_text()))
+    assert found == [], found
