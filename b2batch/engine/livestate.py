@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +38,8 @@ MIN_INTERVAL = 1.0
 #: Longest time between two writes while the run lives, changed or not (seconds): readers on other hosts,
 #: which cannot look for the steering process, take a file older than 3 heartbeats for a run that is gone.
 HEARTBEAT = 30.0
-MAX_RUNNING = 500
-MAX_FAILURES = 200
+MAX_RUNNING = 200
+MAX_FAILURES = 100
 #: The states a job's record counts in (as the live table's columns).
 STATES = ("waiting", "submitted", "queued", "running", "done", "failed", "cancelled")
 PATTERN = "b2batch-live-*.json"
@@ -49,30 +50,58 @@ def state_path(folder: Path, started_at: float, tag: str) -> Path:
     return Path(folder) / f"b2batch-live-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started_at))}-{tag}.json"
 
 
-def snapshot(record: RunRecord) -> dict[str, Any]:
-    """The counts, running jobs and failures of ``record`` (not its header)."""
-    counts: dict[str, dict[str, dict[str, int]]] = {}
-    running: list[JobRecord] = []
-    failures: list[JobRecord] = []
-    for family, system in list(record.expected.values()):
-        row = counts.setdefault(family, {}).setdefault(system, {})
-        row["waiting"] = row.get("waiting", 0) + 1
-    for job in list(record.jobs.values()):
+class Tally:
+    """The counts, running jobs and failures of a record, kept up to date change by change (a listener on the
+    record), so that a write costs the same with 100 or 100,000 jobs."""
+
+    def __init__(self, record: RunRecord) -> None:
+        self.record = record
+        self._lock = threading.Lock()
+        self._counts: Counter[tuple[str, str, str]] = Counter()
+        self._seen: dict[str, tuple[str, str, str, int]] = {}  # task id -> (family, system, state, resubmissions)
+        self._running: dict[str, JobRecord] = {}
+        self._failed: dict[str, JobRecord] = {}  # in the order they failed
+        for job in list(record.jobs.values()):
+            self.changed(job)
+
+    def changed(self, job: JobRecord) -> None:
         state = job.state if job.state in STATES else "waiting"
-        row = counts.setdefault(job.family, {}).setdefault(job.system, {})
-        row[state] = row.get(state, 0) + 1
-        if job.resubmissions:
-            row["resubmitted"] = row.get("resubmitted", 0) + len(job.resubmissions)
-        if state == "running":
-            running.append(job)
-        elif state == "failed":
-            failures.append(job)
-    running.sort(key=lambda job: job.started_at or 0.0)
-    failures.sort(key=lambda job: job.ended_at or 0.0)
-    return {"counts": counts,
-            "running": [_job(job, started_at=job.started_at) for job in running[:MAX_RUNNING]],
-            "failures": [_job(job, ended_at=job.ended_at, reason=_first_line(job.reason))
-                         for job in failures[-MAX_FAILURES:]]}
+        now = (job.family, job.system, state, len(job.resubmissions))
+        with self._lock:
+            before = self._seen.get(job.task_id)
+            if before == now:
+                return
+            if before is not None:
+                self._counts[before[:3]] -= 1
+                self._counts[(*before[:2], "resubmitted")] -= before[3]
+            self._seen[job.task_id] = now
+            self._counts[now[:3]] += 1
+            self._counts[(*now[:2], "resubmitted")] += now[3]
+            self._running.pop(job.task_id, None)
+            self._failed.pop(job.task_id, None)
+            if state == "running":
+                self._running[job.task_id] = job
+            elif state == "failed":
+                self._failed[job.task_id] = job
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counts, running jobs and failures (not the file's header)."""
+        waiting = Counter(list(self.record.expected.values()))
+        with self._lock:
+            counts_now = list(self._counts.items())
+            running = list(self._running.values())
+            failures = list(self._failed.values())[-MAX_FAILURES:]
+        counts: dict[str, dict[str, dict[str, int]]] = {}
+        for (family, system), n in waiting.items():
+            counts.setdefault(family, {}).setdefault(system, {})["waiting"] = n
+        for (family, system, state), n in counts_now:
+            if n:
+                row = counts.setdefault(family, {}).setdefault(system, {})
+                row[state] = row.get(state, 0) + n
+        running.sort(key=lambda job: job.started_at or 0.0)
+        return {"counts": counts,
+                "running": [_job(job, started_at=job.started_at) for job in running[:MAX_RUNNING]],
+                "failures": [_job(job, ended_at=job.ended_at, reason=_first_line(job.reason)) for job in failures]}
 
 
 def _job(job: JobRecord, **more: Any) -> dict[str, Any]:
@@ -109,8 +138,10 @@ class LiveState:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._broken = False
+        self._tally = Tally(record)
 
     def start(self) -> LiveState:
+        self.record.listeners.append(self._tally.changed)
         self.record.watchers.append(self._changed.set)
         self._write()
         self._thread = threading.Thread(target=self._loop, name="b2batch-live-state", daemon=True)
@@ -122,6 +153,8 @@ class LiveState:
         write that says so."""
         if self._changed.set in self.record.watchers:
             self.record.watchers.remove(self._changed.set)
+        if self._tally.changed in self.record.listeners:
+            self.record.listeners.remove(self._tally.changed)
         self._stopping.set()
         self._changed.set()
         if self._thread is not None:
@@ -150,7 +183,7 @@ class LiveState:
             state = {"format": FORMAT, **self.info, "host": socket.gethostname(), "pid": os.getpid(),
                      "tag": self.info.get("tag", ""), "started_at": self.record.started_at, "updated_at": now,
                      "writes": self.writes + 1, "write_cpu_seconds": round(self.cpu_seconds, 4), "ended": ended,
-                     "ended_at": now if ended else None, "result": result or None, **snapshot(self.record)}
+                     "ended_at": now if ended else None, "result": result or None, **self._tally.snapshot()}
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(self.path, json.dumps(state, default=str))
