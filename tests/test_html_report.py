@@ -99,6 +99,7 @@ def test_a_runs_html_report_shows_its_numbers_in_a_browser_and_history_lists_the
                      r"Sum local 0 0 1\b", text), text[:1200]
     assert f"stderr: {failed['stderr']}" in text  # the failure's log paths, its reason and its log tail
     assert "exited with code 139 (killed by SIGSEGV)" in text
+    assert f"Ran in {failed['carrier']}." in text  # the pilot's own log
     assert re.sub(r"\s+", " ", failed["stderr_tail"].splitlines()[-1].strip()) in text
     assert "Failures (1)" in text and "Not run or unfinished (1)" in text
     assert re.search(r"Queue wait .* 6 jobs: median [\d.]+ s", text) and re.search(r"Run time .* 6 jobs", text)

@@ -127,6 +127,7 @@ ran then (red: some failed). The number after a lane's name is how many it holds
 <div class="name">{{ f.name }}</div>
 <div>{{ f.job }} on {{ f.system }}{% if f.carrier %}, in {{ f.carrier }}{% endif %}{% if f.node %}, on node {{ f.node }}{% endif %}</div>
 {% if f.reason %}<div>{{ f.reason }}</div>{% endif %}
+{% for line in f.more.splitlines()[:12] %}<div>{{ line }}</div>{% endfor %}
 <div>stdout: <span class="path">{{ f.stdout }}</span></div>
 <div>stderr: <span class="path">{{ f.stderr }}</span></div>
 {% if f.tail %}<pre>{{ f.tail }}</pre>{% endif %}
