@@ -201,3 +201,19 @@ def test_b2luigi_progress_tui_turns_the_live_state_on(tmp_path: Path) -> None:
     assert f"follow this run from any terminal with: b2batch monitor {states[0].parent}" in tui.stderr
     state = json.loads(states[0].read_text())
     assert state["ended"] and state["result"] == "success" and state["front_end"] == "luigi", state
+
+
+def test_a_farm_of_pilots_writes_its_lines_per_state(tmp_path: Path) -> None:
+    (tmp_path / "lines.txt").write_text("echo a\nfalse\necho c\n")
+    done = subprocess.run([sys.executable, "-m", "b2batch", "farm", "lines.txt", "--batch-system", "local", "--jobs",
+                           "2"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    states = list((tmp_path / "lines.txt_workdir" / "b2batch").glob("b2batch-live-*.json"))
+    assert len(states) == 1, done.stdout
+    state = json.loads(states[0].read_text())
+    assert state["front_end"] == "farm" and state["ended"] and state["result"] == "1 line(s) failed", state
+    assert {k: state["farm"][k] for k in ("toprocess", "finished", "failed")} == {"toprocess": 0, "finished": 2,
+                                                                                 "failed": 1}, state
+    shown = subprocess.run([sys.executable, "-m", "b2batch", "monitor", "lines.txt_workdir", "--once"], cwd=tmp_path,
+                           env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert "Farm lines: 0 toprocess, 2 finished, 1 failed" in shown.stdout, shown.stdout

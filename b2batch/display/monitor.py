@@ -115,6 +115,10 @@ class Monitor:
                       for line in livefiles.tail(path, max(3, height - 5))]
             parts.append(Text("b or Esc: back   p: the whole log in the pager   q: quit", style="dim"))
             return Group(*parts)
+        farm = self.run.state.get("farm")
+        if farm:
+            parts.append(Text("Farm lines: " + ", ".join(f"{n} {what}" for what, n in farm.items()
+                                                         if not what.startswith("pilots ")), style="bold"))
         parts.append(self._counts())
         levels = livefiles.joblib_levels(self.runs, self.run)
         if levels and (len(levels) > 1 or levels[0]["calls"] > 1):

@@ -148,6 +148,14 @@ class LiveState:
         self._thread.start()
         return self
 
+    def note(self, **keys: Any) -> None:
+        """Front-end keys that changed (e.g. a farm's lines per state): written with the next write."""
+        with self._lock:
+            if all(self.info.get(k) == v for k, v in keys.items()):
+                return
+            self.info.update(keys)
+        self._changed.set()
+
     def stop(self, result: str = "") -> None:
         """The run ended (``result``: e.g. "success", "2 task(s) failed", "stopped by SIGTERM"): one last
         write that says so."""

@@ -181,6 +181,12 @@ class Steering:
             summary(self.workdir, handler=self.handler)
             return 0
         progress = Progress(self.workdir, total)
+        live = None
+        if self.lookup("live_state"):  # for b2batch monitor WORKDIR
+            from b2batch.engine.livestate import start_live_state
+
+            live = start_live_state(self.run.record, self.workdir.own, self.run.tag,
+                                    {"front_end": "farm", "script": "b2batch", "argv": sys.argv[1:]})
         previous = {signum: signal.signal(signum, self._stop_signal) for signum in STOP_SIGNALS}
         deadline = time.monotonic() + self.args.timeout if self.args.timeout else None
         round_number = 0
@@ -193,7 +199,9 @@ class Steering:
                     break
                 for job in self.run.poll():
                     self.ended(job)
-                progress.update(self.pilot_states())
+                lines = progress.update(self.pilot_states())
+                if live is not None:
+                    live.note(farm=lines)
                 if not self.run.live:
                     with self.workdir.locked():  # lines of pilots' farmers that were killed go back first
                         self.workdir.recover_locked(f"steering-{self.run.tag}", self.handler.tasks)
@@ -220,8 +228,14 @@ class Steering:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
             self.run.close()
-            progress.update(self.pilot_states(), force=True)
+            lines = progress.update(self.pilot_states(), force=True)
             progress.close()
+            if live is not None:
+                live.note(farm=lines)
+                live.stop(f"stopped by {'the timeout' if self.stop == signal.SIGALRM else signal.Signals(self.stop).name}"
+                          if self.stop is not None else f"{lines.get('toprocess', 0)} line(s) left"
+                          if lines.get("toprocess") else f"{lines.get('failed', 0)} line(s) failed"
+                          if lines.get("failed") else "success")
         for problem in self.problems:
             print(problem, file=sys.stderr, flush=True)
         summary(self.workdir, handler=self.handler)

@@ -97,7 +97,8 @@ class Progress:
         counts["running"] = max(0, self.total - done - counts["toprocess"])
         return {**counts, **{f"pilots {k}": v for k, v in pilots.items() if v}}
 
-    def update(self, pilots: dict[str, int], force: bool = False) -> None:
+    def update(self, pilots: dict[str, int], force: bool = False) -> dict[str, int]:
+        """Show the lines and pilots per state (and return them)."""
         state = self.state(pilots)
         if self.live is not None:
             from rich.table import Table
@@ -108,12 +109,13 @@ class Progress:
             table.add_row(*(str(v) for v in state.values()))
             table.caption = f"{time.monotonic() - self.started:.0f} s"
             self.live.update(table)
-            return
+            return state
         text = ", ".join(f"{k} {v}" for k, v in state.items())
         now = time.monotonic()
         if force or (text != self.last_text and now - self.last_at >= self.every):
             print(f"{time.strftime('%H:%M:%S')} lines: {text}", file=self.out, flush=True)
             self.last_text, self.last_at = text, now
+        return state
 
     def close(self) -> None:
         if self.live is not None:
