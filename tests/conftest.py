@@ -26,6 +26,7 @@ import pytest
 
 import b2batch
 from b2batch import paths, settings
+from b2batch.luigi_frontend import workflow as luigi_workflow
 
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 #: compat/b2luigi-shim: a top-level package ``b2luigi`` that is b2batch (not installed by default).
@@ -41,6 +42,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setattr(paths, "_pinned_base_dir", str(tmp_path))
     monkeypatch.setattr(settings, "_files", settings._SettingsFiles())
     monkeypatch.setattr(settings, "_profile", "b2batch")  # a test that imports b2luigi chooses b2luigi's
+    monkeypatch.setattr(luigi_workflow, "_process_called", False)  # b2luigi's one process() per script: per test
     for key in list(settings._code_settings):
         b2batch.clear_setting(key)
     yield tmp_path

@@ -123,3 +123,28 @@ def test_a_front_ends_own_settings_make_its_runs_configuration(tmp_path: Path) -
         assert executor.run.systems["local"].pool.slots() == 2
         assert config.job_wrapper is job_wrapper  # the engine's pilots get their job scripts from here
     assert get_setting("local_slots") == 7 and get_setting("max_array_size") == 1000
+
+
+ONCE = textwrap.dedent("""
+    import json
+    import b2batch
+    from b2batch.settings import settings_snapshot
+
+    class Done(b2batch.Task):
+        def complete(self):
+            return True
+
+    b2batch.set_setting("process_once", True)
+    b2batch.process([Done()], exit_on_failure=False)
+    print("CODE", json.dumps(settings_snapshot()["code"]), flush=True)
+    b2batch.process([Done()], exit_on_failure=False)
+""")
+
+
+def test_process_writes_nothing_into_the_settings_store(tmp_path: Path) -> None:
+    """process_once (b2luigi's rule) is kept without a mark in the settings store: the settings set in code
+    after process() are the user's own, and a second process() still raises."""
+    (tmp_path / "once.py").write_text(ONCE)
+    done = subprocess.run([sys.executable, "once.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert [line for line in done.stdout.splitlines() if line.startswith("CODE")] == ['CODE {"process_once": true}']
+    assert done.returncode == 1 and "RuntimeError: process() was called a second time" in done.stderr, done.stderr

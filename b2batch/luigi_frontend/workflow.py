@@ -24,7 +24,7 @@ from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
 from b2batch.runconfig import run_config
-from b2batch.settings import check_settings, get_setting, load_settings_files, set_setting
+from b2batch.settings import check_settings, get_setting, load_settings_files
 
 logger = logging.getLogger(__name__)
 
@@ -221,8 +221,10 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
     return luigi.build(tasks, worker_scheduler_factory=seam.LuigidFactory(make_process), **build_params)
 
 
-#: The setting that says process() ran in this process (set in code, as b2luigi keeps such marks).
-PROCESS_CALLED = "_process_called"
+#: Whether this process called process() already: b2luigi's rule of one process() per script (the setting
+#: process_once). Process-wide by the rule's own definition (b2luigi keeps the same flag); never written into
+#: the settings store, where it would show in get_setting() and travel in every job's settings.
+_process_called = False
 
 
 def _names_its_batch_system(tasks: list[Any]) -> bool:
@@ -277,11 +279,12 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         sys.exit(f"ERROR: {e}")
 
     if get_setting("process_once"):  # b2luigi's rule: one process() per script
-        if get_setting(PROCESS_CALLED, False):
+        global _process_called
+        if _process_called:
             raise RuntimeError("process() was called a second time in this script; a workflow written against "
                                "b2luigi may call it once (the setting process_once). Pass all root tasks to one "
                                "call, process([task_a, task_b]), or require them from one WrapperTask.")
-        set_setting(PROCESS_CALLED, True)
+        _process_called = True
 
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
     args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
