@@ -217,3 +217,19 @@ def test_a_farm_of_pilots_writes_its_lines_per_state(tmp_path: Path) -> None:
     shown = subprocess.run([sys.executable, "-m", "b2batch", "monitor", "lines.txt_workdir", "--once"], cwd=tmp_path,
                            env=clean_env(), capture_output=True, text=True, timeout=60)
     assert "Farm lines: 0 toprocess, 2 finished, 1 failed" in shown.stdout, shown.stdout
+
+
+def test_a_pool_writes_its_live_state_in_its_work_dir(tmp_path: Path) -> None:
+    import b2batch
+
+    with b2batch.Pool(2, batch_system="local", work_dir=tmp_path / "work", keep_work_dir=True) as pool:
+        assert pool.map(abs, [-1, -2, -3]) == [1, 2, 3]
+        states = list(pool.work_dir.glob("logs/b2batch-live-*.json"))
+        assert len(states) == 1
+        during = json.loads(states[0].read_text())
+        assert during["front_end"] == "pool" and not during["ended"]
+    state = json.loads(states[0].read_text())
+    assert state["ended"] and state["result"] == "success", state
+    assert sum(row.get("done", 0) for systems in state["counts"].values() for row in systems.values()) >= 1, state
+    run = livefiles.choose(livefiles.read_all(livefiles.candidates(tmp_path / "work")))
+    assert run is not None and run.path == states[0]
