@@ -270,3 +270,11 @@ def test_lanes_shade_each_stretch_of_time_by_how_many_ran_then() -> None:
     tips = re.findall(r"<title>A: ([^<]*)</title>", svg)
     assert tips == ["1.0 running on average at +0.00 s", "2.0 running on average at +2.5 s, 1 failed",
                     "2.0 running on average from +5.0 s to +10.0 s"]  # like neighbours are one cell
+
+
+def test_jobs_over_time_counts_the_jobs_queued_and_running_at_each_bins_middle() -> None:
+    from b2batch.display.charts import over_time
+
+    svg = over_time([(0.0, 5.0, 10.0), (0.0, None, 4.0), (6.0, 8.0, 9.0)], 0.0, 10.0, bins=4)
+    tips = sorted(set(re.findall(r"<title>\+([\d.]+) s: (\d+) running, (\d+) queued</title>", svg)))
+    assert tips == [("1.2", "0", "2"), ("3.8", "0", "2"), ("6.2", "1", "1"), ("8.8", "2", "0")]

@@ -46,7 +46,7 @@ def duration(seconds: float | None) -> str:
         return f"{seconds:.2f} s"
     if seconds < 60:
         return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(round(seconds)), 60)
+    minutes, rest = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
     if not hours:
         return f"{minutes}:{rest:02d}"
@@ -197,14 +197,15 @@ def over_time(intervals: Sequence[tuple[float, float | None, float]], t0: float,
     span = max(t1 - t0, 1e-9)
     queued = [0] * bins
     running = [0] * bins
+    mid = span / bins / 2
+
+    def first(t: float) -> int:  # the first bin whose middle is at or after t
+        return max(0, math.ceil((t - t0 - mid) / span * bins))
+
+    def after(t: float) -> int:
+        return min(bins, math.ceil((t - t0 - mid) / span * bins))
+
     for submitted, started, ended in intervals:  # a difference array per state: O(jobs + bins)
-        mid = span / bins / 2
-        def first(t: float) -> int:
-            return max(0, math.ceil((t - t0 - mid) / span * bins))
-
-        def after(t: float) -> int:
-            return min(bins, math.ceil((t - t0 - mid) / span * bins))
-
         run_from = started if started is not None else ended
         a, b = first(submitted), after(run_from)
         if a < b:
