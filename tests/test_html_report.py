@@ -278,3 +278,14 @@ def test_jobs_over_time_counts_the_jobs_queued_and_running_at_each_bins_middle()
     svg = over_time([(0.0, 5.0, 10.0), (0.0, None, 4.0), (6.0, 8.0, 9.0)], 0.0, 10.0, bins=4)
     tips = sorted(set(re.findall(r"<title>\+([\d.]+) s: (\d+) running, (\d+) queued</title>", svg)))
     assert tips == [("1.2", "0", "2"), ("3.8", "0", "2"), ("6.2", "1", "1"), ("8.8", "2", "0")]
+
+
+def test_jobs_not_ended_count_until_the_run_ended() -> None:
+    report = synthetic(3)
+    job = report["jobs"][2]
+    job.update(state="queued", started_at=None, ended_at=None, history=job["history"][:1])
+    page = render(report)
+    section = page[page.index("<h2>Jobs over time"):page.index("<h2>Distributions")]
+    last = re.findall(r"<title>\+[^:]+: (\d+) running, (\d+) queued</title>", section)[-1]
+    assert last == ("0", "1")  # still queued when the run ended
+    assert "Not run or unfinished (1)" in page and "still queued when the run ended" in page

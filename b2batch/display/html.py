@@ -84,7 +84,7 @@ def view(report: dict[str, Any], source: Path | None = None) -> dict[str, Any]:
         "lanes": charts.occupancy(lanes, t0, t1) if lanes else None,
         "row_count": len(rows),
         "max_rows": MAX_ROWS,
-        "over_time": charts.over_time(_intervals(jobs), t0, t1) if jobs else None,
+        "over_time": charts.over_time(_intervals(jobs, t1), t0, t1) if jobs else None,
         "waits": _distribution(waits),
         "runs": _distribution(runs),
         "efficiency": _efficiency(report),
@@ -196,9 +196,9 @@ def _timeline_rows(jobs: list[dict[str, Any]], t1: float) -> tuple[list[charts.R
     return rows, {}
 
 
-def _intervals(jobs: list[dict[str, Any]]) -> list[tuple[float, float | None, float]]:
-    return [(j["submitted_at"], j.get("started_at"), j["ended_at"]) for j in jobs
-            if j.get("submitted_at") and j.get("ended_at")]
+def _intervals(jobs: list[dict[str, Any]], t1: float) -> list[tuple[float, float | None, float]]:
+    """(submitted, started or None, ended) of each job that was submitted; one not ended ends with the run."""
+    return [(j["submitted_at"], j.get("started_at"), j.get("ended_at") or t1) for j in jobs if j.get("submitted_at")]
 
 
 def _distribution(values: list[float]) -> dict[str, Any]:
