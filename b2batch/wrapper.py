@@ -68,7 +68,8 @@ def env_script_of(task: Any, lookup: Any = None) -> Path | None:
 def render_wrapper(task: Any, job_files: Any) -> str:
     """The executable wrapper of ``task``'s job."""
     return render_job_wrapper(task, task.task_id, _lookup(task), job_files,
-                              [*executable_of(task), str(ENTRY_POINT), str(job_files.spec)])
+                              [*executable_of(task), str(ENTRY_POINT), str(job_files.spec)],
+                              checkpoint=callable(getattr(task, "checkpoint", None)))
 
 
 def job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, arguments: list[str]) -> str:
@@ -79,9 +80,11 @@ def job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, arguments: 
                               [*executable_of(owner, lookup), str(ENTRY_POINT), *arguments])
 
 
-def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, command: list[str]) -> str:
+def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, command: list[str],
+                       checkpoint: bool = False) -> str:
     """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
-    the settings ``lookup(name)`` of ``owner`` (named in errors)."""
+    the settings ``lookup(name)`` of ``owner`` (named in errors); with ``checkpoint`` the batch system's warning
+    (SIGUSR1, SIGUSR2) is passed on to the command, which saves its state and ends with exit code 75."""
     working_dir = paths.resolve(lookup("working_dir")) if lookup("working_dir") else paths.base_dir()
     env_script, env = env_script_of(owner, lookup), env_of(owner, lookup)
     container = containers.container_of(owner, lookup, job_files, working_dir, env_script)
@@ -101,4 +104,5 @@ def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, comm
         working_dir=working_dir,
         container=container,
         command=command,
+        checkpoint=checkpoint,
     )

@@ -22,7 +22,10 @@ import luigi.task_register
 from luigi.scheduler import DONE, PENDING
 
 from b2batch import paths
+from b2batch.engine.preemption import Checkpointed
 from b2batch.engine.unwinding import unwind_on_sigterm
+from b2batch.luigi_frontend import checkpoint
+from b2batch.luigi_frontend.acceptance import acceptance_of
 from b2batch.luigi_frontend.seam import run_in_process
 from b2batch.settings import use_settings_snapshot
 
@@ -58,14 +61,24 @@ def run_task(spec: dict[str, Any]) -> int:
     """Run the task of ``spec`` once and write its result file; the job's exit code."""
     task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
     task = task_class.from_str_params(spec["task_params"])
-    status, explanation, missing, new_deps = run_in_process(task, "b2batch-job", StatusReporter())
+    result_file = Path(spec["result_file"])
+    checkpoint.install(task, result_file.parent)
+    try:
+        status, explanation, missing, new_deps = run_in_process(task, "b2batch-job", StatusReporter(),
+                                                                check_requirements=acceptance_of(task) is None)
+    except Checkpointed as stop:  # the checkpoint is saved: the job asks to be requeued, no failure
+        _write_result(result_file, {"status": "checkpointed", "error": "", "missing": [], "new_deps": []})
+        return checkpoint.requeue(task, result_file.parent, stop)
     explanation = _without_signal_traceback(explanation)
     result = {"status": status, "error": explanation, "missing": missing, "new_deps": [list(d) for d in new_deps]}
-    result_file = Path(spec["result_file"])
+    _write_result(result_file, result)
+    return 0 if status in (DONE, PENDING) else 1
+
+
+def _write_result(result_file: Path, result: dict[str, Any]) -> None:
     temporary = result_file.with_name(f".{result_file.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(result))
     os.replace(temporary, result_file)
-    return 0 if status in (DONE, PENDING) else 1
 
 
 def _without_signal_traceback(explanation: str | None) -> str | None:

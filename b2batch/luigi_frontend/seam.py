@@ -58,11 +58,14 @@ def run_result(worker: Any, scheduling_succeeded: bool) -> luigi.execution_summa
     return luigi.execution_summary.LuigiRunResult(worker, scheduling_succeeded)
 
 
-def run_in_process(task: Any, worker_id: str, reporter: Any) -> tuple[str, str, list[str], list[Any]]:
+def run_in_process(task: Any, worker_id: str, reporter: Any,
+                   check_requirements: bool = True) -> tuple[str, str, list[str], list[Any]]:
     """Run ``task`` here as luigi's worker would in a task process (events, dynamic requirements, the
-    check of its requirements); its status, explanation, missing requirements and new requirements."""
+    check of its requirements unless ``check_requirements`` is false: a task with a failure budget runs
+    without some); its status, explanation, missing requirements and new requirements."""
     results: queue.Queue[Any] = queue.Queue()
-    luigi.worker.TaskProcess(task, worker_id, results, reporter, use_multiprocessing=False).run()
+    luigi.worker.TaskProcess(task, worker_id, results, reporter, use_multiprocessing=False,
+                             check_unfulfilled_deps=check_requirements).run()
     _task_id, status, explanation, missing, new_deps = results.get_nowait()
     return status, explanation or "", list(missing or []), list(new_deps or [])
 

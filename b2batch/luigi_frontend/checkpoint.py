@@ -1,0 +1,90 @@
+"""Checkpoints of luigi tasks: a task that defines ``checkpoint()`` is warned before its job's walltime or
+preemption, saves its state, and its job is requeued to resume.
+
+- Where the task keeps its state: ``self.checkpoint_path`` (a file in the task's job folder,
+  ``<task_file_dir>/<TaskFamily>/<task_id>/checkpoint``, on the shared file system). ``run()`` resumes from it
+  when it exists; b2batch removes it when the task succeeded.
+- The warning: b2batch asks the task's batch system for one (:func:`with_warning`): Slurm
+  ``--signal=B:USR1@<checkpoint_warning>``, SGE ``-notify``, HTCondor ``kill_sig = SIGUSR1`` with
+  ``want_graceful_removal``, LSF ``-wa USR1 -wt <minutes>``; options the task sets itself win. The job's
+  wrapper passes SIGUSR1 and SIGUSR2 on to the task's process (for other tasks they stop it, as before).
+- In the task's process (:func:`install`) the first warning calls ``checkpoint()`` and unwinds ``run()``; the
+  job then exits with :data:`~b2batch.engine.preemption.REQUEUE_EXIT` and the run submits it again (no failure),
+  up to ``max_checkpoint_requeues`` times.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from b2batch import paths
+from b2batch.engine import preemption
+from b2batch.engine.files import JobFiles
+from b2batch.settings import get_setting
+
+logger = logging.getLogger(__name__)
+
+#: The settings that carry each batch system's submit options, which get the warning.
+WARNING_SETTINGS = ("slurm_settings", "sge_settings", "htcondor_settings", "lsf_settings")
+
+
+def can_checkpoint(task: Any) -> bool:
+    """Whether the task defines ``checkpoint()``."""
+    return callable(getattr(task, "checkpoint", None))
+
+
+def checkpoint_path(task: Any) -> Path:
+    """The file in which ``task`` keeps its checkpoint: ``checkpoint`` in its job folder."""
+    folder = JobFiles.at(paths.resolve(get_setting("task_file_dir", task=task)), task.task_family, task.task_id,
+                         Path(".")).folder
+    return folder / "checkpoint"
+
+
+def remove_checkpoint(task: Any) -> None:
+    """The task succeeded: its checkpoint is of no more use (a later run after --remove starts afresh)."""
+    if can_checkpoint(task):
+        try:
+            checkpoint_path(task).unlink(missing_ok=True)
+        except OSError as e:  # a folder that is gone: nothing to remove
+            logger.debug("Could not remove the checkpoint of %s: %s", task, e)
+
+
+def with_warning(task: Any, name: str, value: Any) -> Any:
+    """The submit options of setting ``name`` (one of :data:`WARNING_SETTINGS`) of a task that can
+    checkpoint, with the batch system's warning added unless the task sets it itself; ``value`` unchanged for
+    other tasks and settings (or a value that is no dict: the batch system's check names it)."""
+    if name not in WARNING_SETTINGS or not isinstance(value or {}, dict) or not can_checkpoint(task):
+        return value
+    seconds = int(get_setting("checkpoint_warning", task=task))
+    added: dict[str, Any] = {
+        "slurm_settings": {"signal": f"B:USR1@{seconds}"},
+        "sge_settings": {"notify": True},
+        "htcondor_settings": {"kill_sig": "SIGUSR1", "want_graceful_removal": "true"},
+        "lsf_settings": {"wa": "USR1", "wt": str(max(1, math.ceil(seconds / 60)))},
+    }[name]
+    return {**added, **(value or {})}
+
+
+def install(task: Any, job_folder: Path) -> None:
+    """In the job's process, before ``task`` runs: the batch system's first warning calls its ``checkpoint()``
+    and unwinds it (:class:`~b2batch.engine.preemption.Checkpointed`). Other tasks keep the wrapper's rule (the
+    warning stops them as SIGTERM does)."""
+    if not can_checkpoint(task):
+        return
+
+    def save(signal_name: str) -> None:
+        logger.warning("Task %s: saving its checkpoint (%s) before the batch system ends the job", task,
+                       signal_name)
+        task.checkpoint()
+
+    preemption.install(save)
+
+
+def requeue(task: Any, job_folder: Path, stop: preemption.Checkpointed) -> int:
+    """The task saved its checkpoint and unwound: mark its job for requeueing; the job's exit code."""
+    logger.warning("Task %s: checkpoint saved on %s; its job asks to be submitted again to resume", task,
+                   stop.signal_name)
+    return preemption.ask_for_requeue(job_folder, f"{stop.signal_name} before the batch system's limit")
