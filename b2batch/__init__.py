@@ -32,6 +32,7 @@ _SOURCES = {
     "b2batch.dispatching": ("DispatchableTask", "dispatch"),
     "b2batch.generators": ("ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"),
     "b2batch.engine": ("JobStatus",),
+    "b2batch.engine.preemption": ("preempted",),
     "b2batch.errors": ("B2BatchError", "BatchSystemError", "OutputPathError", "SchedulerCommandError",
                        "SettingError"),
     "b2batch.luigi_frontend.batch_process": ("BatchProcess",),
@@ -93,6 +94,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from b2batch.b2luigi_parameters import BatchIntParameter, wrap_parameter
     from b2batch.dispatching import DispatchableTask, dispatch
     from b2batch.engine import JobStatus
+    from b2batch.engine.preemption import preempted
     from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters
     from b2batch.errors import B2BatchError, BatchSystemError, OutputPathError, SchedulerCommandError, SettingError
     from b2batch.luigi_frontend.batch_process import BatchProcess

@@ -76,14 +76,19 @@ def main(argv: list[str] | None = None) -> int:
     from b2batch import inspection
     from b2batch.farm import cli as farm_cli
 
+    from b2batch.luigi_frontend import retry
+
     inspection.add_commands(commands)
     farm_cli.add_subcommand(commands)
+    retry.add_command(commands)
     from b2batch.display import commands as display_commands
 
     display_commands.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command == "farm":
         return farm_cli.run(args, commands.choices["farm"])
+    if args.command == retry.NAME:
+        return retry.run(args)
     if args.command in display_commands.COMMANDS:
         return display_commands.run_command(args)
     if args.command in inspection.COMMANDS:

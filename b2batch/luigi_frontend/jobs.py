@@ -25,6 +25,7 @@ from luigi.scheduler import DONE, FAILED, PENDING
 from b2batch import paths, systems
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, last_outcome
 from b2batch.errors import B2BatchError
+from b2batch.luigi_frontend import checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
 from b2batch.settings import active_profile, get_setting, settings_snapshot
@@ -177,6 +178,10 @@ class TaskJobs:
         self._system_names: dict[str, str] = {}
         self._followed: set[str] = set()  # tasks whose earlier job has not ended, said once each
         self._groups: dict[str, Group | None] = {}  # b2luigi's parameter groups, by task id
+        #: --retry-failed: poison tasks (max_task_failures) of this run are submitted again, their counts reset.
+        self.retry_failed = False
+        #: What the self-healing policies did in this run, by policy, for the summary and the report.
+        self.policies: dict[str, list[dict[str, Any]]] = {}
         self._end_earlier_pilots()
 
     def _end_earlier_pilots(self) -> None:
@@ -221,7 +226,9 @@ class TaskJobs:
         def lookup(name: str) -> Any:
             if name == "batch_system":
                 return self.batch_system_of(task)
-            return group.size if group is not None and name == "tasks_per_job" else get_setting(name, task=task)
+            if group is not None and name == "tasks_per_job":
+                return group.size
+            return checkpoint.with_warning(task, name, get_setting(name, task=task))  # checkpoint(): a warning
 
         return lookup
 
@@ -258,8 +265,10 @@ class TaskJobs:
         return Job(key=task.task_id, name=str(task), family=task.task_family, system=system,
                    files=files, settings=self._settings_of(task), bundle=group.key if group else None,
                    params=task.to_str_params(only_significant=True), payload=task,
-                   unit={"call": "b2batch.luigi_frontend.node:run_unit", "args": [str(files.spec)],
-                         "preload": [] if task.task_module == "__main__" else [task.task_module]},
+                   # A task that checkpoints runs as its own job: its wrapper passes the batch system's warning on.
+                   unit=None if checkpoint.can_checkpoint(task) else {
+                       "call": "b2batch.luigi_frontend.node:run_unit", "args": [str(files.spec)],
+                       "preload": [] if task.task_module == "__main__" else [task.task_module]},
                    bootstrap=self.bootstrap, settings_key=_settings_key(task))
 
     @functools.cached_property
@@ -299,7 +308,7 @@ class TaskJobs:
         there; one whose earlier job failed says so before it is submitted again."""
         job = self.make(task)
         self.jobs[task.task_id] = job
-        if self._ended_earlier(job):
+        if self._ended_earlier(job) or self._held_back(job):
             return
         try:
             self.write_files(job)
@@ -309,6 +318,28 @@ class TaskJobs:
             self._end(job, FAILED, f"Task {task} could not be submitted to {job.system}: {e}")
             return
         self.run.submit(job)
+
+    def _held_back(self, job: Job) -> bool:
+        """Whether the job's task is a poison task (it failed max_task_failures times in earlier runs): it then
+        fails without a job, saying so with its last error; with --retry-failed its count starts again."""
+        task = job.payload
+        if self.retry_failed:
+            earlier = poison.clear(job.files.folder)
+            if earlier is not None:
+                logger.info("Task %s: --retry-failed forgets its %d earlier failure(s)", task, earlier.count)
+            return False
+        held = poison.held_back(task, job.files.folder, get_setting("max_task_failures", task=task))
+        if held is None:
+            return False
+        failures, message = held
+        self.policies.setdefault("poison_tasks", []).append({
+            "task_id": task.task_id, "task": str(task), "failures": failures.count, "last_error": failures.last_error,
+            "log": failures.log, "text": f"{task}: not submitted, failed {failures.count} time(s) in earlier runs; "
+                                         f"last error: {failures.last_error} (log: {failures.log})"})
+        job.not_submitted = True
+        self.run.record.update(job, "waiting")
+        self._end(job, FAILED, message)
+        return True
 
     def _ended_earlier(self, job: Job) -> bool:
         """Whether an earlier run's job of this task ended successfully with the outputs there (the task is
@@ -390,7 +421,12 @@ class TaskJobs:
             deadline = time.monotonic() + wait
             self._check_outputs(job, deadline, time.monotonic())
             return
-        self._end(job, FAILED, job.failure_message(error=(result or {}).get("error", "")))
+        error = (result or {}).get("error", "")
+        if result is not None and result.get("status") == "checkpointed":
+            error = (f"it saved its checkpoint on the batch system's warning {job.requeues} time(s) and was not "
+                     f"requeued again (max_checkpoint_requeues = {job.setting('max_checkpoint_requeues')}): raise "
+                     f"the setting or the job's time limit")
+        self._end(job, FAILED, job.failure_message(error=error))
 
     def _check_outputs(self, job: Job, deadline: float, now: float) -> None:
         task = job.payload
@@ -415,6 +451,10 @@ class TaskJobs:
             removed = _remove_outputs(task)  # what a failed job wrote may be partial: it never counts
             if removed:
                 logger.warning("Task %s failed: removed the outputs its job left, %s", task, ", ".join(removed))
+            poison.count_failure(job.files.folder, explanation, job.files.stderr)  # across runs (max_task_failures)
+        elif status == DONE:
+            poison.clear(job.files.folder)
+            checkpoint.remove_checkpoint(task)
         self.jobs.pop(task.task_id, None)
         self._awaiting_outputs.pop(task.task_id, None)
         self.run.settle(job, status == DONE, explanation)

@@ -46,6 +46,7 @@ from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 from b2batch.engine import RunRecord
 from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
+from b2batch.luigi_frontend.acceptance import acceptance_of, needed
 from b2batch.luigi_frontend.checks import check_task_class
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
@@ -73,6 +74,12 @@ class Node:
     failures: int = 0
     queued: bool = False
     group: Group | None = None  # b2luigi's parameter grouping: the tasks it may share a batch job with
+    #: The task's failure budget (its ``acceptance``, the fraction of requirements that must be done), or None.
+    acceptance: float | None = None
+    #: Whether the task will not be done in this run: it failed for good, cannot be scheduled or run, or a
+    #: requirement it cannot do without is lost.
+    lost: bool = False
+    lost_deps: int = 0  # requirements that are lost (counted in waiting_on too)
 
 
 class GraphRunner:
@@ -123,6 +130,9 @@ class GraphRunner:
             stack.extend(dep for dep in deps if dep.task_id not in self.nodes)
         for node, deps in added:  # every requirement has its node now
             self._link(node, deps)
+        for node, _deps in added:  # will never be done: external data that is missing, unschedulable
+            if node.status != DONE and not node.runnable:
+                self._lose(node)
         for node, _deps in added:
             self._make_ready_if_due(node)
         self.scheduling_succeeded &= succeeded
@@ -146,6 +156,7 @@ class GraphRunner:
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
         node.needs = frozenset((task.process_resources() or {}).items())
+        node.acceptance = acceptance_of(task)  # a wrong value stops the run here
         self.summary.add(task, node.status, node.runnable)
         if self.record is not None and node.status == PENDING and node.runnable and self.jobs.runs_as_job(task):
             try:
@@ -233,6 +244,8 @@ class GraphRunner:
             dep.dependents.append(node)
             if dep.status != DONE:
                 node.waiting_on += 1
+            if dep.lost:
+                node.lost_deps += 1
             self._raise_priority(dep, node.priority)
 
     def _raise_priority(self, node: Node, priority: int) -> None:
@@ -249,9 +262,39 @@ class GraphRunner:
     # --- the ready set --------------------------------------------------------------------------------
 
     def _make_ready_if_due(self, node: Node) -> None:
-        if node.status == PENDING and node.runnable and node.waiting_on == 0 and not node.queued:
+        if node.status != PENDING or not node.runnable or node.queued or node.lost:
+            return
+        if node.lost_deps and not self._within_budget(node):
+            self._lose(node)
+        elif node.waiting_on - node.lost_deps == 0:  # every requirement done, or lost within the budget
             node.queued = True
             self._push(node)
+
+    @staticmethod
+    def _within_budget(node: Node) -> bool:
+        """Whether enough of the node's requirements can still be done for its ``acceptance``."""
+        if node.acceptance is None:
+            return node.lost_deps == 0
+        return len(node.deps) - node.lost_deps >= needed(node.acceptance, len(node.deps))
+
+    def _lose(self, node: Node) -> None:
+        """``node`` will not be done in this run: its dependents count it lost, and those without a budget for it
+        are lost too (they stay pending, as under luigi's scheduler); those with one may now be ready."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.lost:
+                continue
+            current.lost = True
+            for dependent in current.dependents:
+                dependent.lost_deps += 1
+                if dependent.status != PENDING or not dependent.runnable or dependent.queued or dependent.lost:
+                    continue
+                if not self._within_budget(dependent):
+                    stack.append(dependent)
+                elif dependent.waiting_on - dependent.lost_deps == 0:
+                    dependent.queued = True
+                    self._push(dependent)
 
     def _push(self, node: Node) -> None:
         bucket = self._buckets.get(node.priority)
@@ -331,14 +374,30 @@ class GraphRunner:
     def _start(self, node: Node) -> None:
         task = node.task
         node.status = RUNNING
+        if node.lost_deps:
+            self._note_without(node)
         self._running[task.task_id] = node
         self._used.update(dict(node.needs))
         if self.jobs.runs_as_job(task):
             self.jobs.start(task)
             return
         logger.info("Running %s in this process", task)
-        status, explanation, _missing, new_deps = seam.run_in_process(task, self.summary._id, StatusReporter())
+        status, explanation, _missing, new_deps = seam.run_in_process(task, self.summary._id, StatusReporter(),
+                                                                      check_requirements=node.acceptance is None)
         self._handle(TaskResult(task, status, explanation, new_deps))
+
+    def _note_without(self, node: Node) -> None:
+        """Say (log, summary, report) which requirements a task with a failure budget runs without."""
+        without = [dep.task for dep in node.deps if dep.lost]
+        total, task = len(node.deps), node.task
+        logger.warning("Task %s runs without %d of its %d requirements (acceptance = %g): %s", task, len(without),
+                       total, node.acceptance, ", ".join(map(str, without)))
+        entries = self.jobs.policies.setdefault("acceptance", [])
+        entries[:] = [e for e in entries if e["task_id"] != task.task_id]  # once per task (a retry runs again)
+        entries.append({"task_id": task.task_id, "task": str(task), "acceptance": node.acceptance,
+                        "requirements": total, "without": [str(t) for t in without],
+                        "text": f"{task} ran without {len(without)} of {total} requirements (acceptance "
+                                f"{node.acceptance:g}): {', '.join(map(str, without))}"})
 
     def _release(self, node: Node) -> None:
         self._running.pop(node.task.task_id, None)
@@ -388,6 +447,7 @@ class GraphRunner:
                            retry_count, self._retry_delay)
         else:
             node.status = FAILED
+            self._lose(node)  # failed for good: dependents with a failure budget may run without it
 
     def result(self) -> Any:
         """luigi's run result, as ``luigi.build(detailed_summary=True)`` returns it."""

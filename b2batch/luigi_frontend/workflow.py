@@ -267,6 +267,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     """
     yes = yes or bool(env_params.pop("auto_confirm", False))
     keep_tasks = _names(env_params.pop("keep_tasks", None))
+    retry_failed = bool(env_params.pop("retry_failed", False))  # --retry-failed: poison tasks go again
     env_params.pop("batch_runner", None)
     progress_tui = bool(env_params.pop("progress_tui", False))
     spec = node.active_spec()
@@ -344,6 +345,8 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         jobs: TaskJobs | None = TaskJobs(run, context)
     else:
         jobs = TaskJobs(run, context) if batch else None
+    if jobs is not None:
+        jobs.retry_failed = retry_failed or bool(getattr(args, "retry_failed", False))
     mode = "batch" if batch else "test" if test else "local"
     if exit_on_failure is None:
         exit_on_failure = bool(get_setting("exit_on_failure"))
@@ -382,6 +385,8 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
             finally:
                 run.close()
                 report.outcomes_of_tasks = luigi_outcomes(report.result, batch, errors, run.config.batch_system)
+                if jobs is not None:
+                    report.outcomes_of_tasks.policies = jobs.policies
     except B2BatchError as e:
         sys.exit(f"ERROR: {e}")  # the message once, without a traceback: it says what to fix
     except KeyboardInterrupt as stop:  # the summary said what was stopped; no traceback after it

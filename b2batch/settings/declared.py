@@ -120,6 +120,16 @@ SETTINGS: dict[str, Setting] = {
                 "failure, preemption, a held or lost job) is submitted again.", kind=_number(integer=True, minimum=0)),
         Setting("resubmit_failed_tasks", False, "Also submit again jobs whose task itself failed (up to "
                 "max_resubmissions times).", kind=FLAG),
+        Setting("max_task_failures", 3, "A task whose jobs failed this many times in a row, counted across runs in "
+                "its job folder, is not submitted again (a poison task: the run marks it failed without a job) until "
+                "the workflow runs with --retry-failed or `b2batch retry` resets it; null: no limit (b2luigi "
+                "profile: null).", kind=_number(integer=True, minimum=1, none=True)),
+        Setting("max_checkpoint_requeues", 5, "How often a job whose task saved a checkpoint on the batch system's "
+                "warning (walltime, preemption) is submitted again to resume; these are no failures.",
+                kind=_number(integer=True, minimum=0)),
+        Setting("checkpoint_warning", 120, "Seconds before a job's walltime at which the batch system warns a task "
+                "that defines checkpoint() (Slurm --signal=B:USR1@N, LSF -wa USR1 -wt; HTCondor and SGE warn on "
+                "removal and preemption).", kind=_number(integer=True, minimum=1)),
         Setting("exit_on_failure", True, "A run in which a task failed ends the script with exit status 1 "
                 "(false: process() returns luigi's result and the script goes on, as in b2luigi; process()'s "
                 "argument exit_on_failure wins).", kind=FLAG),
@@ -224,7 +234,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True,
-                "process_once": True, "local_runs_send_jobs": True, "live_state": False},
+                "process_once": True, "local_runs_send_jobs": True, "max_task_failures": None, "live_state": False},
 }
 
 
