@@ -18,8 +18,8 @@ __version__ = "0.1.0"
 _SOURCES = {
     "luigi": ("Config", "DynamicRequirements", "Event", "LuigiStatusCode", "RPCError", "RemoteScheduler", "Target",
               "auto_namespace", "build", "configuration", "event", "interface", "local_target", "namespace",
-              "parameter", "range", "rpc", "run", "target"),  # b2batch.task is b2batch's own module
-    "b2batch.parameters": (
+              "parameter", "range", "rpc", "run", "target"),  # task: b2batch's own module, see _SUBMODULES
+    "b2batch.luigi_frontend.parameters": (
         "BoolParameter", "ChoiceListParameter", "ChoiceParameter", "DateHourParameter", "DateIntervalParameter",
         "DateMinuteParameter", "DateParameter", "DateSecondParameter", "DictParameter", "EnumListParameter",
         "EnumParameter", "FloatParameter", "IntParameter", "ListParameter", "MonthParameter", "NumericalParameter",
@@ -28,9 +28,9 @@ _SOURCES = {
         "OptionalPathParameter", "OptionalStrParameter", "OptionalTupleParameter", "Parameter", "PathParameter",
         "StrParameter", "TaskParameter", "TimeDeltaParameter", "TupleParameter", "YearParameter"),
     "luigi.util": ("copies",),
-    "b2batch.b2luigi_parameters": ("BatchIntParameter", "wrap_parameter"),
-    "b2batch.dispatching": ("DispatchableTask", "dispatch"),
-    "b2batch.generators": ("ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"),
+    "b2batch.luigi_frontend.b2luigi_parameters": ("BatchIntParameter", "wrap_parameter"),
+    "b2batch.luigi_frontend.dispatching": ("DispatchableTask", "dispatch"),
+    "b2batch.luigi_frontend.generators": ("ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"),
     "b2batch.engine": ("JobStatus",),
     "b2batch.engine.preemption": ("preempted",),
     "b2batch.errors": ("B2BatchError", "BatchSystemError", "OutputPathError", "SchedulerCommandError",
@@ -40,20 +40,21 @@ _SOURCES = {
     "b2batch.settings": ("clear_setting", "get_setting", "set_setting"),
     "b2batch.pool": ("Pool",),
     "b2batch.remote": ("RemoteTarget", "WebDAVSystem", "WebDAVTarget", "XRootDSystem", "XRootDTarget"),
-    "b2batch.task": ("ExternalTask", "LocalTarget", "Task", "WrapperTask", "inherits", "on_temporary_files",
-                     "requires"),
+    "b2batch.luigi_frontend.task": ("ExternalTask", "LocalTarget", "Task", "WrapperTask", "inherits",
+                                    "on_temporary_files", "requires"),
 }
 _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
 
-#: luigi's ``task`` module is offered as b2batch's own ``b2batch.task`` (its Task classes replace luigi's).
-_SUBMODULES = ("task",)
+#: luigi's ``task`` module is offered as b2batch's own ``b2batch.luigi_frontend.task`` (its Task classes replace
+#: luigi's): name here -> module.
+_SUBMODULES = {"task": "b2batch.luigi_frontend.task"}
 
 __all__ = sorted([*_MODULE_OF, *_SUBMODULES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
-        return importlib.import_module(f"b2batch.{name}")
+        return importlib.import_module(_SUBMODULES[name])
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'b2batch' has no attribute {name!r}")
@@ -91,15 +92,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
 
     from luigi.util import copies
 
-    from b2batch.b2luigi_parameters import BatchIntParameter, wrap_parameter
-    from b2batch.dispatching import DispatchableTask, dispatch
+    from b2batch.luigi_frontend.b2luigi_parameters import BatchIntParameter, wrap_parameter
+    from b2batch.luigi_frontend.dispatching import DispatchableTask, dispatch
     from b2batch.engine import JobStatus
     from b2batch.engine.preemption import preempted
-    from b2batch.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters
+    from b2batch.luigi_frontend.generators import ParameterGenerator, ZippedParameterGenerator, expand_parameters
     from b2batch.errors import B2BatchError, BatchSystemError, OutputPathError, SchedulerCommandError, SettingError
     from b2batch.luigi_frontend.batch_process import BatchProcess
     from b2batch.luigi_frontend.workflow import process
-    from b2batch.parameters import (
+    from b2batch.luigi_frontend.parameters import (
         BoolParameter,
         ChoiceListParameter,
         ChoiceParameter,
@@ -137,4 +138,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from b2batch.remote import RemoteTarget, WebDAVSystem, WebDAVTarget, XRootDSystem, XRootDTarget
     from b2batch.settings import clear_setting, get_setting, set_setting
-    from b2batch.task import ExternalTask, LocalTarget, Task, WrapperTask, inherits, on_temporary_files, requires
+    from b2batch.luigi_frontend.task import (
+        ExternalTask,
+        LocalTarget,
+        Task,
+        WrapperTask,
+        inherits,
+        on_temporary_files,
+        requires,
+    )

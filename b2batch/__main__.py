@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     status.add_argument("args", nargs=argparse.REMAINDER,
                         help="the script's own arguments, which choose its tasks (default: those of its last "
                              "batch run)")
-    from b2batch import inspection
+    from b2batch.luigi_frontend import inspection
     from b2batch.farm import cli as farm_cli
 
     from b2batch.luigi_frontend import retry
@@ -140,7 +140,8 @@ def _status_flags_after_the_script(parser: argparse.ArgumentParser, args: argpar
 def _current_job_folders(script: str, script_args: list[str]) -> set[Path] | None:
     """The job folders of the workflow's tasks, made with ``script_args`` (default: the arguments of its
     last batch run); None (list every job) if the script cannot be loaded, said on stderr."""
-    from b2batch import console, inspection
+    from b2batch import console
+    from b2batch.luigi_frontend import inspection
 
     if not script_args:
         script_args = console.last_arguments(Path(script).resolve()) or []

@@ -23,8 +23,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from b2batch import cli, paths
+from b2batch import paths
 from b2batch.engine.files import JobFiles
+from b2batch.luigi_frontend import cli
 from b2batch.engine.outcome import JobOutcome, last_outcome
 from b2batch.settings import get_setting
 

@@ -1,22 +1,15 @@
-"""Where a task's files go: outputs under result_dir, logs under log_dir, job files under task_file_dir.
-
-Each folder is ``<dir>/<p1>=<v1>/<p2>=<v2>/...``, built from the task's significant parameters in their
-declared order. Relative folders are relative to the workflow's base folder: the folder of the workflow
+"""The workflow's base folder, which relative folders of settings are relative to: the folder of the workflow
 script (``__main__``), or the working directory when there is none. A job gets the steering process's base
-folder, so a node with another working directory lays files out in the same places.
+folder, so a node with another working directory lays files out in the same places. (Where a luigi task's
+files go is ``b2batch.luigi_frontend.layout``.)
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-from b2batch.errors import OutputPathError
-from b2batch.settings import get_setting, profiled_error
 
 _pinned_base_dir: str | None = None
 
@@ -48,85 +41,3 @@ def resolve(path: str | os.PathLike[str]) -> Path:
     """``path`` made absolute against :func:`base_dir`, with ``~`` expanded."""
     p = Path(os.path.expanduser(os.fspath(path)))
     return p if p.is_absolute() else base_dir() / p
-
-
-def parameter_parts(task: Any, strict: bool = True) -> list[str]:
-    """The path components that stand for the task's parameters, e.g. ``["energy=10", "seed=3"]``.
-
-    Parameters declared with ``hidden=True`` are left out, those with ``hashed=True`` become
-    ``hashed_<md5 of the value>`` (or what their ``hash_function`` makes of the value). A value that cannot be a folder name (one with a path separator, or ``.`` or
-    ``..`` without the parameter's name) is an error; with ``strict=False`` (log and job folders, which the
-    task does not choose) it is hashed instead.
-    """
-    separator = str(get_setting("parameter_separator", task=task))
-    with_names = bool(get_setting("use_parameter_name_in_output", task=task))
-    as_b2luigi = bool(get_setting("b2luigi_hashing", task=task))
-    parts = []
-    for name, param in task.get_params():
-        if not param.significant or getattr(param, "hidden", False):
-            continue
-        value = path_value(param, getattr(task, name), as_b2luigi)
-        has_separator = os.sep in value or bool(os.altsep and os.altsep in value)
-        is_dot = not with_names and value in (".", "..")
-        if not strict and (has_separator or is_dot):
-            value = _md5(value)
-        elif has_separator:
-            raise profiled_error(OutputPathError)(
-                f"Task {task.task_family}: the value {value!r} of parameter {name!r} contains a path "
-                f"separator and cannot be a folder name in the output path. Declare the parameter with "
-                f"hashed=True (the path gets a hash of the value) or hidden=True (left out of the path)."
-            )
-        elif is_dot:
-            raise profiled_error(OutputPathError)(
-                f"Task {task.task_family}: the value {value!r} of parameter {name!r} cannot be a folder name in "
-                f"the output path (use_parameter_name_in_output is false). Declare the parameter with "
-                f"hashed=True or hidden=True, or put parameter names into paths."
-            )
-        parts.append(f"{name}{separator}{value}" if with_names else value)
-    return parts
-
-
-def path_value(param: Any, value: Any, as_b2luigi: bool = False) -> str:
-    """The text that stands for ``value`` of the parameter ``param`` in paths: its serialized form, or for a
-    parameter with ``hashed=True`` a hash of it (``hash_function`` of the value when the parameter has one).
-    ``as_b2luigi`` (the setting ``b2luigi_hashing``): b2luigi 1.3's text, the parameter's ``serialize_hashed``
-    when it was declared with ``hashed=True`` (``hashed_`` and the md5 of ``str(value)``, or its
-    ``hash_function``), else the serialized value."""
-    if as_b2luigi:
-        hashed = getattr(param, "hashed_given", getattr(param, "hashed", False))
-        return str(param.serialize_hashed(value)) if hashed and hasattr(param, "serialize_hashed") \
-            else param.serialize(value)
-    hash_function = getattr(param, "hash_function", None)
-    if hash_function is not None:
-        return str(hash_function(value))
-    serialized = param.serialize(value)
-    return _md5(serialized) if getattr(param, "hashed", False) else serialized
-
-
-def _md5(text: str) -> str:
-    return "hashed_" + hashlib.md5(text.encode()).hexdigest()
-
-
-def task_folder(task: Any, setting: str) -> Path:
-    """``<setting's folder>/<parameter parts>`` for the task (values unusable as folder names hashed)."""
-    return resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task, strict=False))
-
-
-def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str:
-    """The path of the output ``file_name`` of ``task`` (a URL under a remote result_dir). The folders are
-    joined as text, as b2luigi joins them: a result_dir ``.`` gives ``<script folder>/./<parameters>/...``."""
-    folder = result_dir if result_dir is not None else get_setting("result_dir", task=task)
-    if isinstance(folder, str) and "://" in folder:
-        from b2batch.remote import urls
-
-        if urls.is_remote(folder):
-            return urls.join(folder, *parameter_parts(task), file_name)
-    folder = os.path.expanduser(os.fspath(folder))
-    return os.path.join(folder if os.path.isabs(folder) else os.path.join(base_dir(), folder),
-                        *parameter_parts(task), file_name)
-
-
-def log_folder(task: Any) -> Path:
-    """Folder of the task's job logs: ``<log_dir>/<parameter parts>/<TaskFamily>``."""
-    return task_folder(task, "log_dir") / task.task_family
-

@@ -26,10 +26,10 @@ def test_every_listed_name_resolves_and_parameters_have_path_options() -> None:
 
 
 def test_names_are_loaded_when_used_and_submodules_do_not_shadow_them() -> None:
-    code = ("import sys, b2batch; import b2batch.dispatching, b2batch.engine; "
+    code = ("import sys, b2batch; import b2batch.luigi_frontend.dispatching, b2batch.engine; "
             "print('luigi' in sys.modules, callable(b2batch.dispatch), b2batch.Task.__module__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "True", "b2batch.task"]
+    assert done.stdout.split() == ["True", "True", "b2batch.luigi_frontend.task"]
     done = subprocess.run([sys.executable, "-c", "import sys, b2batch.emulators; print('luigi' in sys.modules)"],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -23,7 +23,7 @@ LOWER = ("b2batch.engine", "b2batch.systems")
 FORBIDDEN = (
     ("b2batch.luigi_frontend", "a front-end"), ("b2batch.calls", "a front-end"), ("b2batch.joblib", "a front-end"),
     ("b2batch.pool", "a front-end"), ("b2batch.farm", "a front-end"), ("b2batch.display", "a front-end"),
-    ("b2batch.compat", "a front-end"), ("b2batch.remote", "a front-end"), ("b2batch.task", "the luigi front-end"),
+    ("b2batch.compat", "a front-end"), ("b2batch.remote", "a front-end"),
     ("luigi", "luigi"), ("jinja2", "jinja"), ("b2batch.settings", "the settings store (use run.config)"),
     ("b2batch.wrapper", "the job wrapper, which reads settings (use run.config.job_wrapper)"),
     ("b2batch.containers", "the containers of the job wrapper, which read settings"),

@@ -21,7 +21,7 @@ from conftest import clean_env
 
 import b2batch
 from b2batch import settings
-from b2batch.dispatching import DispatchError
+from b2batch.luigi_frontend.dispatching import DispatchError
 from test_sge import sge  # noqa: F401  (fixture, by name)
 from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
@@ -280,7 +280,7 @@ def test_a_b2luigi_script_dry_runs_runs_and_fails_as_b2luigi_documents(workflow)
 
 
 def test_the_error_of_a_dispatched_child_quotes_the_end_of_a_long_stderr(tmp_path: Path) -> None:
-    from b2batch import dispatching
+    from b2batch.luigi_frontend import dispatching
 
     stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
     stderr.write_text("".join(f"noise {i}\n" for i in range(200_000)) + "Traceback ...\nRuntimeError: the cause\n")

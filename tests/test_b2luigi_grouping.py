@@ -21,7 +21,7 @@ from test_sge import sge  # noqa: F401  (fixture, by name)
 from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 import b2batch
-from b2batch import parameters
+from b2batch.luigi_frontend import parameters
 from b2batch.engine import BatchSystem, Job, Run
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.errors import SettingError

@@ -12,7 +12,7 @@ import pytest
 from conftest import tree
 
 import b2batch
-from b2batch import cli
+from b2batch.luigi_frontend import cli
 
 FRESH = ["part.json"] * 3
 TAB = " " * 8  # b2luigi prints a tab before each task; rich (which both use) expands it

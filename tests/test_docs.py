@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import clean_env
 
-from b2batch import cli
+from b2batch.luigi_frontend import cli
 from b2batch.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ KNOWN: dict[str, dict[str, str]] = {
     "luigi_frontend/node.py": {"global _active_spec": "the job spec of the one task this node process runs"},
     "luigi_frontend/workflow.py": {"global _process_called": "b2luigi's rule of one process() per script "
                                    "(process_once), process-wide by its definition; was a mark in the settings store"},
-    "task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
+    "luigi_frontend/task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
                                              "the per-class parameter cache never goes stale"},
     "remote/checks.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},
     "templating.py": {"_environment": "the jinja environment of the job-script templates: configured once, never "

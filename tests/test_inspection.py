@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_b2luigi_compat import TAB, shim_env
 
-from b2batch.inspection import COMMANDS
+from b2batch.luigi_frontend.inspection import COMMANDS
 
 
 def b2batch_command(*args: str, cwd: Path, input: str = "") -> subprocess.CompletedProcess[str]:

@@ -28,6 +28,7 @@ from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
+from b2batch.luigi_frontend.layout import log_folder
 from b2batch.settings import active_profile, get_setting, settings_snapshot
 
 logger = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ def task_files(task: Any) -> JobFiles:
     """The job files of ``task``: in ``<task_file_dir>/<TaskFamily>/<task_id>/``, logs in
     ``<log_dir>/<parameters>/<TaskFamily>/``."""
     return JobFiles.at(paths.resolve(get_setting("task_file_dir", task=task)), task.task_family, task.task_id,
-                       paths.log_folder(task))
+                       log_folder(task))
 
 
 def _last_job(files: JobFiles) -> tuple[str, JobOutcome | None] | None:

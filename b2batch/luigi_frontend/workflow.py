@@ -13,7 +13,7 @@ from typing import Any
 import luigi
 import luigi.task
 
-from b2batch import cli
+from b2batch.luigi_frontend import cli
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
@@ -68,7 +68,7 @@ def print_dry_run(tasks: list[Any]) -> int:
     finished!``; how many would run. External tasks whose outputs are missing are named, not counted."""
     from rich.text import Text
 
-    from b2batch.terminal import per_family, terminal
+    from b2batch.luigi_frontend.terminal import per_family, terminal
 
     console = terminal()
     would_run: dict[str, list[Any]] = collections.defaultdict(list)
@@ -120,7 +120,7 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
     many tasks had outputs removed."""
     from rich.text import Text
 
-    from b2batch.terminal import per_family, terminal
+    from b2batch.luigi_frontend.terminal import per_family, terminal
 
     console = terminal()
     by_family: dict[str, list[Any]] = collections.defaultdict(list)

@@ -11,7 +11,7 @@ from types import TracebackType
 from typing import Any
 
 from b2batch.settings import get_setting
-from b2batch.task import _TemporaryOutputs, on_temporary_files
+from b2batch.luigi_frontend.task import _TemporaryOutputs, on_temporary_files
 
 __all__ = ["TemporaryFileContextManager", "on_temporary_files"]
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from b2batch import paths
+from b2batch.luigi_frontend import layout
 from b2batch.settings import get_setting
 
 __all__ = ["create_output_file_name", "fill_kwargs_with_lists", "flatten_to_dict", "flatten_to_dict_of_lists",
@@ -111,7 +112,7 @@ def get_filled_params(task: Any) -> dict[str, Any]:
 def get_serialized_parameters(task: Any) -> collections.OrderedDict[str, str]:
     """The significant parameters as strings, in declared order; hashed ones as they appear in paths."""
     return collections.OrderedDict(
-        (name, paths.path_value(param, getattr(task, name), bool(get_setting("b2luigi_hashing", task=task))))
+        (name, layout.path_value(param, getattr(task, name), bool(get_setting("b2luigi_hashing", task=task))))
         for name, param in task.get_params() if param.significant
     )
 
@@ -123,14 +124,14 @@ def map_folder(input_folder: str) -> str:
 
 def create_output_file_name(task: Any, base_filename: str, result_dir: str | None = None) -> str:
     """The path of the output ``base_filename`` of ``task``: ``<result_dir>/<parameters>/<base_filename>``."""
-    return str(paths.output_path(task, base_filename, result_dir=result_dir or None))
+    return str(layout.output_path(task, base_filename, result_dir=result_dir or None))
 
 
 def get_log_file_dir(task: Any) -> str:
     """The folder of the task's log files (``task.get_log_file_dir()`` if the task has that method)."""
     if hasattr(task, "get_log_file_dir"):
         return task.get_log_file_dir()
-    return os.path.join(str(paths.log_folder(task)), "")
+    return os.path.join(str(layout.log_folder(task)), "")
 
 
 def get_task_file_dir(task: Any) -> str:

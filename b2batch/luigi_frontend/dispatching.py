@@ -28,10 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from b2batch import cli, paths
+from b2batch import paths
 from b2batch.errors import B2BatchError
+from b2batch.luigi_frontend import cli, layout
+from b2batch.luigi_frontend.node import active_spec
+from b2batch.luigi_frontend.task import Task
 from b2batch.settings import get_setting, profiled_error
-from b2batch.task import Task
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,10 +46,6 @@ class DispatchError(B2BatchError, RuntimeError):
 
 
 def _in_a_job() -> bool:
-    try:
-        from b2batch.luigi_frontend.node import active_spec
-    except ImportError:  # pragma: no cover - the job module moved: then no job is recognised
-        return False
     return active_spec() is not None
 
 
@@ -61,7 +59,7 @@ def _runs_in_place(task: Any) -> bool:
 
 def log_files(task: Any) -> tuple[Path, Path]:
     """The task's stdout and stderr log files (as b2luigi lays them out, and as b2batch's jobs write them)."""
-    folder = paths.log_folder(task)
+    folder = layout.log_folder(task)
     return folder / "stdout", folder / "stderr"
 
 

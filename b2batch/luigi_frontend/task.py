@@ -30,9 +30,10 @@ import luigi.parameter
 from luigi.task_register import Register
 
 from b2batch import paths
+from b2batch.luigi_frontend import layout
+from b2batch.luigi_frontend.temporary import _remove_path, _TemporaryOutputs, on_temporary_files, temporary_name  # noqa: F401
 from b2batch.remote.urls import is_remote
 from b2batch.settings import get_setting
-from b2batch.temporary import _remove_path, _TemporaryOutputs, on_temporary_files, temporary_name  # noqa: F401
 
 
 
@@ -120,7 +121,7 @@ def _positional_arity(function: Callable[..., Any]) -> int:
 
 def with_path_options(base: type) -> type:
     """A subclass of the luigi parameter class ``base``, of the same name, with the path options."""
-    return type(base.__name__, (_PathOptions, base), {"__module__": "b2batch.parameters", "__doc__": base.__doc__})
+    return type(base.__name__, (_PathOptions, base), {"__module__": "b2batch.luigi_frontend.parameters", "__doc__": base.__doc__})
 
 
 
@@ -179,7 +180,7 @@ class TaskHelpers:
 
         As in b2luigi, ``target_class`` (default: a LocalTarget, or a remote target for a ``root://`` or
         ``davs://`` result_dir) is made from the path and ``kwargs`` (``XRootDTarget, file_system=fs``)."""
-        path = str(paths.output_path(self, output_file_name, result_dir))
+        path = str(layout.output_path(self, output_file_name, result_dir))
         root = result_dir if result_dir is not None else get_setting("result_dir", task=self)
         if target_class is not None:
             if "root" not in kwargs and _is_remote_target(target_class) and isinstance(root, str) \
@@ -263,7 +264,7 @@ class TaskHelpers:
     def _get_output_file_target(self, base_filename: str, target_class: type | None = None,
                                 result_dir: str | None = None, **kwargs: Any) -> Any:
         """The target that :meth:`add_to_output` makes for ``base_filename``."""
-        path = str(paths.output_path(self, base_filename, result_dir))
+        path = str(layout.output_path(self, base_filename, result_dir))
         return self._resolve_output_file_target(path, target_class=target_class, **kwargs)
 
     def _resolve_output_file_target(self, filename: str, target_class: type | None = None, **kwargs: Any) -> Any:
@@ -302,7 +303,7 @@ class TaskHelpers:
 
     def remove_log_files(self) -> None:
         """Remove the task's log folder (``<log_dir>/<parameters>/<TaskFamily>``)."""
-        self._remove_directory(str(paths.log_folder(self)))
+        self._remove_directory(str(layout.log_folder(self)))
 
     def remove_task_files(self) -> None:
         """Remove the task's job files folder."""

@@ -1,11 +1,11 @@
-"""luigi's parameter classes with the path options ``hashed`` and ``hidden`` (see :mod:`b2batch.task`),
+"""luigi's parameter classes with the path options ``hashed`` and ``hidden`` (see :mod:`b2batch.luigi_frontend.task`),
 under luigi's names. Each is a subclass of luigi's class of the same name, so luigi treats it as its own."""
 
 from __future__ import annotations
 
 import luigi.parameter
 
-from b2batch.task import with_path_options
+from b2batch.luigi_frontend.task import with_path_options
 
 BoolParameter = with_path_options(luigi.parameter.BoolParameter)
 ChoiceListParameter = with_path_options(luigi.parameter.ChoiceListParameter)

@@ -24,11 +24,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from b2batch import cli, paths
-from b2batch.luigi_frontend import workflow
 from b2batch.console import in_workflow_folder
+from b2batch.luigi_frontend import cli, layout, workflow
+from b2batch.luigi_frontend.terminal import terminal
 from b2batch.remote.checks import remote_checks
-from b2batch.terminal import terminal
 
 COMMANDS = {
     "show": "Show every task of a workflow with its output files (present or missing) as a dependency tree.",
@@ -180,7 +179,7 @@ def cleanup_paths(tasks: list[Any]) -> list[Path]:
     found = []
     for task, complete in workflow.walk(tasks):
         if complete:
-            found += [p for p in (paths.log_folder(task), task_files(task).folder) if p.exists()]
+            found += [p for p in (layout.log_folder(task), task_files(task).folder) if p.exists()]
     return found
 
 
