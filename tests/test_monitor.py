@@ -233,3 +233,33 @@ def test_a_pool_writes_its_live_state_in_its_work_dir(tmp_path: Path) -> None:
     assert sum(row.get("done", 0) for systems in state["counts"].values() for row in systems.values()) >= 1, state
     run = livefiles.choose(livefiles.read_all(livefiles.candidates(tmp_path / "work")))
     assert run is not None and run.path == states[0]
+
+
+def test_a_run_whose_steering_process_was_killed_is_shown_as_gone(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from b2batch.display.monitor import Monitor
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    now = time.time()
+    base = {"format": 1, "front_end": "luigi", "script": "flow.py", "argv": [], "started_at": now - 60,
+            "updated_at": now - 5, "ended": False, "counts": {"A": {"local": {"running": 1}}}, "running": [],
+            "failures": []}
+    (tmp_path / "b2batch-live-1-a.json").write_text(json.dumps({**base, "host": socket.gethostname(),
+                                                                "pid": dead.pid}))
+    killed = livefiles.read_all(livefiles.candidates(tmp_path))[0]
+    assert killed.gone() and not killed.live
+    console = Console(width=100, height=30, record=True)
+    monitor = Monitor(tmp_path, console)
+    monitor.refresh()
+    console.print(monitor.view())
+    assert f"its steering process ({dead.pid} on {socket.gethostname()}) is gone" in console.export_text()
+    # Another host: alive while its heartbeat (30 s) is recent, gone after three missed ones.
+    elsewhere = livefiles.LiveRun(tmp_path / "x", {**base, "host": "another-node", "pid": 1})
+    assert elsewhere.live
+    elsewhere.state["updated_at"] = now - 100
+    assert elsewhere.gone()
+    mine = livefiles.LiveRun(tmp_path / "y", {**base, "host": socket.gethostname(), "pid": os.getpid(),
+                                              "started_at": time.time()})
+    assert mine.live

@@ -153,7 +153,7 @@ class Monitor:
         else:
             text.append(f"running; updated {time.strftime('%H:%M:%S', time.localtime(state['updated_at']))}",
                         style="cyan")
-        text.append(f"  ({self.run.path})", style="dim")
+        text.append(f"\n{self.run.path}", style="dim")
         return text
 
     def _counts(self) -> Table:
