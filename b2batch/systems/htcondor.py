@@ -35,7 +35,7 @@ transfer_executable notification notify_user priority accounting_group accountin
 retry_until success_exit_code periodic_remove periodic_hold periodic_release on_exit_hold on_exit_remove
 concurrency_limits job_max_vacate_time docker_image container_image nice_user x509userproxy
 use_x509userproxy stream_output stream_error input image_size max_materialize max_idle
-want_graceful_removal allowed_execute_duration allowed_job_duration gpus_minimum_capability
+want_graceful_removal kill_sig allowed_execute_duration allowed_job_duration gpus_minimum_capability
 """.split())
 #: Commands of the description that b2batch writes itself.
 RESERVED = frozenset({"executable", "initialdir", "output", "error", "log", "jobbatchname", "batch_name", "queue"})

@@ -17,7 +17,7 @@ from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).
 BSUB_OPTIONS = frozenset("""
-W M R n q P G app sla m L u B N x E Ep w We c F D S C hl rn r k gpu sp ti env outdir data Lp U ext alloc_flags
+W M R n q P G app sla m L u B N x E Ep w We wa wt c F D S C hl rn r k gpu sp ti env outdir data Lp U ext alloc_flags
 """.split())
 #: Options b2batch sets itself.
 BSUB_RESERVED = frozenset({"J", "o", "e", "oo", "eo", "cwd", "K", "I", "Ip", "Is"})
