@@ -19,11 +19,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from b2batch.engine.escalation import megabytes, seconds
+
 #: The settings a RunConfig holds, by field name (all fields but ``base_dir`` and ``job_wrapper``, which the
 #: front-end gives).
 SETTING_FIELDS = ("batch_system", "poll_interval", "max_poll_interval", "max_jobs_in_flight",
                   "max_scheduler_calls_per_second", "max_array_size", "submission_window",
-                  "scheduler_unreachable_timeout", "scheduler_call_timeout", "local_slots", "htcondor_settings")
+                  "scheduler_unreachable_timeout", "scheduler_call_timeout", "local_slots", "htcondor_settings",
+                  "retry_memory_factor", "retry_time_factor", "max_retry_memory", "max_retry_time",
+                  "max_node_failures")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +55,15 @@ class RunConfig:
     local_slots: int | None = None
     #: The global htcondor_settings (a job's own overlay them).
     htcondor_settings: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    #: Escalation (docs/policies.md): a job killed for memory (time) goes again asking for this factor times
+    #: its request (None: off), at most max_retry_memory (a size, e.g. "64G"; None: no bound) and max_retry_time
+    #: (seconds or e.g. "2d", "48:00:00").
+    retry_memory_factor: float | None = None
+    retry_time_factor: float | None = None
+    max_retry_memory: Any = None
+    max_retry_time: Any = None
+    #: Node failures after which a node is excluded from the run's later submissions (0: never).
+    max_node_failures: int = 3
     #: The folder relative paths of the run are relative to (None: the front-end's default, e.g. the script's).
     base_dir: Path | None = None
     #: The front-end's job-script maker, for the worker jobs the engine makes itself (pilots, bundles):
@@ -62,6 +75,14 @@ class RunConfig:
     def __post_init__(self) -> None:
         # Frozen all the way down: a dict given here is copied into a read-only view.
         object.__setattr__(self, "htcondor_settings", MappingProxyType(dict(self.htcondor_settings or {})))
+
+    @property
+    def max_retry_memory_mb(self) -> float | None:
+        return None if self.max_retry_memory in (None, "") else megabytes(self.max_retry_memory)
+
+    @property
+    def max_retry_time_s(self) -> float | None:
+        return None if self.max_retry_time in (None, "") else seconds(self.max_retry_time)
 
     def replace(self, **changes: Any) -> RunConfig:
         """A copy with ``changes``."""

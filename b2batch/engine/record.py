@@ -55,6 +55,8 @@ class RunRecord:
         self.expected: dict[str, tuple[str, str]] = {}
         #: How many scheduler commands the run's batch systems ran, by program (``sbatch``, ``squeue`` ...).
         self.scheduler_calls: Counter[str] = Counter()
+        #: What the run's self-healing policies did (b2batch.engine.healing): "escalation" and "nodes".
+        self.policies: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def count_call(self, program: str) -> None:

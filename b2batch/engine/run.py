@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from b2batch.engine import preemption
 from b2batch.engine.config import RunConfig
+from b2batch.engine.healing import Healing
 from b2batch.engine.job import Job
 from b2batch.engine.outcome import JobOutcome
 from b2batch.engine.record import RunRecord
@@ -66,6 +67,8 @@ class Run:
         self._counter = 0
         self._held = 0
         self._answers: dict[BatchSystem, dict[Job, JobState]] = {}  # states not yet taken by their follower
+        #: Memory and time escalation, bad nodes (docs/policies.md); what they did goes into the record.
+        self.healing = Healing(self.config, self.record)
 
     # --- batch systems -------------------------------------------------------------------------------
 
@@ -189,6 +192,7 @@ class Run:
         if not reason and state.status == JobStatus.aborted and job.earlier and outcome.exit_code is None:
             # e.g. cancelled as the earlier run was interrupted, and still leaving the queue when this one began
             reason = "its job of an earlier run was killed before it could end (no exit code)"
+        reason = self.healing.resubmit_reason(job, state, self.systems[job.system]) or reason
         limit = job.setting("max_resubmissions")
         if reason and job.resubmissions < limit and not self.interrupted:
             job.resubmissions += 1

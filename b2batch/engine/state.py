@@ -31,6 +31,8 @@ class NativeState:
     exit_code: int | None = None
     #: The node (host) the job ran on, if the scheduler says.
     node: str = ""
+    #: Why it ended, when the scheduler's answer says (:mod:`b2batch.engine.causes`); "" otherwise.
+    cause: str = ""
 
 
 @dataclass(frozen=True)

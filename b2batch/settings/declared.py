@@ -63,6 +63,16 @@ def _flag(value: Any) -> bool:
     raise ValueError
 
 
+def _checked(value: Any, parser: str) -> Any:
+    """``value`` if the escalation's ``parser`` reads it (null passes)."""
+    if value in (None, ""):
+        return None
+    from b2batch.engine import escalation
+
+    getattr(escalation, parser)(value)  # raises ValueError
+    return value
+
+
 PATH = _of((str, os.PathLike), "a path (a string)")
 FOLDER = _of((str, os.PathLike), "a path (a string)", none=False)
 TEXT = _of((str,), "a string")
@@ -116,6 +126,21 @@ SETTINGS: dict[str, Setting] = {
                 "run.", kind=SECONDS),
         Setting("max_poll_interval", 30.0, "Longest wait between status queries while nothing changes.",
                 kind=_number(above=0)),
+        Setting("retry_memory_factor", None, "A job killed for using more memory than it asked for goes again "
+                "asking for this many times more (e.g. 2), in its batch system's own syntax, up to max_retry_memory "
+                "and within max_resubmissions; null: off (docs/policies.md).", kind=_number(above=1, none=True)),
+        Setting("retry_time_factor", None, "A job killed at its time limit goes again asking for this many times "
+                "more time, up to max_retry_time and within max_resubmissions; null: off.",
+                kind=_number(above=1, none=True)),
+        Setting("max_retry_memory", None, "The most memory an escalated job asks for: MB, or a size such as "
+                "\"64G\"; null: no bound.", kind=Kind("a memory size such as 64G or 4000 (MB), or null",
+                                                        lambda v: _checked(v, "megabytes"))),
+        Setting("max_retry_time", None, "The most run time an escalated job asks for: seconds, or \"2d\", "
+                "\"48:00:00\"; null: no bound.", kind=Kind("a duration such as 3600, 2h or 48:00:00, or null",
+                                                           lambda v: _checked(v, "seconds"))),
+        Setting("max_node_failures", 3, "Jobs that fail on one node for node reasons (node failure, set-up failure, "
+                "a lost file system) after which the run's later jobs avoid that node, while other nodes work; 0: "
+                "never.", kind=_number(integer=True, minimum=0)),
         Setting("max_resubmissions", 2, "How often a job that failed for a scheduler-side reason (node "
                 "failure, preemption, a held or lost job) is submitted again.", kind=_number(integer=True, minimum=0)),
         Setting("resubmit_failed_tasks", False, "Also submit again jobs whose task itself failed (up to "

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 import parse
 
-from b2batch.engine import Job, JobState, JobStatus, NativeState
+from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
+from b2batch.engine.escalation import Request, megabytes
 from b2batch.engine.config import RunConfig
 from b2batch.errors import SettingError
 from b2batch.systems import commands
@@ -25,7 +26,16 @@ from b2batch.systems.shaping import WRAPPER_SETTINGS
 from b2batch.templating import render
 
 
-ATTRIBUTES = "ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason"
+ATTRIBUTES = ("ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason,RemoteHost,"
+              "LastRemoteHost")
+#: Hold codes of jobs HTCondor stopped for memory (34: over its memory request) and run time (46: job duration,
+#: 47: execute duration exceeded).
+MEMORY_HOLD_CODES = frozenset({34})
+TIME_HOLD_CODES = frozenset({46, 47})
+_MEMORY_WORDS = re.compile(r"memory", re.I)
+_TIME_WORDS = re.compile(r"MaxRuntime|run ?time|wall ?time|duration|time limit", re.I)
+#: Submit commands that bound a job's run time, in the order escalation looks for them.
+TIME_COMMANDS = ("allowed_execute_duration", "+MaxRuntime", "allowed_job_duration")
 _KEY = re.compile(r"\+?[A-Za-z_][A-Za-z0-9_.]*\Z")
 #: Submit commands users set often: a key close to one of these but not one of them is a misspelling.
 KNOWN_COMMANDS = frozenset("""
@@ -50,11 +60,13 @@ def merged_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[st
 
 
 def submit_description(task: Any, executable: str, folder: str, batch_name: str, count: int = 1,
-                       arguments: str = "", suffix: str = "", config: RunConfig = RunConfig()) -> str:
+                       arguments: str = "", suffix: str = "", config: RunConfig = RunConfig(),
+                       overlay: Mapping[str, Any] | None = None) -> str:
     """The submit description of the task's job (or of an array of ``count`` jobs with the task's
     settings) in a run of ``config`` (its global htcondor_settings, its base folder), checked by
-    ``htcondor2.Submit``; errors name the bad setting."""
-    settings = checked_settings(task, config.htcondor_settings)
+    ``htcondor2.Submit``; errors name the bad setting. ``overlay``: commands the run's policies set over the
+    task's (an escalated request_memory, requirements that avoid excluded nodes)."""
+    settings = {**checked_settings(task, config.htcondor_settings), **(overlay or {})}
     if any(c in text for text in (executable, folder) for c in "\r\n"):
         raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
                            f"submit description cannot hold; choose another task_file_dir.")
@@ -149,6 +161,24 @@ def _check(text: str, settings: dict[str, Any], unit: str) -> None:
                                f"of the submit description; check its name and value.")
 
 
+def _cause(status: str, ad: dict[str, Any], reason: str) -> str:
+    """Why HTCondor held or removed a job: its hold code, else the words of its reason."""
+    if status not in ("3", "5"):
+        return ""
+    code = ad.get("HoldReasonCode")
+    if code in MEMORY_HOLD_CODES:
+        return causes.MEMORY
+    if code in TIME_HOLD_CODES:
+        return causes.TIME
+    if "by user" in reason:
+        return ""
+    if _MEMORY_WORDS.search(reason):
+        return causes.MEMORY
+    if _TIME_WORDS.search(reason):
+        return causes.TIME
+    return ""
+
+
 class HTCondorSystem(SchedulerSystem):
     """HTCondor in one run."""
 
@@ -185,12 +215,53 @@ class HTCondorSystem(SchedulerSystem):
 
     def common_options(self, job: Job) -> list[str]:
         # Checked here, job by job: a job with bad settings is not put into an array, and its error names it.
-        return [json.dumps(checked_settings(job, self.run.config.htcondor_settings), sort_keys=True, default=str),
+        settings = {**checked_settings(job, self.run.config.htcondor_settings), **self.overlay(job)}
+        return [json.dumps(settings, sort_keys=True, default=str),
                 json.dumps(job.setting("transfer_files") or [], default=str), *place(job)]
+
+    def overlay(self, job: Job) -> dict[str, Any]:
+        """Submit commands the run's policies set over the job's own: the escalated ``request_memory`` and run
+        time (``+MaxRuntime`` or the duration command the job set), and ``requirements`` that avoid the
+        excluded nodes (each name a quoted ClassAd string)."""
+        overlay: dict[str, Any] = {}
+        escalated, excluded = self.escalated(job), self.excluded_nodes()
+        if not escalated and not excluded:
+            return overlay
+        settings = merged_settings(job, self.run.config.htcondor_settings)
+        if escalated is not None and escalated.memory_mb is not None:
+            overlay["request_memory"] = int(escalated.memory_mb)
+        if escalated is not None and escalated.time_s is not None:
+            key = next((k for k in TIME_COMMANDS if k in settings), "+MaxRuntime")
+            overlay[key] = int(escalated.time_s)
+        if excluded:
+            own = settings.get("requirements")
+            avoid = " && ".join(f"(Machine != {json.dumps(node)})" for node in excluded)
+            overlay["requirements"] = f"({own}) && {avoid}" if own not in (None, "") else avoid
+        return overlay
+
+    def requested(self, job: Job) -> Request:
+        settings = merged_settings(job, self.run.config.htcondor_settings)
+        try:
+            memory = (megabytes(str(settings["request_memory"]).replace(" ", ""))
+                      if settings.get("request_memory") not in (None, "") else None)
+        except ValueError:  # an expression: not escalated
+            memory = None
+        time_s = None
+        for key in TIME_COMMANDS:
+            if key in settings:
+                try:
+                    time_s = float(settings[key])
+                except (TypeError, ValueError):
+                    pass
+                break
+        return Request(memory, time_s)
+
+    def cause_of(self, native: NativeState) -> str:
+        return native.cause
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name,
-                                         config=self.run.config)
+                                         config=self.run.config, overlay=self.overlay(job))
         submit_file = job.files.folder / "job.sub"
         submit_file.write_text(description)
         return ["condor_submit", *place(job), "-terse", str(submit_file)], None
@@ -200,7 +271,7 @@ class HTCondorSystem(SchedulerSystem):
         # The array's submit description uses the first job's settings (all share them: common_options).
         description = submit_description(first, str(dispatch), str(folder), self.batch_name, count=count,
                                           arguments="$(Process)", suffix=".$(Process)",
-                                          config=self.run.config)
+                                          config=self.run.config, overlay=self.overlay(first))
         submit_file = folder / "array.sub"
         submit_file.write_text(description)
         return ["condor_submit", *place(first), "-terse", str(submit_file)], None
@@ -233,8 +304,10 @@ class HTCondorSystem(SchedulerSystem):
             reason = ad.get("HoldReason") or ad.get("RemoveReason") or ""
             if status == "4" and (ad.get("ExitBySignal") or (exit_code not in (None, 0))):
                 reason = reason or ("killed by a signal" if ad.get("ExitBySignal") else "")
+            host = str(ad.get("RemoteHost") or ad.get("LastRemoteHost") or "").rpartition("@")[2]
             states[job_id] = NativeState(state=status, reason=reason,
-                                         exit_code=int(exit_code) if exit_code is not None else None)
+                                         exit_code=int(exit_code) if exit_code is not None else None,
+                                         node=host, cause=_cause(status, ad, reason))
         return states
 
     def _track(self, job: Job, job_id: str) -> None:

@@ -6,10 +6,12 @@ STAT values: https://www.ibm.com/docs/en/spectrum-lsf/10.1.0?topic=bjobs-descrip
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-from b2batch.engine import Job, JobState, JobStatus, NativeState
+from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
+from b2batch.engine.escalation import Request, megabytes
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.templating import quote
@@ -52,6 +54,52 @@ def bsub_options(task: Any) -> list[str]:
     return arguments
 
 
+#: Why LSF ended a job, by the start of its EXIT_REASON.
+_CAUSES = {"TERM_MEMLIMIT": causes.MEMORY, "TERM_RUNLIMIT": causes.TIME, "TERM_HOST_LOST": causes.NODE}
+_SELECT = re.compile(r"select\[(.*?)\]")
+
+
+def lsf_seconds(value: Any) -> float | None:
+    """Seconds of a bsub ``-W`` value (``[hour:]minute``); None if unreadable."""
+    if value in (None, False, True, ""):
+        return None
+    hours, _, minutes = str(value).strip().rpartition(":")
+    if not minutes.isdigit() or (hours and not hours.isdigit()):
+        return None
+    return float((int(hours or 0) * 60 + int(minutes)) * 60)
+
+
+def _healed(options: list[str], escalated: Request | None, excluded: tuple[str, ...]) -> list[str]:
+    """bsub options with the escalated ``-M``/``-W`` and ``select[hname!=...]`` for the excluded nodes."""
+    healed: list[str] = []
+    resreq = None
+    skip = False
+    for i, option in enumerate(options):  # -M, -W and -R always come with a value
+        if skip:
+            skip = False
+            continue
+        if escalated is not None and ((option == "-M" and escalated.memory_mb is not None)
+                                      or (option == "-W" and escalated.time_s is not None)):
+            skip = True
+        elif option == "-R" and excluded and i + 1 < len(options):
+            resreq, skip = options[i + 1], True
+        else:
+            healed.append(option)
+    if escalated is not None and escalated.memory_mb is not None:
+        healed += ["-M", f"{int(escalated.memory_mb)}MB"]
+    if escalated is not None and escalated.time_s is not None:
+        minutes = int(-(-escalated.time_s // 60))
+        healed += ["-W", f"{minutes // 60}:{minutes % 60:02d}"]
+    if excluded:
+        avoid = " && ".join(f"hname!={node}" for node in excluded)
+        if resreq and _SELECT.search(resreq):
+            resreq = _SELECT.sub(lambda m: f"select[({m.group(1)}) && {avoid}]", resreq, count=1)
+        else:
+            resreq = f"{resreq} select[{avoid}]" if resreq else f"select[{avoid}]"
+        healed += ["-R", resreq]
+    return healed
+
+
 class LSFSystem(SchedulerSystem):
     """LSF in one run."""
 
@@ -78,7 +126,28 @@ class LSFSystem(SchedulerSystem):
     array_index: ClassVar[str | None] = "${LSB_JOBINDEX}"
 
     def common_options(self, job: Job) -> list[str]:
-        return bsub_options(job)
+        options = bsub_options(job)
+        escalated, excluded = self.escalated(job), self.excluded_nodes()
+        return _healed(options, escalated, excluded) if escalated or excluded else options
+
+    def requested(self, job: Job) -> Request:
+        settings = job.setting("lsf_settings") or {}
+        if not isinstance(settings, dict):
+            return Request()
+        named = {str(k).lstrip("-"): v for k, v in settings.items()}
+        try:
+            memory = megabytes(str(named["M"]).rstrip("!").strip()) if named.get("M") not in (None, False, True) else None
+        except ValueError:
+            memory = None
+        return Request(memory, lsf_seconds(named.get("W")))
+
+    def cause_of(self, native: NativeState) -> str:
+        if native.state in ("UNKWN", "ZOMBI"):
+            return causes.NODE
+        for term, cause in _CAUSES.items():
+            if native.reason.startswith(term):
+                return cause
+        return ""
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         folder = job.files.folder
@@ -97,7 +166,7 @@ class LSFSystem(SchedulerSystem):
 
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:
-        return ["bjobs", "-json", "-a", "-o", "jobid stat exit_code", *job_ids]
+        return ["bjobs", "-json", "-a", "-o", "jobid stat exit_code exec_host exit_reason", *job_ids]
 
     @classmethod
     def parse_status(cls, stdout: str) -> dict[str, NativeState]:
@@ -108,8 +177,11 @@ class LSFSystem(SchedulerSystem):
             if record.get("ERROR") or not record.get("JOBID"):
                 continue  # "Job <123> is not found": LSF forgot it; the exit-code file decides
             exit_code = record.get("EXIT_CODE") or ""
+            host = str(record.get("EXEC_HOST") or "").split(":")[0].rpartition("*")[2]
             states[record["JOBID"]] = NativeState(state=record.get("STAT", ""),
-                                                  exit_code=int(exit_code) if exit_code.isdigit() else None)
+                                                  reason=str(record.get("EXIT_REASON") or ""),
+                                                  exit_code=int(exit_code) if exit_code.isdigit() else None,
+                                                  node="" if host in ("-", "") else host)
         return states
 
     @classmethod

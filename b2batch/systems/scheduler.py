@@ -18,6 +18,7 @@ from __future__ import annotations
 import getpass
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any, ClassVar
 import parse
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
+from b2batch.engine.escalation import Request
 from b2batch.engine.monitor import JobMonitor
 from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
                             TransientCommandError)
@@ -34,6 +36,9 @@ from b2batch.systems import commands
 from b2batch.templating import render
 
 logger = logging.getLogger(__name__)
+
+#: A node name b2batch writes into an exclusion (anything else is left out: no quoting games in submit files).
+_NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*\Z")
 
 
 @dataclass
@@ -129,6 +134,28 @@ class SchedulerSystem(BatchSystem):
         """Called once when the scheduler reports the job over (e.g. to clean up a job in an error state);
         the state to report."""
         return state
+
+    def cause_of(self, native: NativeState) -> str:
+        """Why a job in the final state ``native`` ended, as a word of :mod:`b2batch.engine.causes` ("": the
+        answer says nothing more than its exit code)."""
+        return ""
+
+    # --- self-healing policies (b2batch.engine.healing) ------------------------------------------------
+
+    def requested(self, job: Job) -> Request:
+        """What ``job``'s settings ask this batch system for (memory, run time), as far as b2batch reads them."""
+        return Request()
+
+    def escalated(self, job: Job) -> Request | None:
+        """The run's escalated request for ``job`` (None: its settings' own)."""
+        healing = getattr(self.run, "healing", None)
+        return healing.request_for(job) if healing is not None else None
+
+    def excluded_nodes(self) -> tuple[str, ...]:
+        """The nodes the run's later submissions to this system avoid (only names safe in any syntax)."""
+        healing = getattr(self.run, "healing", None)
+        nodes = healing.excluded(self.name) if healing is not None else ()
+        return tuple(node for node in nodes if _NODE_NAME.match(node))
 
     def describe(self, native: NativeState) -> str:
         text = f"{self.name} state {native.state}"
@@ -280,7 +307,8 @@ class SchedulerSystem(BatchSystem):
             return JobState(status)
         reason = self.describe(native)
         side = reason if status == JobStatus.aborted and self.is_scheduler_side(native) else ""
-        return self.on_final_state(job, native, JobState(status, reason, side))
+        cause = (native.cause or self.cause_of(native)) if status == JobStatus.aborted else ""
+        return self.on_final_state(job, native, JobState(status, reason, side, cause=cause, node=native.node))
 
     def _status_while_completing(self, job: Job, status: JobStatus) -> JobStatus:
         """A job in a state of :meth:`final_once_exit_code_written`: a job that succeeded is done at once; for
@@ -311,7 +339,8 @@ class SchedulerSystem(BatchSystem):
             watch.history_checked_at_poll = monitor.polls
             record = self.history(job)
             if record is not None and record.exit_code not in (0, None):
-                return JobState(JobStatus.aborted, self.describe(record))
+                return JobState(JobStatus.aborted, self.describe(record), cause=record.cause or self.cause_of(record),
+                                node=record.node)
         if time.monotonic() - watch.left_queue_at < job.setting("output_wait_timeout"):
             return JobState(JobStatus.running)  # its exit-code file may still be on its way over a shared FS
         reason = (f"the job left {self.name}'s queue without writing its exit-code file {job.files.exit_code}: it "

@@ -13,7 +13,8 @@ from pathlib import Path
 import xml.etree.ElementTree as ElementTree
 from typing import Any, ClassVar
 
-from b2batch.engine import Job, JobState, JobStatus, NativeState
+from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
+from b2batch.engine.escalation import Request, megabytes, seconds
 from b2batch.errors import SchedulerCommandError, SettingError
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
@@ -85,6 +86,63 @@ def _expand_tasks(job_number: str, tasks: str | None) -> list[str]:
     return ids
 
 
+def _resources(settings: Any) -> dict[str, str]:
+    """The ``-l`` resources of ``sge_settings`` (a dict, or a ``name=value,...`` text), by name."""
+    if not isinstance(settings, dict):
+        return {}
+    found: dict[str, str] = {}
+    for key in ("resources", "l"):
+        value = settings.get(key)
+        if isinstance(value, dict):
+            found.update({str(k): str(v) for k, v in value.items()})
+        elif isinstance(value, str):
+            found.update(dict(part.split("=", 1) for part in value.split(",") if "=" in part))
+    return found
+
+
+def _healed(settings: dict[str, Any], escalated: Request | None, excluded: tuple[str, ...]) -> dict[str, Any]:
+    """``sge_settings`` with the escalated ``h_vmem``/``h_rt`` and ``h=!node`` (``h=!(a|b)``) resources."""
+    resources = _resources(settings)
+    healed = {k: v for k, v in settings.items() if k not in ("resources", "l")}
+    if escalated is not None and escalated.memory_mb is not None:
+        resources["h_vmem"] = f"{int(escalated.memory_mb)}M"
+    if escalated is not None and escalated.time_s is not None:
+        value = int(escalated.time_s)
+        resources["h_rt"] = f"{value // 3600}:{value % 3600 // 60:02d}:{value % 60:02d}"
+    if excluded:
+        resources["h"] = f"!{excluded[0]}" if len(excluded) == 1 else f"!({'|'.join(excluded)})"
+    healed["resources"] = resources
+    return healed
+
+
+def qacct_cause(out: str, exit_code: int, asked: Request) -> str:
+    """Why Grid Engine ended a job, from its ``qacct`` record: killed (exit 137) with ``maxvmem`` at its
+    ``h_vmem`` (memory) or ``ru_wallclock`` at its ``h_rt`` (time), or its ``failed`` field naming the limit."""
+    failed = re.search(r"^failed\s+(\d+)\s*:?\s*(.*)$", out, re.M)
+    words = failed.group(2) if failed else ""
+    if exit_code != 137 and not (failed and failed.group(1) == "37"):
+        return ""
+    maxvmem = re.search(r"^maxvmem\s+(\S+)", out, re.M)
+    wallclock = re.search(r"^ru_wallclock\s+(\S+)", out, re.M)
+    try:
+        used_mb = megabytes(maxvmem.group(1).upper().replace("B", "")) if maxvmem else 0.0
+    except ValueError:
+        used_mb = 0.0
+    try:
+        ran = float(wallclock.group(1).rstrip("s")) if wallclock else 0.0
+    except ValueError:
+        ran = 0.0
+    if asked.memory_mb and used_mb >= 0.9 * asked.memory_mb:
+        return causes.MEMORY
+    if asked.time_s and ran >= asked.time_s - 1:
+        return causes.TIME
+    if "h_vmem" in words and "h_rt" not in words:
+        return causes.MEMORY
+    if "h_rt" in words and "h_vmem" not in words:
+        return causes.TIME
+    return ""
+
+
 class SGESystem(SchedulerSystem):
     """Grid Engine in one run."""
 
@@ -105,7 +163,23 @@ class SGESystem(SchedulerSystem):
     def common_options(self, job: Job) -> list[str]:
         # Grid Engine ignores #! lines: -S names the shell. -V passes the submitter's environment on.
         shell = job.setting("shell")
-        return ["-V", "-S", shutil.which(shell) or shell, *qsub_options(job.setting("sge_settings") or {}, job)]
+        settings = job.setting("sge_settings") or {}
+        escalated, excluded = self.escalated(job), self.excluded_nodes()
+        if isinstance(settings, dict) and (escalated or excluded):
+            settings = _healed(settings, escalated, excluded)
+        return ["-V", "-S", shutil.which(shell) or shell, *qsub_options(settings, job)]
+
+    def requested(self, job: Job) -> Request:
+        resources = _resources(job.setting("sge_settings") or {})
+        try:
+            memory = megabytes(resources["h_vmem"]) if resources.get("h_vmem") else None
+        except ValueError:
+            memory = None
+        try:
+            time_s = seconds(resources["h_rt"]) if resources.get("h_rt") else None
+        except ValueError:
+            time_s = None
+        return Request(memory, time_s)
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         scheduler_log = job.files.folder / "sge.out"
@@ -174,7 +248,10 @@ class SGESystem(SchedulerSystem):
         if not exit_status:
             return None
         reason = f"qacct: failed {failed.group(1)} {failed.group(2).strip()}".strip() if failed else ""
-        return NativeState(state="FINISHED", reason=reason, exit_code=int(exit_status.group(1)))
+        host = re.search(r"^hostname\s+(\S+)", out, re.M)
+        code = int(exit_status.group(1))
+        return NativeState(state="FINISHED", reason=reason, exit_code=code, node=host.group(1) if host else "",
+                           cause=qacct_cause(out, code, self.requested(job)))
 
 
 _STATE_WORDS = {"Eqw": "error state", "hqw": "on hold", "dr": "being deleted", "t": "transferring"}

@@ -9,9 +9,9 @@ import difflib
 from pathlib import Path
 from typing import Any, ClassVar
 
-import parse
 
-from b2batch.engine import Job, JobStatus, NativeState
+from b2batch.engine import Job, JobStatus, NativeState, causes
+from b2batch.engine.escalation import Request, megabytes, seconds
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
@@ -67,9 +67,50 @@ def sbatch_options(settings: Any, task: Any) -> list[str]:
     return arguments
 
 
-#: A line of ``squeue --format=%i|%T|%r``.
-_SQUEUE_LINE = parse.compile("{id}|{state}|{reason}")
-_SQUEUE_SHORT = parse.compile("{id}|{state}")
+#: Why Slurm ended a job, by final state.
+_CAUSES = {"OUT_OF_MEMORY": causes.MEMORY, "TIMEOUT": causes.TIME, "DEADLINE": causes.TIME,
+           "NODE_FAIL": causes.NODE, "BOOT_FAIL": causes.NODE}
+
+
+def slurm_seconds(value: Any) -> float | None:
+    """Seconds of an sbatch ``--time`` value (minutes, MM:SS, HH:MM:SS, D-HH[:MM[:SS]]); None if unreadable."""
+    if value in (None, False, True, "") or str(value).strip().upper() in ("INFINITE", "UNLIMITED"):
+        return None
+    text = str(value).strip()
+    try:
+        return float(int(text) * 60) if text.isdigit() else seconds(text)
+    except ValueError:
+        return None
+
+
+def slurm_time(value: float) -> str:
+    """An sbatch ``--time`` value: ``HH:MM:SS``."""
+    value = int(value)
+    return f"{value // 3600:02d}:{value % 3600 // 60:02d}:{value % 60:02d}"
+
+
+def _healed(settings: dict[str, Any], escalated: Request | None, excluded: tuple[str, ...]) -> dict[str, Any]:
+    """``slurm_settings`` with the escalated ``--mem``/``--time`` and the excluded nodes in ``--exclude``."""
+    healed: dict[str, Any] = {}
+    user_excluded = ""
+    for key, value in settings.items():
+        name = SBATCH_SHORT.get(str(key).lstrip("-"), str(key).lstrip("-").replace("_", "-"))
+        if escalated is not None and ((name == "mem" and escalated.memory_mb is not None)
+                                      or (name == "time" and escalated.time_s is not None)):
+            continue
+        if name == "exclude" and excluded:
+            user_excluded = str(value) if value not in (None, False, True) else ""
+            continue
+        healed[key] = value
+    if escalated is not None and escalated.memory_mb is not None:
+        healed["mem"] = f"{int(escalated.memory_mb)}M"
+    if escalated is not None and escalated.time_s is not None:
+        healed["time"] = slurm_time(escalated.time_s)
+    if excluded:
+        healed["exclude"] = ",".join([*filter(None, user_excluded.split(",")), *excluded])
+    return healed
+
+
 
 
 class SlurmSystem(SchedulerSystem):
@@ -112,7 +153,26 @@ class SlurmSystem(SchedulerSystem):
     lists_all_jobs: ClassVar[bool] = True
 
     def common_options(self, job: Job) -> list[str]:
-        return sbatch_options(job.setting("slurm_settings") or {}, job)
+        settings = job.setting("slurm_settings") or {}
+        escalated, excluded = self.escalated(job), self.excluded_nodes()
+        if isinstance(settings, dict) and (escalated or excluded):
+            settings = _healed(settings, escalated, excluded)
+        return sbatch_options(settings, job)
+
+    def requested(self, job: Job) -> Request:
+        settings = job.setting("slurm_settings") or {}
+        if not isinstance(settings, dict):
+            return Request()
+        named = {SBATCH_SHORT.get(str(k).lstrip("-"), str(k).lstrip("-").replace("_", "-")): v
+                 for k, v in settings.items()}
+        try:
+            memory = megabytes(named["mem"]) if named.get("mem") not in (None, False, True) else None
+        except ValueError:
+            memory = None
+        return Request(memory, slurm_seconds(named.get("time")))
+
+    def cause_of(self, native: NativeState) -> str:
+        return _CAUSES.get(native.state, "")
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         scheduler_log = job.files.folder / "slurm-%j.out"
@@ -141,20 +201,21 @@ class SlurmSystem(SchedulerSystem):
     @classmethod
     def status_command(cls, job_ids: list[str]) -> list[str]:
         # All of the user's jobs in one call: asking for ids that Slurm has already forgotten is an error.
-        return ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%r", f"--user={cls.user()}"]
+        return ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%r|%N", f"--user={cls.user()}"]
 
     @classmethod
     def parse_status(cls, stdout: str) -> dict[str, NativeState]:
         states = {}
         for line in stdout.splitlines():
-            found = _SQUEUE_LINE.parse(line.strip()) or _SQUEUE_SHORT.parse(line.strip())
-            if found is None or not found["id"].strip():
+            fields = line.strip().split("|")
+            if len(fields) < 2 or not fields[0].strip():
                 continue
-            named = found.named
-            state = named["state"].split()[0] if named["state"].strip() else "UNKNOWN"
-            reason = named.get("reason", "")
+            state = fields[1].split()[0] if fields[1].strip() else "UNKNOWN"
+            node = fields[-1].strip() if len(fields) >= 4 else ""
+            reason = "|".join(fields[2:-1] if len(fields) >= 4 else fields[2:])
             reason = "" if reason in ("None", "(null)") else reason
-            states[named["id"].strip()] = NativeState(state=state, reason=reason)
+            node = "" if node in ("(null)", "None") or "[" in node or "," in node else node  # one node, by name
+            states[fields[0].strip()] = NativeState(state=state, reason=reason, node=node)
         return states
 
     @classmethod

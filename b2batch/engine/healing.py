@@ -1,0 +1,195 @@
+""":class:`Healing`: the run's self-healing policies on jobs that ended: memory and time escalation, bad nodes.
+
+The run asks :meth:`Healing.resubmit_reason` about every job that ended; the answer is why to submit it again
+("" for no reason of these policies), and the run submits it again within ``max_resubmissions``, as for a job
+the batch system lost. The batch systems ask :meth:`Healing.request_for` (the escalated request of a job, to
+write in their own syntax) and :meth:`Healing.excluded` (the nodes their later submissions avoid). What the
+policies did goes into the run's record (``record.policies``), for the summary and the report JSON:
+
+- ``escalation``: the settings (``retry_memory_factor``, ``retry_time_factor``, ``max_retry_memory`` in MB,
+  ``max_retry_time`` in seconds) and ``escalations``, one entry per escalated job (task, job, cause,
+  resource, from, to, unit);
+- ``nodes``: ``max_node_failures``, ``nodes`` (each node with failures: system, node, count, excluded, why)
+  and ``excluded`` (system -> nodes).
+
+With the defaults (no factors; no node failing) no submission differs from a run without this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+from b2batch.engine import causes
+from b2batch.engine.escalation import Escalation, EscalationPolicy, Request, show_mb, show_seconds
+from b2batch.engine.nodes import NodeFailure, NodeHealth
+from b2batch.engine.state import JobState, JobStatus
+
+if TYPE_CHECKING:
+    from b2batch.engine.config import RunConfig
+    from b2batch.engine.job import Job
+    from b2batch.engine.record import RunRecord
+    from b2batch.engine.system import BatchSystem
+
+logger = logging.getLogger(__name__)
+
+#: The wrapper's first line in the job's stdout names the node it started on.
+_STARTED_ON = re.compile(rb"^b2batch: job of task .* started on (\S+) at ", re.M)
+#: Exit code of the job wrapper when the job's own set-up failed.
+_SETUP_FAILED = 3
+
+
+def started_on(job: Job) -> str:
+    """The node the job's wrapper said it started on (the first lines of its stdout), or ""."""
+    try:
+        with open(job.files.stdout, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return ""
+    found = _STARTED_ON.search(head)
+    return found.group(1).decode(errors="replace") if found else ""
+
+
+class Healing:
+    """The self-healing policies of one run."""
+
+    def __init__(self, config: RunConfig, record: RunRecord) -> None:
+        self.policy = EscalationPolicy(config.retry_memory_factor, config.retry_time_factor,
+                                       config.max_retry_memory_mb, config.max_retry_time_s)
+        self.nodes = NodeHealth(config.max_node_failures)
+        self.escalations: list[Escalation] = []
+        self._requests: dict[str, Request] = {}
+        self._warned: set[tuple[str, str]] = set()
+        self.record = record
+        self._publish()
+
+    # --- what batch systems ask -----------------------------------------------------------------------
+
+    def request_for(self, job: Job) -> Request | None:
+        """The escalated request of ``job`` (None: it asks for what its settings say)."""
+        return self._requests.get(job.key)
+
+    def excluded(self, system: str) -> tuple[str, ...]:
+        """The nodes later submissions to ``system`` must avoid."""
+        return self.nodes.excluded(system)
+
+    # --- what the run asks ----------------------------------------------------------------------------
+
+    def resubmit_reason(self, job: Job, state: JobState, system: BatchSystem) -> str:
+        """Account for the end of ``job`` in ``state``; why to submit it again, or ""."""
+        if state.status == JobStatus.successful:
+            if self.nodes.on and self.nodes.watching(job.system):
+                node = state.node or started_on(job)
+                self.nodes.worked(job.system, node)
+                for (name, suspect), _ in list(self.nodes.failures.items()):
+                    if name == job.system and self.nodes.review(name, suspect):
+                        self._excluded_now(job.system, suspect)
+            return ""
+        if state.status != JobStatus.aborted:
+            return ""
+        cause, why = self._cause(job, state)
+        room = job.resubmissions < job.setting("max_resubmissions")
+        if cause == causes.NODE:
+            return self._node_failure(job, state, why, room)
+        if cause in (causes.MEMORY, causes.TIME) and self.policy.on and room:
+            return self._escalate(job, state, cause, system)
+        return ""
+
+    def _cause(self, job: Job, state: JobState) -> tuple[str, str]:
+        if state.cause:
+            return state.cause, state.reason or causes.WORDS.get(state.cause, state.cause)
+        code = job.files.read_exit_code()
+        if code == _SETUP_FAILED:
+            setup = job.files.read_setup_failure()
+            if setup:
+                return causes.NODE, f"the job's set-up failed: {setup}"
+        if code is None and state.node and not job.files.read_cancel():
+            return causes.NODE, (f"the job ended without its wrapper writing its exit code (lost file system?)"
+                                 f"{': ' + state.reason if state.reason else ''}")
+        return "", ""
+
+    def _node_failure(self, job: Job, state: JobState, why: str, room: bool) -> str:
+        node = state.node or started_on(job)
+        if not node or not self.nodes.on:
+            return ""
+        if self.nodes.fail(NodeFailure(node, job.system, job.key, str(job.job_id), why.splitlines()[0])):
+            self._excluded_now(job.system, node)
+        self._publish()
+        count = len(self.nodes.failures[(job.system, node)])
+        logger.warning("Job %s: task %s failed on node %s for a node reason (%d on that node): %s", job.job_id, job,
+                       node, count, why.splitlines()[0])
+        if state.scheduler_side or not room:
+            return ""  # the run submits scheduler-side failures again by itself
+        if self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
+            return f"node failure on {node} ({why.splitlines()[0]})"
+        return ""
+
+    def _excluded_now(self, system: str, node: str) -> None:
+        count = len(self.nodes.failures.get((system, node), []))
+        logger.warning("Node %s of %s failed %d job(s) of this run for node reasons (max_node_failures = %d): "
+                       "later jobs avoid it", node, system, count, self.nodes.max_failures)
+        self._publish()
+
+    def _escalate(self, job: Job, state: JobState, cause: str, system: BatchSystem) -> str:
+        asked = getattr(system, "requested", None)
+        current = (asked(job) if asked is not None else Request()).merged(self._requests.get(job.key))
+        new = self.policy.escalate(cause, current)
+        if new is None:
+            if (job.key, cause) not in self._warned:
+                self._warned.add((job.key, cause))
+                what = "memory" if cause == causes.MEMORY else "time"
+                have = current.memory_mb if cause == causes.MEMORY else current.time_s
+                logger.warning("Job %s: task %s was killed (%s) but its %s request is not escalated: %s", job.job_id,
+                               job, causes.WORDS[cause], what,
+                               f"it is at the most (max_retry_{what})" if have else
+                               f"its {system.name} settings ask for no {what} b2batch can read")
+            return ""
+        before = current.memory_mb if cause == causes.MEMORY else current.time_s
+        after = new.memory_mb if cause == causes.MEMORY else new.time_s
+        assert before is not None and after is not None
+        escalation = Escalation(job.key, job.name, job.system, str(job.job_id), cause, before, after)
+        self.escalations.append(escalation)
+        self._requests[job.key] = (self._requests.get(job.key) or Request()).merged(new)
+        self._publish()
+        return f"{causes.WORDS[cause]}: escalating {escalation.describe()}"
+
+    # --- the record -----------------------------------------------------------------------------------
+
+    def _publish(self) -> None:
+        policy = self.policy
+        self.record.policies["escalation"] = {
+            "retry_memory_factor": policy.memory_factor, "retry_time_factor": policy.time_factor,
+            "max_retry_memory_mb": policy.max_memory_mb, "max_retry_time_s": policy.max_time_s,
+            "escalations": [e.as_dict() for e in self.escalations]}
+        self.record.policies["nodes"] = self.nodes.report()
+
+    def summary_lines(self) -> list[str]:
+        return summary_lines(self.record.policies)
+
+
+def summary_lines(policies: dict[str, Any]) -> list[str]:
+    """The end summary's lines on what the policies did (none when they did nothing)."""
+    lines: list[str] = []
+    escalations = policies.get("escalation", {}).get("escalations", [])
+    if escalations:
+        lines += ["", f"Escalated ({len(escalations)}):"]
+        for e in escalations:
+            show = _show(e)
+            lines.append(f"  {e['task']} on {e['system']}: {e['resource']} {show(e['from'])} -> {show(e['to'])} "
+                         f"({causes.WORDS.get(e['cause'], e['cause'])}, job {e['job_id']})")
+    nodes = policies.get("nodes", {})
+    failing = nodes.get("nodes", [])
+    if failing:
+        excluded = [n for n in failing if n["excluded"]]
+        lines += ["", f"Node failures ({sum(n['failures'] for n in failing)} on {len(failing)} node(s)"
+                  f"{f', {len(excluded)} excluded' if excluded else ''}):"]
+        for n in failing:
+            state = "excluded from later jobs" if n["excluded"] else "not excluded"
+            lines.append(f"  {n['node']} ({n['system']}): {n['failures']} failure(s), {state}; last: "
+                         f"{n['why'][-1]['why']}")
+    return lines
+
+
+def _show(entry: dict[str, Any]) -> Any:
+    return show_mb if entry["unit"] == "MB" else show_seconds
