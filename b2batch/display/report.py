@@ -218,6 +218,10 @@ class RunReport:
             lines += [f"  {o.name}: {o.reason}" if o.reason else f"  {o.name}" for o in not_run[:20]]
             if len(not_run) > 20:
                 lines.append(f"  ... and {len(not_run) - 20} more")
+        shapes = self.run.shapes
+        if shapes:
+            lines += ["", "Job shapes (job_shape auto: docs/job-shapes.md):"]
+            lines += [f"  {family}: {shape_line(entry)}" for family, entry in sorted(shapes.items())]
         calls = self.run.scheduler_calls
         if calls:
             lines += ["", "Scheduler commands: " + ", ".join(f"{calls[p]} {p}" for p in sorted(calls)) + "."]
@@ -320,6 +324,7 @@ class RunReport:
                        "resubmissions": sum(len(r.resubmissions) for r in self.run.jobs.values())},
             "by_family": {f: {s: dict(c) for s, c in systems.items()} for f, systems in by_family.items()},
             "scheduler_calls": dict(sorted(self.run.scheduler_calls.items())),
+            "job_shapes": {family: dict(entry) for family, entry in sorted(self.run.shapes.items())},
             "jobs": jobs,
             "policies": self.policies(),
             "other_tasks": [{"task_id": o.task_id, "task": o.name, "outcome": o.outcome, "reason": o.reason}
@@ -329,6 +334,17 @@ class RunReport:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+def shape_line(entry: dict[str, Any]) -> str:
+    """One family's job shape in the summary: ``pilots (median 0.4 s per task, 1000 ready: 2 pilot(s))``, and
+    where its tasks went when not all went there (e.g. the probes of a family that then got jobs of its own)."""
+    line = f"{entry['shape']} ({entry['why']})"
+    units = {k: n for k, n in entry.get("units", {}).items() if n}
+    if set(units) - {entry["shape"]}:
+        names = {"pilots": "in pilots", "bundles": "in bundles", "job_per_task": "in jobs of their own"}
+        line += "; tasks " + ", ".join(f"{units[k]} {names[k]}" for k in names if units.get(k))
+    return line
+
 
 def _failure(o: TaskOutcome) -> list[str]:
     """The lines of one failed task: what failed where, why, its logs and the end of its stderr."""

@@ -23,7 +23,7 @@ from b2batch.engine.escalation import megabytes, seconds
 
 #: The settings a RunConfig holds, by field name (all fields but ``base_dir`` and ``job_wrapper``, which the
 #: front-end gives).
-SETTING_FIELDS = ("batch_system", "poll_interval", "max_poll_interval", "max_jobs_in_flight",
+SETTING_FIELDS = ("batch_system", "job_shape", "poll_interval", "max_poll_interval", "max_jobs_in_flight",
                   "max_scheduler_calls_per_second", "max_array_size", "submission_window",
                   "scheduler_unreachable_timeout", "scheduler_call_timeout", "local_slots", "htcondor_settings",
                   "retry_memory_factor", "retry_time_factor", "max_retry_memory", "max_retry_time",
@@ -36,6 +36,9 @@ class RunConfig:
 
     #: The run's batch system (a name, ``auto`` or a class): the setting, or the workflow's --batch-system.
     batch_system: Any = "auto"
+    #: How units become batch jobs: ``auto`` (the run decides per kind, :mod:`b2batch.engine.shaping`),
+    #: ``job_per_task``, ``bundles`` or ``pilots`` (explicit ``pilot_jobs`` or ``tasks_per_job`` of a unit win).
+    job_shape: str = "auto"
     #: Seconds between status queries at first, and the longest wait while nothing changes.
     poll_interval: float = 1.0
     max_poll_interval: float = 30.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +45,24 @@ class PilotSystem(PooledSystem):
     #: Seconds a pilot with work waiting for it may stay queued before idle pilots of other queues end.
     GIVE_BACK_AFTER = 1.0
 
-    def __init__(self, run: Any, inner: BatchSystem) -> None:
+    def __init__(self, run: Any, inner: BatchSystem, size: Callable[[Pool], int] | None = None) -> None:
         super().__init__(run, inner)
         self._roots: dict[tuple[Any, int], Path] = {}  # the queue of units with the same settings
+        #: How many pilots a queue wants (None: the setting pilot_jobs of its units; the run's job shaping
+        #: gives its own, :mod:`b2batch.engine.shaped`).
+        self.size = size
+
+    def wanted(self, pool: Pool) -> int:
+        """Pilots wanted for ``pool``."""
+        return self.size(pool) if self.size is not None else pool.template.setting("pilot_jobs")
+
+    def take_back(self, job: Job) -> bool:
+        """Take a unit out of its queue if no pilot has claimed it yet; whether it was taken back."""
+        found = self._pool_of.get(id(job))
+        if found is None or found[1] in found[0].running or not found[0].queue.take_back(found[1]):
+            return False
+        self._untrack(job)
+        return True
 
     def _pool(self, job: Job) -> Pool:
         key = (job.settings_key, id(job.bootstrap))
@@ -116,7 +131,7 @@ class PilotSystem(PooledSystem):
         alive = (len([k for k in pool.carriers if k not in retiring])
                  + len([w for w in pool.beats if w not in pool.carriers and w not in retiring]))
         queued = sum(1 for key in pool.carriers if key not in pool.started)  # each will take a waiting unit
-        wanted = min(pool.template.setting("pilot_jobs") - alive, pool.waiting() - queued)
+        wanted = min(self.wanted(pool) - alive, pool.waiting() - queued)
         if wanted <= 0:
             return
         try:
@@ -146,21 +161,28 @@ class BundleSystem(PooledSystem):
 
     kind = "bundle"
 
+    def __init__(self, run: Any, inner: BatchSystem, size: Callable[[Job], int] | None = None) -> None:
+        super().__init__(run, inner)
+        #: Units per bundle (None: the setting tasks_per_job of each unit; the run's job shaping gives its own).
+        self.size = size
+
+    def _size(self, job: Job) -> int:
+        return max(1, self.size(job) if self.size is not None else job.setting("tasks_per_job"))
+
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
         """Units that may share jobs (the same settings, size and bundle key, in the order they came), in
         groups whose bundles go to the inner system as one array."""
         by_kind: dict[str, list[Job]] = {}
         for job in jobs:
-            by_kind.setdefault(f"{signature(job, self.inner)}-{job.setting('tasks_per_job')}-{job.bundle}",
-                              []).append(job)
+            by_kind.setdefault(f"{signature(job, self.inner)}-{self._size(job)}-{job.bundle}", []).append(job)
         groups = []
         for members in by_kind.values():
-            size = max(1, members[0].setting("tasks_per_job")) * max(1, members[0].setting("max_array_size"))
+            size = self._size(members[0]) * max(1, members[0].setting("max_array_size"))
             groups += [members[i:i + size] for i in range(0, len(members), size)]
         return groups
 
     def submit(self, group: list[Job]) -> None:
-        size = max(1, group[0].setting("tasks_per_job"))
+        size = self._size(group[0])
         bundles: list[tuple[Pool, Job, list[tuple[str, Job]]]] = []
         try:
             for start in range(0, len(group), size):

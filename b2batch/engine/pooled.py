@@ -290,7 +290,8 @@ class PooledSystem(BatchSystem):
 
     def _lose(self, pool: Pool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
         """The units a worker held when it was lost go back to the run, which submits them again."""
-        limit = pool.template.setting("max_resubmissions") * max(1, pool.template.setting("pilot_jobs") or 1)
+        wanted = self.wanted(pool) if self.kind == "pilot" else 1  # type: ignore[attr-defined]
+        limit = pool.template.setting("max_resubmissions") * max(1, wanted or 1)
         if self.kind == "pilot" and pool.lost > limit:
             self._give_up(pool, f"{pool.lost} {self.kind} jobs were lost (at most max_resubmissions x pilot_jobs = "
                                 f"{limit}); the last: {reason}", changes)

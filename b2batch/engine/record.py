@@ -55,6 +55,9 @@ class RunRecord:
         self.expected: dict[str, tuple[str, str]] = {}
         #: How many scheduler commands the run's batch systems ran, by program (``sbatch``, ``squeue`` ...).
         self.scheduler_calls: Counter[str] = Counter()
+        #: The job shape each family got when the run chose it (``job_shape`` auto), by family: its batch
+        #: system, ``shape``, ``size``, ``why``, ``median_seconds``, ``ended`` and ``units`` (units per shape).
+        self.shapes: dict[str, dict[str, Any]] = {}
         #: What the run's self-healing policies did (b2batch.engine.healing): "escalation" and "nodes".
         self.policies: dict[str, Any] = {}
         self._lock = threading.Lock()

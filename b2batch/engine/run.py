@@ -128,6 +128,18 @@ class Run:
             for submitter in self.submitters.values():
                 submitter.flush_if_due()
 
+    def requeue(self, job: Job) -> None:
+        """A job its batch system gave back before it started (e.g. a unit taken out of a pilot queue) waits to
+        be submitted again: it goes out at the next poll, where the batch system may place it otherwise."""
+        if id(job) not in self.live:
+            return
+        self.submitters[job.system].done(job)
+        job.earlier = False
+        job.files.reset()
+        job.job_id = None
+        self.record.update(job, "waiting")
+        self.submitters[job.system].enqueue(job)
+
     def _submitted(self, job: Job) -> None:
         job.files.record_submission(job.system, str(job.job_id), job.placement)
         self.record.update(job, "submitted")

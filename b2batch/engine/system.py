@@ -57,6 +57,11 @@ class BatchSystem(abc.ABC):
         has it queued or running (set ``job.job_id``); whether it did."""
         return False
 
+    def capacity(self) -> int | None:
+        """How many jobs the batch system runs at once for this run, if it knows (e.g. the local slots); None
+        for a cluster, whose share for the user is not known."""
+        return None
+
     def forget(self, job: Job) -> None:
         """The run no longer follows ``job`` (it ended, or was cancelled)."""
 

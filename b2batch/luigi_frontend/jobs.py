@@ -196,7 +196,7 @@ class TaskJobs:
 
         def system_of(name: str) -> Any:
             try:
-                return self.run.add_system(name, systems.system_class(name))
+                return systems.system_class(name)(self.run)  # not the run's own: that one may shape its units
             except B2BatchError as e:
                 logger.warning("Cannot end the pilot jobs of an earlier run on %s: %s", name, e)
                 return None
@@ -227,11 +227,20 @@ class TaskJobs:
         def lookup(name: str) -> Any:
             if name == "batch_system":
                 return self.batch_system_of(task)
+            if name == "job_shape":
+                return self.job_shape_of(task)
             if group is not None and name == "tasks_per_job":
                 return group.size
             return checkpoint.with_warning(task, name, get_setting(name, task=task))  # checkpoint(): a warning
 
         return lookup
+
+    def job_shape_of(self, task: Any) -> str:
+        """The task's job_shape: ``job_per_task`` where pilot_jobs or tasks_per_job is set for it (0 and 1: their
+        values win, as before job_shape existed), else its own job_shape, else the run's (its RunConfig)."""
+        if any(get_setting(name, None, task=task) is not None for name in ("pilot_jobs", "tasks_per_job")):
+            return "job_per_task"
+        return get_setting("job_shape", self.run.config.job_shape, task=task)
 
     def batch_system_of(self, task: Any) -> Any:
         """The task's batch_system: its own, else the run's (the setting or --batch-system)."""
@@ -255,7 +264,7 @@ class TaskJobs:
             return None
 
         return systems.add_to_run(self.run, self.batch_system_of(task), task, self._settings_of(task),
-                                  adapt)
+                                  adapt, shaping=True)
 
     def make(self, task: Any) -> Job:
         """The engine job of ``task`` (its batch system is added to the run; an unknown one is an error that

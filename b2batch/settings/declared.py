@@ -57,6 +57,15 @@ def _of(types: tuple[type, ...], expects: str, none: bool = True) -> Kind:
     return Kind(expects + (", or null" if none else ""), accept)
 
 
+def _choice(*values: str) -> Kind:
+    def accept(value: Any) -> Any:
+        if value in values:
+            return value
+        raise ValueError
+
+    return Kind("one of " + ", ".join(values), accept)
+
+
 def _flag(value: Any) -> bool:
     if isinstance(value, bool):
         return value
@@ -230,6 +239,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("apptainer_cmd", None, "b2luigi's: the command that runs apptainer_image containers: apptainer or "
                 "singularity (default: the first of them on PATH).", kind=TEXT),
         # Many tasks per job.
+        Setting("job_shape", "auto", "How tasks become batch jobs: auto (the run decides per task family and batch "
+                "system, from how long its finished tasks took and how many are ready: pilots for short tasks, one job "
+                "per task for long ones, bundles between; docs/job-shapes.md), job_per_task, bundles or pilots. "
+                "Explicit pilot_jobs or tasks_per_job win (b2luigi profile: job_per_task).",
+                kind=_choice("auto", "job_per_task", "bundles", "pilots")),
         Setting("tasks_per_job", 1, "Tasks that are ready together run one after another in one batch job, up "
                 "to this many (bundles).", kind=_number(integer=True, minimum=1)),
         Setting("pilot_jobs", 0, "Pilot jobs per batch system that pull ready tasks from a queue on the shared "
@@ -258,7 +272,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2batch": {},
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
-                "process_returns_result": False, "b2luigi_texts": True,
+                "process_returns_result": False, "b2luigi_texts": True, "job_shape": "job_per_task",
                 "process_once": True, "local_runs_send_jobs": True, "max_task_failures": None, "live_state": False},
 }
 

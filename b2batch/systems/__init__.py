@@ -126,19 +126,26 @@ def system_class(name: str | type, task: Any = None) -> type:
                        f"Fix the setting 'batch_system', or install the plugin that provides {name!r}.")
 
 
-def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None) -> str:
+def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None, shaping: bool = False) -> str:
     """Add the batch system ``value`` (a name, ``auto`` or a class) to ``run``, wrapped in pilot or bundle jobs
     when the settings ``lookup(name)`` of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
-    turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None."""
+    turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None.
+    With ``shaping``, a front-end lets the units that set neither pilot_jobs nor tasks_per_job take the shape
+    their setting ``job_shape`` asks for (:class:`~b2batch.engine.shaped.ShapingSystem`, known by the system's
+    name; the front-end's lookup gives the run's job_shape, from its RunConfig, where the unit sets none)."""
     from b2batch.engine import BatchSystem
     from b2batch.engine.pilots import BundleSystem, PilotSystem
+    from b2batch.engine.shaped import ShapingSystem
 
     cls = system_class(value if isinstance(value, type) else str(value), owner)
     factory = adapt(cls) if adapt is not None and isinstance(cls, type) else None
     if factory is not None:
         system = run.add_system(factory[0], factory[1])
     elif isinstance(cls, type) and issubclass(cls, BatchSystem):
-        system = run.add_system(cls.name, cls)
+        if shaping:
+            system = run.add_system(cls.name, lambda run: ShapingSystem(run, cls(run)))
+        else:
+            system = run.add_system(cls.name, cls)
     else:
         raise SettingError(f"Task {owner}: the batch_system {value!r} is not an engine BatchSystem subclass"
                            f"{' (nor a b2batch.BatchProcess)' if adapt is not None else ''}; fix the setting "
@@ -150,5 +157,5 @@ def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None)
         raise SettingError(f"Task {owner}: the batch_system {value!r} is a BatchProcess plugin, which runs one task "
                            f"per job; unset pilot_jobs ({pilots}) and tasks_per_job ({per_job}) for it.")
     pooled = PilotSystem if pilots else BundleSystem
-    inner = system
+    inner = system.inner if isinstance(system, ShapingSystem) else system
     return run.add_system(f"{inner.name}-{pooled.kind}s", lambda run: pooled(run, inner)).name

@@ -193,6 +193,10 @@ class LocalSystem(BatchSystem):
         self.pool = _Pool(run.config.local_slot_count())
         self._by_id: dict[str, Job] = {}
 
+    def capacity(self) -> int:
+        """Jobs that run at once: the run's local_slots."""
+        return self.pool.slots()
+
     def submit(self, group: list[Job]) -> None:
         for job in group:
             job.job_id = self.pool.submit(job)
