@@ -11,13 +11,17 @@ on lost requirements beyond their own budget. In its job (or here) the task sees
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
 import luigi
 import luigi.task
+from luigi.scheduler import PENDING
 
 from b2batch.errors import SettingError
+
+logger = logging.getLogger(__name__)
 
 
 def acceptance_of(task: Any) -> float | None:
@@ -67,3 +71,53 @@ def present_inputs(task: Any) -> Any:
 def missing_requirements(task: Any) -> list[Any]:
     """The task's requirements that are not complete: what it runs without under its ``acceptance``."""
     return [requirement for requirement in luigi.task.flatten(task.requires()) if not requirement.complete()]
+
+
+class FailureBudgets:
+    """The graph runner's bookkeeping of lost requirements (mixed into
+    :class:`~b2batch.luigi_frontend.runner.GraphRunner`, whose nodes have ``acceptance``, ``lost`` and
+    ``lost_deps``): each node is lost at most once and each edge counted once, so budgets cost O(edges)."""
+
+    jobs: Any
+
+    def _push(self, node: Any) -> None:  # the runner's ready set
+        raise NotImplementedError
+
+    @staticmethod
+    def _within_budget(node: Any) -> bool:
+        """Whether enough of the node's requirements can still be done for its ``acceptance``."""
+        if node.acceptance is None:
+            return node.lost_deps == 0
+        return len(node.deps) - node.lost_deps >= needed(node.acceptance, len(node.deps))
+
+    def _lose(self, node: Any) -> None:
+        """``node`` will not be done in this run: its dependents count it lost, and those without a budget for it
+        are lost too (they stay pending, as under luigi's scheduler); those with one may now be ready."""
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if current.lost:
+                continue
+            current.lost = True
+            for dependent in current.dependents:
+                dependent.lost_deps += 1
+                if dependent.status != PENDING or not dependent.runnable or dependent.queued or dependent.lost:
+                    continue
+                if not self._within_budget(dependent):
+                    stack.append(dependent)
+                elif dependent.waiting_on - dependent.lost_deps == 0:
+                    dependent.queued = True
+                    self._push(dependent)
+
+    def _note_without(self, node: Any) -> None:
+        """Say (log, summary, report) which requirements a task with a failure budget runs without."""
+        without = [dep.task for dep in node.deps if dep.lost]
+        total, task = len(node.deps), node.task
+        logger.warning("Task %s runs without %d of its %d requirements (acceptance = %g): %s", task, len(without),
+                       total, node.acceptance, ", ".join(map(str, without)))
+        entries = self.jobs.policies.setdefault("acceptance", [])
+        entries[:] = [e for e in entries if e["task_id"] != task.task_id]  # once per task (a retry runs again)
+        entries.append({"task_id": task.task_id, "task": str(task), "acceptance": node.acceptance,
+                        "requirements": total, "without": [str(t) for t in without],
+                        "text": f"{task} ran without {len(without)} of {total} requirements (acceptance "
+                                f"{node.acceptance:g}): {', '.join(map(str, without))}"})

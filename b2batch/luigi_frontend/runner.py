@@ -46,12 +46,12 @@ from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 from b2batch.engine import RunRecord
 from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
-from b2batch.luigi_frontend.acceptance import acceptance_of, needed
+from b2batch.luigi_frontend.acceptance import FailureBudgets, acceptance_of
 from b2batch.luigi_frontend.checks import check_task_class
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
-from b2batch.luigi_frontend.layout import log_folder
 from b2batch.luigi_frontend.node import StatusReporter
+from b2batch.paths import log_folder
 from b2batch.settings import active_profile
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class Node:
     lost_deps: int = 0  # requirements that are lost (counted in waiting_on too)
 
 
-class GraphRunner:
+class GraphRunner(FailureBudgets):
     """Runs a luigi graph whose tasks become engine jobs (or run here), handing out ready tasks in O(1)."""
 
     def __init__(self, jobs: TaskJobs, workers: int = 1, record: RunRecord | None = None,
@@ -270,32 +270,6 @@ class GraphRunner:
             node.queued = True
             self._push(node)
 
-    @staticmethod
-    def _within_budget(node: Node) -> bool:
-        """Whether enough of the node's requirements can still be done for its ``acceptance``."""
-        if node.acceptance is None:
-            return node.lost_deps == 0
-        return len(node.deps) - node.lost_deps >= needed(node.acceptance, len(node.deps))
-
-    def _lose(self, node: Node) -> None:
-        """``node`` will not be done in this run: its dependents count it lost, and those without a budget for it
-        are lost too (they stay pending, as under luigi's scheduler); those with one may now be ready."""
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            if current.lost:
-                continue
-            current.lost = True
-            for dependent in current.dependents:
-                dependent.lost_deps += 1
-                if dependent.status != PENDING or not dependent.runnable or dependent.queued or dependent.lost:
-                    continue
-                if not self._within_budget(dependent):
-                    stack.append(dependent)
-                elif dependent.waiting_on - dependent.lost_deps == 0:
-                    dependent.queued = True
-                    self._push(dependent)
-
     def _push(self, node: Node) -> None:
         bucket = self._buckets.get(node.priority)
         if bucket is None:
@@ -385,19 +359,6 @@ class GraphRunner:
         status, explanation, _missing, new_deps = seam.run_in_process(task, self.summary._id, StatusReporter(),
                                                                       check_requirements=node.acceptance is None)
         self._handle(TaskResult(task, status, explanation, new_deps))
-
-    def _note_without(self, node: Node) -> None:
-        """Say (log, summary, report) which requirements a task with a failure budget runs without."""
-        without = [dep.task for dep in node.deps if dep.lost]
-        total, task = len(node.deps), node.task
-        logger.warning("Task %s runs without %d of its %d requirements (acceptance = %g): %s", task, len(without),
-                       total, node.acceptance, ", ".join(map(str, without)))
-        entries = self.jobs.policies.setdefault("acceptance", [])
-        entries[:] = [e for e in entries if e["task_id"] != task.task_id]  # once per task (a retry runs again)
-        entries.append({"task_id": task.task_id, "task": str(task), "acceptance": node.acceptance,
-                        "requirements": total, "without": [str(t) for t in without],
-                        "text": f"{task} ran without {len(without)} of {total} requirements (acceptance "
-                                f"{node.acceptance:g}): {', '.join(map(str, without))}"})
 
     def _release(self, node: Node) -> None:
         self._running.pop(node.task.task_id, None)
