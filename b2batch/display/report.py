@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
 
+from b2batch.display.efficiency import efficiency, summary_lines
 from b2batch.display.trace import describe, iso_time, trace
 from b2batch.engine import JobRecord, RunRecord
 from b2batch.errors import StoppedBySignal
@@ -222,6 +223,7 @@ class RunReport:
         if shapes:
             lines += ["", "Job shapes (job_shape auto: docs/job-shapes.md):"]
             lines += [f"  {family}: {shape_line(entry)}" for family, entry in sorted(shapes.items())]
+        lines += summary_lines(efficiency(self.run.jobs.values()), self.run.accounting)
         calls = self.run.scheduler_calls
         if calls:
             lines += ["", "Scheduler commands: " + ", ".join(f"{calls[p]} {p}" for p in sorted(calls)) + "."]
@@ -324,6 +326,8 @@ class RunReport:
                        "resubmissions": sum(len(r.resubmissions) for r in self.run.jobs.values())},
             "by_family": {f: {s: dict(c) for s, c in systems.items()} for f, systems in by_family.items()},
             "scheduler_calls": dict(sorted(self.run.scheduler_calls.items())),
+            "efficiency": efficiency(self.run.jobs.values()),
+            "accounting": dict(self.run.accounting),
             "job_shapes": {family: dict(entry) for family, entry in sorted(self.run.shapes.items())},
             "jobs": jobs,
             "policies": self.policies(),

@@ -177,6 +177,13 @@ def job_ad(job: dict[str, Any], now: float) -> dict[str, Any]:
         ad["RemoteWallClockTime"] = 0.0
     if status == state.RUNNING:
         ad["RemoteHost"] = f"slot1@{hostname()}"
+    if job.get("start_time"):
+        ad["LastRemoteHost"] = f"slot1@{hostname()}"
+    if job.get("max_rss_kb") is not None:  # the job ended: what it used (condor_history's accounting)
+        ad["RemoteUserCpu"] = float(job.get("cpu_user") or 0.0)
+        ad["RemoteSysCpu"] = float(job.get("cpu_sys") or 0.0)
+        ad["ResidentSetSize"] = int(job["max_rss_kb"])
+        ad["MemoryUsage"] = (int(job["max_rss_kb"]) + 1023) // 1024
     if status == state.EXITED:
         by_signal = job.get("signal") is not None
         ad["ExitBySignal"] = by_signal

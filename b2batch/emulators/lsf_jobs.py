@@ -101,6 +101,31 @@ def _run_time(job: dict[str, Any], now: float) -> str:
     return f"{int((end or now) - job['start_time'])} second(s)"
 
 
+def _cpu_used(job: dict[str, Any]) -> str:
+    """CPU_USED as bjobs prints it (``1.2 second(s)``); known once the job ended here."""
+    if job.get("cpu_user") is None:
+        return "0.0 second(s)" if job.get("start_time") else ""
+    return f"{float(job['cpu_user']) + float(job.get('cpu_sys') or 0):.1f} second(s)"
+
+
+def _memlimit(value: str | None) -> str:
+    """MEMLIMIT with its unit, as bjobs prints it (``2000 M``): ``bsub -M 2000`` counts in MB here (the
+    emulated cluster's LSF_UNIT_FOR_LIMITS=MB), ``-M 2GB`` as written."""
+    if not value:
+        return ""
+    found = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)B?\s*", str(value), re.IGNORECASE)
+    if not found:
+        return str(value)
+    return f"{found.group(1)} {(found.group(2) or 'M').upper()}"
+
+
+def _max_mem(job: dict[str, Any]) -> str:
+    """MAX_MEM as bjobs prints it (``300 Mbytes``), empty until the job ended here."""
+    if job.get("max_rss_kb") is None:
+        return ""
+    return f"{max(1, round(int(job['max_rss_kb']) / 1024))} Mbytes"
+
+
 FIELDS: dict[str, Callable[[dict[str, Any], float], str]] = {
     "jobid": lambda j, n: j["id"],
     "jobindex": lambda j, n: str(j["attrs"].get("index", 0)),
@@ -127,10 +152,12 @@ FIELDS: dict[str, Callable[[dict[str, Any], float], str]] = {
     "error_file": lambda j, n: j["attrs"].get("error") or "",
     "run_time": _run_time,
     "runtimelimit": lambda j, n: j["attrs"].get("runlimit") or "",
-    "memlimit": lambda j, n: j["attrs"].get("memlimit") or "",
+    "memlimit": lambda j, n: _memlimit(j["attrs"].get("memlimit")),
     "effective_resreq": lambda j, n: j["attrs"].get("resreq") or "",
     "combined_resreq": lambda j, n: j["attrs"].get("resreq") or "",
     "project": lambda j, n: j["attrs"].get("project") or "default",
+    "cpu_used": lambda j, n: _cpu_used(j),
+    "max_mem": lambda j, n: _max_mem(j),
 }
 ALIASES = {"id": "jobid", "name": "job_name", "st": "stat", "exit": "exit_code", "index": "jobindex"}
 DEFAULT_FIELDS = ("jobid", "user", "stat", "queue", "from_host", "exec_host", "job_name", "submit_time")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -113,7 +114,11 @@ def launch(spec: dict[str, Any]) -> subprocess.Popen[bytes]:
 
 def _finish(table: state.JobTable, job: dict[str, Any], returncode: int, runner: _Runner) -> None:
     code, sig = (returncode, None) if returncode >= 0 else (None, -returncode)
-    changes: dict[str, Any] = {"end_time": table.now, "exit_code": code, "signal": sig, "proc": None}
+    # What the job used, as the real schedulers account it (condor_history, bjobs): this runner's one child.
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    changes: dict[str, Any] = {"end_time": table.now, "exit_code": code, "signal": sig, "proc": None,
+                               "cpu_user": round(used.ru_utime, 3), "cpu_sys": round(used.ru_stime, 3),
+                               "max_rss_kb": used.ru_maxrss}
     hooks = scheduler.hooks_for(table.store.system)
     if job["status"] == state.RUNNING:
         if runner.runlimit_hit:

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from b2batch.engine.usage import Usage, read_usage, usage_file
+
 
 @dataclass
 class JobRecord:
@@ -34,6 +36,9 @@ class JobRecord:
     stderr_tail: str = ""
     #: The worker job (pilot or bundle) that ran the unit, e.g. "pilot job 123 on slurm"; empty for own jobs.
     carrier: str = ""
+    #: What the job used (:meth:`b2batch.engine.usage.Usage.as_dict`): its wrapper's figures, with the batch
+    #: system's accounting where it answered; None while neither is known.
+    usage: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -55,6 +60,9 @@ class RunRecord:
         self.expected: dict[str, tuple[str, str]] = {}
         #: How many scheduler commands the run's batch systems ran, by program (``sbatch``, ``squeue`` ...).
         self.scheduler_calls: Counter[str] = Counter()
+        #: How each batch system's accounting went: the command that answered (``sacct``), or ``unavailable:
+        #: <why>`` (the figures are then the job wrappers' own).
+        self.accounting: dict[str, str] = {}
         #: The job shape each family got when the run chose it (``job_shape`` auto), by family: its batch
         #: system, ``shape``, ``size``, ``why``, ``median_seconds``, ``ended`` and ``units`` (units per shape).
         self.shapes: dict[str, dict[str, Any]] = {}
@@ -66,6 +74,15 @@ class RunRecord:
         """Count one scheduler command of ``program``."""
         with self._lock:
             self.scheduler_calls[program] += 1
+
+    def account(self, key: str, job_id: str, usage: Usage) -> None:
+        """The batch system's accounting figures of job ``job_id`` of the work ``key`` (its last job only),
+        merged with the wrapper's figures."""
+        with self._lock:
+            record = self.jobs.get(key)
+            if record is None or (record.job_ids and record.job_ids[-1] != job_id):
+                return
+            record.usage = usage.merged(Usage.of(record.usage)).as_dict()
 
     def expect(self, key: str, family: str, system: str) -> None:
         """Note work that will become a job of ``system`` (counted as waiting until it has one)."""
@@ -115,8 +132,16 @@ class RunRecord:
                     record.started_at, record.ended_at = job.ran
             if state == "failed":
                 record.stderr_tail = job.files.stderr_tail(10)
+            wrapper = read_usage(usage_file(job.files))
+            outcome = getattr(job, "outcome", None)  # the batch system's cause and node of the job's end
+            said = Usage(cause=getattr(outcome, "cause", "") or "", host=getattr(outcome, "node", "") or None)
+            wrapper = said.merged(wrapper) if wrapper is not None else (said if said.cause or said.host else None)
+            if wrapper is not None:
+                known = Usage.of(record.usage)
+                record.usage = (known.merged(wrapper) if known else wrapper).as_dict()
         elif state == "resubmitted":
             record.resubmissions.append(reason)
+            record.usage = None
             record.started_at = None
         if record.state == state:
             return

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
+from b2batch.engine.usage import measured
 from b2batch.engine.unwinding import unwind_on_sigterm
 from b2batch.engine.workqueue import DRAIN_GRACE, WorkQueue
 
@@ -133,6 +134,8 @@ class Worker:
         self.last_beat = 0.0  # monotonic time of the last heartbeat written
         self.stop_signal: int | None = None
         self.child: int | None = None
+        #: The resource usage of the unit's process when it ended (os.wait4), for its usage.json.
+        self.rusage: Any = None
         self.current: str | None = None
         self.longest = 0.0
         self.ran = 0
@@ -244,6 +247,7 @@ class Worker:
         if pid == 0:  # the child: never returns
             _child(entry, self.job_id, parent, blocked)
         self.child = pid
+        self.rusage = None
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         status = self._wait(pid, name)
         self.child = None
@@ -259,6 +263,13 @@ class Worker:
             self.queue.release(self.name, name)
             return False
         code = 128 - code if code < 0 else code
+        # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
+        # numbers even where the batch system's accounting is off (b2batch.engine.usage).
+        usage = self.rusage
+        if usage is not None:
+            atomic_write(Path(files["exit_code"]).with_name("usage.json"),
+                         measured(time.monotonic() - begin, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
+                                  socket.gethostname()))
         atomic_write(Path(files["exit_code"]), f"{code}\n")
         self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
                                                    "ended": time.time(), "exit_code": code})
@@ -280,7 +291,7 @@ class Worker:
                         select.select([handle], [], [], self.beat_interval)
                     except InterruptedError:
                         pass
-                done, status = os.waitpid(pid, os.WNOHANG)
+                done, status, self.rusage = os.wait4(pid, os.WNOHANG)
                 if done:
                     return status
                 if handle is None:

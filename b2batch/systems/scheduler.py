@@ -30,9 +30,11 @@ import parse
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
 from b2batch.engine.escalation import Request
 from b2batch.engine.monitor import JobMonitor
+from b2batch.engine.usage import Usage
 from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
                             TransientCommandError)
-from b2batch.systems import commands
+from b2batch.systems import accounting, commands
+from b2batch.systems.collect import AccountingCollector
 from b2batch.templating import render
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,10 @@ class SchedulerSystem(BatchSystem):
         self.call_timeout: float = config.scheduler_call_timeout
         #: This system's scheduler commands: rate-limited, and counted in the run's record.
         self.calls = commands.SchedulerCalls(run.record.count_call, config.max_scheduler_calls_per_second)
+        #: The accounting figures of ended jobs: one command per poll cycle for all of them (systems/collect.py).
+        self.accounting = AccountingCollector(
+            self.name, self.accounting_command if self.has_accounting else None, self.parse_accounting, run.record,
+            self.calls, lambda: self.call_timeout)
 
     # --- what a batch system implements ---------------------------------------------------------------
 
@@ -103,6 +109,23 @@ class SchedulerSystem(BatchSystem):
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         raise NotImplementedError
+
+    @property
+    def has_accounting(self) -> bool:
+        """Whether b2batch reads this scheduler's accounting (:mod:`b2batch.systems.accounting`)."""
+        return self.name in accounting.BY_SYSTEM
+
+    def accounting_command(self, job_ids: list[str]) -> list[str]:
+        """One command that prints the accounting figures of all ``job_ids`` (jobs that ended)."""
+        return accounting.BY_SYSTEM[self.name][0](job_ids, self.run.tag)
+
+    def parse_accounting(self, stdout: str) -> dict[str, Usage]:
+        """The figures in the accounting command's output, by job id."""
+        return accounting.BY_SYSTEM[self.name][1](stdout)
+
+    def close(self) -> None:
+        """The run ends: the accounting figures of the jobs that ended last."""
+        self.accounting.finish()
 
     def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
         """Run the status command for ``job_ids``; subclasses may add history look-ups."""
@@ -277,7 +300,12 @@ class SchedulerSystem(BatchSystem):
             chosen = {id(job): job for job in (self._by_id.get(i) for i in changed) if job is not None}
             chosen.update((key, watch.job) for key, watch in self._watching.items())
             candidates = list(chosen.values())
-        return {job: self._state(job) for job in candidates}
+        answers = {job: self._state(job) for job in candidates}
+        for job, answer in answers.items():
+            if answer.final and job.job_id is not None:
+                self.accounting.ended(job.job_id, job.key)
+        self.accounting.collect(monitor.polls)
+        return answers
 
     def _state(self, job: Job) -> JobState:
         assert job.job_id is not None

@@ -1,0 +1,133 @@
+"""What a job used: wall time, CPU time, peak memory, the node, and what it asked for, as one value.
+
+Figures come from two places:
+
+- the job's own wrapper (or the pilot/bundle worker for a unit inside it) writes ``usage.json`` next to its
+  exit-code file: wall, CPU (user + system, children included) and peak RSS from ``getrusage``, and the host;
+  every job and every unit has these, whatever the batch system;
+- the batch system's accounting (``sacct``, ``qacct``, ``condor_history``, ``bjobs``), asked once per poll
+  cycle for all jobs that ended since the last (:mod:`b2batch.systems.accounting`), adds what only the
+  scheduler knows: what the job requested, its final state, and its figures as the scheduler measured them.
+
+:meth:`Usage.merged` puts the two together: the scheduler's figures where it has them, the wrapper's for the
+rest. ``cause`` names why the batch system killed a job: ``"memory"`` (Slurm OUT_OF_MEMORY, LSF TERM_MEMLIMIT,
+SGE exit 137 with its peak at the h_vmem limit, HTCondor's memory hold) or ``"time"`` (Slurm TIMEOUT, LSF
+TERM_RUNLIMIT, SGE h_rt/s_rt); empty otherwise. Retry escalation reads the same field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+#: Values of :attr:`Usage.cause`.
+CAUSES = ("memory", "time")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One job's (or unit's) resource figures; None where unknown."""
+
+    #: Seconds from start to end.
+    wall: float | None = None
+    #: CPU seconds, user + system, children included.
+    cpu: float | None = None
+    #: Peak resident memory, bytes.
+    max_rss: int | None = None
+    #: Memory requested from the batch system, bytes.
+    req_mem: int | None = None
+    #: CPUs requested.
+    req_cpus: int | None = None
+    #: Where it ran.
+    host: str | None = None
+    #: The scheduler's final state in its own words (e.g. ``OUT_OF_MEMORY``, ``TERM_MEMLIMIT``).
+    state: str | None = None
+    exit_code: int | None = None
+    #: Why the batch system killed it: one of :data:`CAUSES`, or "".
+    cause: str = ""
+    #: Where the figures come from: ``wrapper``, ``sacct``, ``qacct``, ``condor_history``, ``bjobs``, or
+    #: ``sacct+wrapper`` when merged.
+    source: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+
+    @classmethod
+    def of(cls, data: dict[str, Any] | None) -> Usage | None:
+        if not data:
+            return None
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def merged(self, wrapper: Usage | None) -> Usage:
+        """These (the scheduler's) figures, with the wrapper's where these have none."""
+        if wrapper is None:
+            return self
+        filled = {f.name: getattr(wrapper, f.name) for f in fields(self)
+                  if getattr(self, f.name) in (None, "") and getattr(wrapper, f.name) not in (None, "")}
+        filled.pop("source", None)
+        source = f"{self.source}+{wrapper.source}" if filled and self.source else (self.source or wrapper.source)
+        return replace(self, **filled, source=source)
+
+
+def read_usage(path: Path) -> Usage | None:
+    """The figures a wrapper or worker wrote to ``path`` (``usage.json``), or None (none written, unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    usage = Usage.of(data)
+    return usage if usage is None or usage.source else replace(usage, source="wrapper")
+
+
+# --- parsing the schedulers' units -------------------------------------------------------------------------
+
+_UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4, "P": 1024 ** 5}
+
+
+def memory_bytes(text: Any, default_unit: str = "") -> int | None:
+    """``322156K``, ``600M``, ``2Gn``, ``1.5G``, ``512 Mbytes``, ``1024`` (in ``default_unit``) as bytes;
+    None for empty or unreadable values (``0``, ``-``, ``N/A`` included where meaningless)."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        return int(text * _UNITS[default_unit.upper()])
+    value = str(text).strip()
+    match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([KMGTPkmgtp]?)(?:i?[Bb](?:ytes)?)?([nc]?)", value)
+    if not match:
+        return None
+    unit = (match.group(2) or default_unit).upper()
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def duration_seconds(text: Any) -> float | None:
+    """Slurm's ``[D-]HH:MM:SS[.fff]``, ``MM:SS.fff``, or plain seconds, as seconds; None if unreadable."""
+    if text is None:
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    value = str(text).strip()
+    match = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)", value)
+    if match:
+        days, hours, minutes, seconds = match.groups()
+        return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+    try:
+        return float(value.split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def usage_file(files: Any) -> Path:
+    """Where a job's wrapper (or a unit's worker) writes its figures: ``usage.json`` beside the exit-code file."""
+    return Path(files.exit_code).with_name("usage.json")
+
+
+def measured(wall: float, cpu: float, max_rss_kb: int, host: str) -> str:
+    """The JSON a worker writes for one unit (``getrusage`` of its child: ru_maxrss is in KiB on Linux)."""
+    return json.dumps({"wall": round(wall, 3), "cpu": round(cpu, 3), "max_rss": int(max_rss_kb) * 1024,
+                       "host": host, "source": "wrapper"}) + "\n"

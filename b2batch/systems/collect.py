@@ -1,0 +1,119 @@
+"""Accounting in bulk: one accounting command per poll cycle for all jobs that ended since the last.
+
+A :class:`SchedulerSystem` tells its :class:`AccountingCollector` of every job of the run's record that ended
+(:meth:`AccountingCollector.ended`), and after each status query lets it run (:meth:`AccountingCollector.
+collect`): at most one accounting command per poll cycle, naming every job that ended and has no figures
+yet. What it reads goes into the run's record (:meth:`RunRecord.account`), beside the wrapper's own figures.
+
+Accounting lags a little behind the queue (slurmdbd, SGE's accounting file flush): a job missing from an
+answer is asked for again in the next cycles, for up to :attr:`AccountingCollector.patience` seconds, then
+keeps the wrapper's figures. When the command is missing or fails, or answers nothing at all for that long,
+the run logs ONE line and uses the wrapper's figures from then on; it never fails a job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from b2batch.engine.usage import Usage
+from b2batch.errors import SchedulerCommandError
+from b2batch.systems import commands
+
+logger = logging.getLogger(__name__)
+
+#: ``command(job_ids)`` -> argument list; ``parse(stdout)`` -> figures by job id.
+CommandBuilder = Callable[[list[str]], list[str]]
+Parser = Callable[[str], dict[str, Usage]]
+
+
+@dataclass
+class _Pending:
+    key: str
+    since: float
+
+
+class AccountingCollector:
+    """The jobs of one batch system in one run that ended and await their accounting figures."""
+
+    #: Seconds a job is asked for before it keeps the wrapper's figures alone.
+    patience: float = 60.0
+    #: Most job ids one command names (command lines have a length limit); the rest waits for the next cycle.
+    chunk: int = 2000
+
+    def __init__(self, system: str, build: CommandBuilder | None, parse: Parser | None, record: object,
+                 calls: commands.SchedulerCalls | None, timeout: Callable[[], float]) -> None:
+        self.system = system
+        self.build = build
+        self.parse = parse
+        self.record = record
+        self.calls = calls
+        self.timeout = timeout
+        self.pending: dict[str, _Pending] = {}
+        #: Why accounting is off for the rest of the run ("" while it works).
+        self.off = "" if build is not None and parse is not None else "not available"
+        self.commands = 0
+        self._answered = False
+        self._cycle = -1
+
+    def ended(self, job_id: str, key: str) -> None:
+        """The job ``job_id`` of the record's ``key`` ended: ask for its figures in the next cycle."""
+        if not self.off and key in getattr(self.record, "jobs", {}):
+            self.pending.setdefault(job_id, _Pending(key, time.monotonic()))
+
+    def collect(self, cycle: int) -> None:
+        """Run the accounting command once in poll cycle ``cycle`` (a second call in the same cycle does
+        nothing) for the jobs pending."""
+        if self.off or not self.pending or cycle == self._cycle:
+            return
+        self._cycle = cycle
+        self._ask(list(self.pending)[:self.chunk])
+
+    def finish(self, wait: float = 5.0) -> None:
+        """The run ends: ask for the jobs still pending, a few times within ``wait`` seconds (a job that has
+        just ended reaches the accounting a moment later)."""
+        deadline = time.monotonic() + wait
+        while self.pending and not self.off:
+            self._ask(list(self.pending)[:self.chunk])
+            if not self.pending or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
+        self.pending.clear()
+
+    def _ask(self, job_ids: list[str]) -> None:
+        assert self.build is not None and self.parse is not None
+        try:
+            done = commands.run(self.build(job_ids), timeout=self.timeout(), calls=self.calls)
+            found = self.parse(done.stdout)
+        except SchedulerCommandError as e:
+            self._give_up(f"{e.command[0] if getattr(e, 'command', None) else 'the accounting command'} failed: "
+                          f"{str(e).splitlines()[0] if str(e) else e!r}")
+            return
+        except Exception as e:  # noqa: BLE001 - an unreadable answer must not fail the run
+            self._give_up(f"its answer could not be read ({e!r})")
+            return
+        self.commands += 1
+        if found:
+            self.record.accounting.setdefault(self.system, self.build(job_ids[:1])[0])  # type: ignore[attr-defined]
+        now = time.monotonic()
+        for job_id in job_ids:
+            usage = found.get(job_id)
+            pending = self.pending[job_id]
+            if usage is not None:
+                self._answered = True
+                del self.pending[job_id]
+                self.record.account(pending.key, job_id, usage)  # type: ignore[attr-defined]
+            elif now - pending.since > self.patience:
+                del self.pending[job_id]
+                if not self._answered:
+                    self._give_up(f"it had no record of job {job_id} after {self.patience:g} s")
+                    return
+
+    def _give_up(self, why: str) -> None:
+        self.off = why
+        getattr(self.record, "accounting", {})[self.system] = f"unavailable: {why}"
+        self.pending.clear()
+        logger.warning("%s accounting is unavailable (%s): the run's figures are the job wrappers' own (wall, "
+                       "CPU, peak memory, host)", self.system, why)
