@@ -33,6 +33,8 @@ FLAGS: tuple[tuple[str, dict[str, object]], ...] = (
     ("--keep", {"nargs": "+", "metavar": "TASK", "help": "With --remove: keep the outputs of these task classes."}),
     ("--yes", {"action": "store_true", "help": "Do not ask before removing outputs (also -y)."}),
     ("--workers", {"type": int, "help": "How many tasks run (or jobs are in flight) at once."}),
+    ("--retry-failed", {"action": "store_true",
+                        "help": "Submit again the tasks held back after max_task_failures failures in earlier runs."}),
     ("--scheduler-host", {"help": "Host of a luigi central scheduler (luigid)."}),
     ("--scheduler-port", {"type": int, "help": "Port of the luigi central scheduler."}),
 )
@@ -115,6 +117,7 @@ B2LUIGI_FLAGS: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
     (("--task-id",), {"default": "", "help": "b2luigi's job runner's task (no effect in b2batch)."}),
     (("--batch-system",), {"help": argparse.SUPPRESS}),
     (("--workers",), {"type": int, "help": argparse.SUPPRESS}),
+    (("--retry-failed",), {"action": "store_true", "help": argparse.SUPPRESS}),
 )
 
 

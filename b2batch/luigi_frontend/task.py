@@ -210,6 +210,29 @@ class TaskHelpers:
         for file_names in _collect(self.output(), {}).values():
             yield from file_names
 
+    def input(self) -> Any:
+        """luigi's ``input()``; for a task with a failure budget (``acceptance``) the outputs of its complete
+        requirements only (docs/policies.md)."""
+        if getattr(self, "acceptance", None) is None:
+            return super().input()  # type: ignore[misc]
+        from b2batch.luigi_frontend.acceptance import present_inputs
+
+        return present_inputs(self)
+
+    def missing_requirements(self) -> list[Any]:
+        """The requirements that are not complete: what a task with ``acceptance`` runs without."""
+        from b2batch.luigi_frontend.acceptance import missing_requirements
+
+        return missing_requirements(self)
+
+    @property
+    def checkpoint_path(self) -> Path:
+        """The file in which a task that defines ``checkpoint()`` keeps its state: ``checkpoint`` in its job
+        folder (docs/policies.md)."""
+        from b2batch.luigi_frontend.checkpoint import checkpoint_path
+
+        return checkpoint_path(self)
+
     def get_input_file_names(self, key: str | None = None) -> dict[str, list[str]] | list[str]:
         """All input paths as ``{key: [paths]}``, or the list of paths of ``key`` across the requirements."""
         inputs = _collect(self.input(), {})
