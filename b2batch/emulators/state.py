@@ -58,6 +58,10 @@ MUTABLE_FIELDS = (
     "num_starts",
     "lost_as",
     "last_status",
+    # What the job used, recorded by its runner when it ends (condor_history's and bjobs' accounting).
+    "cpu_user",
+    "cpu_sys",
+    "max_rss_kb",
 )
 
 ENV_DIR = "B2BATCH_EMULATOR_DIR"
