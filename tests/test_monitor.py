@@ -70,7 +70,9 @@ def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) 
     shows a running task's stdout, the end of the run is said with its result, ``e`` shows the failed
     task's stderr, ``q`` quits (exit status 0)."""
     flow = workflow("monitored.py")
-    env = clean_env(TERM="xterm-256color", MONITORED_FOLDER=str(flow.folder), PAGER="cat")
+    paged = tmp_path / "paged.txt"  # the "pager" copies the log it is given
+    env = clean_env(TERM="xterm-256color", MONITORED_FOLDER=str(flow.folder),
+                    PAGER="sh -c " + shlex.quote('cp "$0" ' + shlex.quote(str(paged))))
     env.pop("COLUMNS", None)
     env.pop("LINES", None)
     started = time.monotonic()
@@ -99,6 +101,9 @@ def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) 
         tmux(sock, "send-keys", "l")
         wait_for(lambda: "stdout: " in screen(), 20, "the log view")
         log_view = screen()
+        tmux(sock, "send-keys", "p")
+        wait_for(lambda: paged.exists() and "is working" in paged.read_text(), 20, "the log in the pager")
+        wait_for(lambda: "stdout: " in screen(), 20, "the log view after the pager")
         tmux(sock, "send-keys", "b")
         wait_for(lambda: "Running (3)" in screen(), 20, "the view again")
         for n in (1, 2, 3):
