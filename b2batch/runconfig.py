@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from b2batch import paths, wrapper
+from b2batch import paths
 from b2batch.engine.config import SETTING_FIELDS, RunConfig
+from b2batch.jobscript import wrapper
 from b2batch.settings import get_setting
 
 

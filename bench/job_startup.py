@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How long a b2batch job takes to start on the node, against bare Python measured in the same run.
 
-Every job of a batch run executes ``python b2batch/entry/b2batch_job.py <job.json>``: it imports b2batch and
+Every job of a batch run executes ``python b2batch/jobscript/entry/b2batch_job.py <job.json>``: it imports b2batch and
 luigi, rebuilds its one task from the spec and runs it. On a busy node (or a small test machine) this
 start-up, not the scheduler, bounds how many short jobs finish per second. The benchmark writes two job
 specs for a trivial task (it writes one small file), the way a batch run writes them:

@@ -25,8 +25,8 @@ FORBIDDEN = (
     ("b2batch.pool", "a front-end"), ("b2batch.farm", "a front-end"), ("b2batch.display", "a front-end"),
     ("b2batch.compat", "a front-end"), ("b2batch.remote", "a front-end"),
     ("luigi", "luigi"), ("jinja2", "jinja"), ("b2batch.settings", "the settings store (use run.config)"),
-    ("b2batch.wrapper", "the job wrapper, which reads settings (use run.config.job_wrapper)"),
-    ("b2batch.containers", "the containers of the job wrapper, which read settings"),
+    ("b2batch.jobscript.wrapper", "the job wrapper, which reads settings (use run.config.job_wrapper)"),
+    ("b2batch.jobscript.containers", "the containers of the job wrapper, which read settings"),
     ("b2batch.runconfig", "the front-ends' way to read a RunConfig from the settings"),
 )
 
@@ -129,7 +129,7 @@ def test_the_tripwire_sees_a_circle_and_a_forbidden_import(tmp_path: Path) -> No
     assert circles({"b2batch.x": {"b2batch.x.y"}, "b2batch.x.y": {"b2batch.x"}}) == []
     module = tmp_path / "b2batch" / "systems" / "made_up.py"
     module.parent.mkdir(parents=True)
-    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from b2batch import wrapper\n"
+    module.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from b2batch.jobscript import wrapper\n"
                       "def f():\n    from ..settings import get_setting\n")
     assert imports_of("b2batch.systems.made_up", module) >= {"b2batch.settings", "b2batch.settings.get_setting"}
-    assert "b2batch.wrapper" not in imports_of("b2batch.systems.made_up", module)
+    assert "b2batch.jobscript.wrapper" not in imports_of("b2batch.systems.made_up", module)

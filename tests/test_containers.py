@@ -1,4 +1,4 @@
-"""Jobs in containers (b2batch.containers): the command lines of apptainer, singularity, podman and docker
+"""Jobs in containers (b2batch.jobscript.containers): the command lines of apptainer, singularity, podman and docker
 against golden files, hostile values that stay data, clear errors for bad settings, b2luigi's apptainer
 settings and batch system against a fake ``apptainer`` that records its arguments and runs the command, and
 real podman containers locally and on the real Slurm (tests/clusters/podman.sh prepares podman and its image).
@@ -20,7 +20,7 @@ from test_golden import _compare, _normalise
 from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 import b2batch
-from b2batch import containers, wrapper
+from b2batch.jobscript import containers, templating, wrapper
 from b2batch.errors import SettingError
 from b2batch.luigi_frontend.jobs import task_files
 from b2batch.settings import get_setting
@@ -77,7 +77,7 @@ def test_container_command_lines(engine: str, image: str, tmp_path: Path) -> Non
                                       "options": "--cleanenv" if engine in ("apptainer", "singularity")
                                       else ["--cap-add=SYS_PTRACE"]})
     text = _normalise(render(Reconstruct(run_number=42)), tmp_path)
-    text = (text.replace(str(wrapper.ENTRY_POINT.parents[1]), "<B2BATCH>")
+    text = (text.replace(str(templating.PACKAGE_FOLDER), "<B2BATCH>")
             .replace(f"--user={os.getuid()}:{os.getgid()}", "--user=<UID>:<GID>"))
     _compare(f"container_{engine}.sh", text)
     assert "python3 <ENTRY_POINT>" in text  # the image's Python unless `executable` says otherwise
@@ -102,7 +102,7 @@ def test_mount_defaults_cover_what_the_job_needs_and_can_be_turned_off(tmp_path:
     b2batch.set_setting("result_dir", str(tmp_path.parent / f"{tmp_path.name}-results"))
     b2batch.set_setting("container", {"engine": "apptainer", "image": "i.sif"})
     text = render(Reconstruct(run_number=1))
-    for needed in (tmp_path, tmp_path.parent / f"{tmp_path.name}-results", wrapper.ENTRY_POINT.parents[1]):
+    for needed in (tmp_path, tmp_path.parent / f"{tmp_path.name}-results", templating.PACKAGE_FOLDER):
         assert f"--bind={needed} " in text
     assert f"--bind={tmp_path}/logs" not in text  # inside the working dir's mount
     assert (tmp_path.parent / f"{tmp_path.name}-results").is_dir()  # made, so that the mount works

@@ -40,7 +40,7 @@ KNOWN: dict[str, dict[str, str]] = {
     "luigi_frontend/task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
                                              "the per-class parameter cache never goes stale"},
     "remote/checks.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},
-    "templating.py": {"_environment": "the jinja environment of the job-script templates: configured once, never "
+    "jobscript/templating.py": {"_environment": "the jinja environment of the job-script templates: configured once, never "
                                    "changed after import"},
 }
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import b2batch
-from b2batch import paths, wrapper
+from b2batch import paths
+from b2batch.jobscript import wrapper
 from b2batch.engine import Run
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
 from b2batch.systems.htcondor import submit_description

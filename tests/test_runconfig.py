@@ -112,7 +112,7 @@ def test_process_batch_system_is_the_runs_and_not_left_in_the_settings(tmp_path:
 
 def test_a_front_ends_own_settings_make_its_runs_configuration(tmp_path: Path) -> None:
     from b2batch.calls.executor import Executor
-    from b2batch.wrapper import job_wrapper
+    from b2batch.jobscript.wrapper import job_wrapper
 
     set_setting("local_slots", 7)
     with Executor("local", settings={"local_slots": 2, "max_array_size": 4}, max_in_flight=3,

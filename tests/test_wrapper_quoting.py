@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import b2batch
-from b2batch import wrapper
+from b2batch.jobscript import wrapper
 from b2batch.errors import SettingError
 from b2batch.engine.files import JobFiles
 from b2batch.engine import Run

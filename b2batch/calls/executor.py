@@ -156,7 +156,7 @@ class Executor:
         job.files.make_folders()
         (job.files.folder / "call.pkl").write_bytes(payload)
         if not getattr(self.run.systems[job.system], "pooled", False):
-            from b2batch import wrapper
+            from b2batch.jobscript import wrapper
 
             job.files.write_spec({"frontend": "calls", "unit": job.unit})
             command = [*wrapper.executable_of(self.settings, self.settings), str(wrapper.ENTRY_POINT),

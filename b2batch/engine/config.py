@@ -72,7 +72,7 @@ class RunConfig:
     #: The front-end's job-script maker, for the worker jobs the engine makes itself (pilots, bundles):
     #: ``job_wrapper(owner, label, lookup, job_files, arguments)`` is the text of an executable wrapper that
     #: runs the node-side entry point with ``arguments`` under the settings ``lookup(name)`` of ``owner``
-    #: (:func:`b2batch.wrapper.job_wrapper`). None: the run makes no worker jobs.
+    #: (:func:`b2batch.jobscript.wrapper.job_wrapper`). None: the run makes no worker jobs.
     job_wrapper: Callable[[Any, str, Callable[[str], Any], Any, list[str]], str] | None = None
 
     def __post_init__(self) -> None:

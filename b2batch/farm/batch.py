@@ -116,7 +116,7 @@ class Steering:
         self.stop: int | None = None
 
     def make_pilot(self, key: str) -> Any:
-        from b2batch import wrapper
+        from b2batch.jobscript import wrapper
         from b2batch.engine import Job, JobFiles
 
         folder = self.workdir.own / "jobs"

@@ -295,7 +295,7 @@ class TaskJobs:
 
     def write_files(self, job: Job) -> None:
         """Write the job's spec and wrapper (a bad setting raises its SettingError)."""
-        from b2batch import wrapper  # rendering needs jinja: imported only on the steering side
+        from b2batch.jobscript import wrapper  # rendering needs jinja: imported only on the steering side
 
         task, files = job.payload, job.files
         files.make_folders()

@@ -1,7 +1,7 @@
 """The ``apptainer`` batch system (b2luigi's): each task's job runs on this machine, as a ``local`` job, inside
 the Apptainer (or Singularity) container of the ``apptainer_image`` setting.
 
-What makes the job's command line is :mod:`b2batch.containers`; this class only gives the local jobs their
+What makes the job's command line is :mod:`b2batch.jobscript.containers`; this class only gives the local jobs their
 own name, so that ``batch_system = "apptainer"`` asks for the container.
 """
 

@@ -23,7 +23,7 @@ from b2batch.errors import SettingError
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
-from b2batch.templating import render
+from b2batch.jobscript.templating import render
 
 
 ATTRIBUTES = ("ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason,RemoteHost,"

@@ -14,7 +14,7 @@ from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
-from b2batch.templating import quote
+from b2batch.jobscript.templating import quote
 from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).

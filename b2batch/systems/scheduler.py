@@ -35,7 +35,7 @@ from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError
                             TransientCommandError)
 from b2batch.systems import accounting, commands
 from b2batch.systems.collect import AccountingCollector
-from b2batch.templating import render
+from b2batch.jobscript.templating import render
 
 logger = logging.getLogger(__name__)
 

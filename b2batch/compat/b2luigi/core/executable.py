@@ -16,5 +16,5 @@ def create_executable_wrapper(task: Any) -> str:
 
     jobs = TaskJobs(Run(config=run_config()), RunContext.of_main())
     job = jobs.make(task)
-    jobs.write_files(job)  # renders the wrapper with b2batch.wrapper.render_wrapper
+    jobs.write_files(job)  # renders the wrapper with b2batch.jobscript.wrapper.render_wrapper
     return str(job.files.wrapper)

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from b2batch import containers, paths
+from b2batch import paths
+from b2batch.jobscript import containers
 from b2batch.errors import SettingError
 from b2batch.settings import get_setting
-from b2batch.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
+from b2batch.jobscript.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

@@ -14,7 +14,7 @@ if __name__ == "__main__":
     try:
         import b2batch
     except ImportError:  # b2batch used from a source checkout that is not installed
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     spec = json.loads(Path(sys.argv[1]).read_text())
     if ("worker" in spec or "unit" in spec) and spec.get("frontend") != "luigi":
         import b2batch.engine.worker

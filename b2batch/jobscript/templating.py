@@ -1,8 +1,8 @@
-"""The job-script templates (``b2batch/templates/``), the one shell quoting of values written into them, and
+"""The job-script templates (``b2batch/jobscript/templates/``), the one shell quoting of values written into them, and
 the node-side entry point the job wrapper runs.
 
 It reads no settings: the batch systems render their submit files and array dispatch scripts with it, and
-:mod:`b2batch.wrapper` (which reads a task's settings and containers) renders the job wrapper with it.
+:mod:`b2batch.jobscript.wrapper` (which reads a task's settings and containers) renders the job wrapper with it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import jinja2
 
 #: The node-side entry point every job wrapper runs (with the job's spec).
 ENTRY_POINT = Path(__file__).resolve().parent / "entry" / "b2batch_job.py"
+#: b2batch's own folder (mounted into containers, so that the entry point finds b2batch there).
+PACKAGE_FOLDER = Path(__file__).resolve().parents[1]
 
 
 def quote(value: Any) -> str:
@@ -23,7 +25,7 @@ def quote(value: Any) -> str:
 
 
 _environment = jinja2.Environment(
-    loader=jinja2.PackageLoader("b2batch", "templates"),
+    loader=jinja2.PackageLoader("b2batch.jobscript", "templates"),
     undefined=jinja2.StrictUndefined,
     keep_trailing_newline=True,
     trim_blocks=True,

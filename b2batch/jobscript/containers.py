@@ -13,7 +13,7 @@ b2luigi's settings (``apptainer_image``, ``apptainer_mounts``, ``apptainer_mount
 Inside the container a shell sources ``env_script``, exports ``env`` and executes the command; the working
 directory, the result, log and job folders, the workflow's folder, the settings files and b2batch itself are
 mounted at their own paths. Building the command line checks every value and names the task, the setting,
-the value and the fix; the wrapper quotes every word (:func:`b2batch.templating.quote`).
+the value and the fix; the wrapper quotes every word (:func:`b2batch.jobscript.templating.quote`).
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def _host_path(mount: str) -> str:
 def _default_mounts(lookup: Any, job_files: Any, working_dir: Path, env_script: Path | None) -> list[Path]:
     """The folders and files a job needs, at their own paths: made where they are folders of b2batch's."""
     from b2batch import settings
-    from b2batch.templating import ENTRY_POINT
+    from b2batch.jobscript.templating import PACKAGE_FOLDER
 
     folders = []
     for name in ("result_dir", "log_dir", "task_file_dir", "scratch_dir"):
@@ -182,7 +182,7 @@ def _default_mounts(lookup: Any, job_files: Any, working_dir: Path, env_script: 
     for folder in (job_files.folder, job_files.log_folder):
         folder.mkdir(parents=True, exist_ok=True)
     found = [working_dir, paths.base_dir(), *folders, job_files.folder, job_files.log_folder,
-             ENTRY_POINT.parents[1], *settings.settings_snapshot()["files"]]
+             PACKAGE_FOLDER, *settings.settings_snapshot()["files"]]
     if env_script is not None:
         found.append(env_script)
     return [Path(p) for p in found]
