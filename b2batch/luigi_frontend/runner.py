@@ -50,8 +50,8 @@ from b2batch.luigi_frontend.acceptance import FailureBudgets, acceptance_of
 from b2batch.luigi_frontend.checks import check_task_class
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
+from b2batch.luigi_frontend.layout import log_folder
 from b2batch.luigi_frontend.node import StatusReporter
-from b2batch.paths import log_folder
 from b2batch.settings import active_profile
 
 logger = logging.getLogger(__name__)
