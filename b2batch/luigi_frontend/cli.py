@@ -113,7 +113,8 @@ B2LUIGI_FLAGS: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
                                                                         "classes only."}),
     (("--keep",), {"type": _class_names, "default": [], "help": "Keep the outputs of these task classes."}),
     (("-y", "--yes"), {"action": "store_true", "help": "Do not ask before removing outputs."}),
-    (("--tui",), {"action": "store_true", "help": "b2luigi's progress TUI (no effect in b2batch)."}),
+    (("--tui",), {"action": "store_true", "help": "Write the run's live state for 'b2batch monitor' "
+                                                 "(b2luigi's progress TUI)."}),
     (("--task-id",), {"default": "", "help": "b2luigi's job runner's task (no effect in b2batch)."}),
     (("--batch-system",), {"help": argparse.SUPPRESS}),
     (("--workers",), {"type": int, "help": argparse.SUPPRESS}),
