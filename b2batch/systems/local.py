@@ -20,6 +20,8 @@ from typing import Any
 import psutil
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
+from b2batch.engine.files import atomic_write
+from b2batch.engine.usage import measured, usage_file
 from b2batch.systems.shaping import WRAPPER_SETTINGS
 
 logger = logging.getLogger(__name__)
@@ -54,6 +56,8 @@ class _Pool:
         self._wrappers_at = 0.0
         #: Job ids whose state changed since :meth:`take_changed`.
         self.changed: set[str] = set()
+        #: Each running job and when it started, for its usage figures.
+        self.started: dict[str, tuple[Job, float]] = {}
 
     def slots(self) -> int:
         return self._slots
@@ -79,7 +83,7 @@ class _Pool:
                 return
             self._updated_at = now
             for job_id, popen in list(self.running.items()):
-                code = popen.poll()
+                code = self._reap(job_id, popen)
                 if code is not None:
                     self.ended[job_id] = code
                     del self.running[job_id]
@@ -99,6 +103,28 @@ class _Pool:
                     [str(job.files.wrapper)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL, start_new_session=True,
                 )
+                self.started[job_id] = (job, time.monotonic())
+
+    def _reap(self, job_id: str, popen: subprocess.Popen[bytes]) -> int | None:
+        """The wrapper's exit code if it ended (else None); what it used (the wrapper and everything it waited
+        for: os.wait4) goes into the job's usage.json, as a batch system's accounting would give it."""
+        if popen.returncode is not None:
+            return popen.returncode
+        try:
+            pid, status, used = os.wait4(popen.pid, os.WNOHANG)
+        except ChildProcessError:
+            return popen.poll()
+        if not pid:
+            return None
+        popen.returncode = os.waitstatus_to_exitcode(status)
+        job, began = self.started.pop(job_id, (None, time.monotonic()))
+        if job is not None:
+            try:
+                atomic_write(usage_file(job.files), measured(time.monotonic() - began, used.ru_utime + used.ru_stime,
+                                                             used.ru_maxrss, socket.gethostname()))
+            except OSError as e:
+                logger.warning("Job %s: could not write its usage figures: %s", job_id, e)
+        return popen.returncode
 
     def status(self, job_id: str) -> JobStatus:
         if job_id in self.running or job_id in self.adopted:
