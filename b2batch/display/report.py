@@ -67,6 +67,9 @@ POLICY_TITLES = {
                     "`b2batch retry` submits them again)",
     "acceptance": "Ran without some requirements (acceptance)",
     "checkpoints": "Checkpointed before the batch system's limit and requeued",
+    "escalations": "Escalated: killed for memory or time, submitted again asking for more (retry_memory_factor, "
+                   "retry_time_factor)",
+    "node_failures": "Nodes that failed jobs for node reasons (max_node_failures)",
 }
 
 
@@ -250,6 +253,7 @@ class RunReport:
         checkpoint (from the record)."""
         found = {name: list(entries) for name, entries in
                  (self.outcomes_of_tasks or FrontEndAccount()).policies.items() if entries}
+        found.update({name: list(entries) for name, entries in self.run.policies.items() if entries})
         requeued = []
         for record in self.run.jobs.values():
             reasons = [r for r in record.resubmissions if r.startswith("checkpointed")]

@@ -10,7 +10,14 @@ Kinds (SYSTEM is ``htcondor`` or ``lsf`` unless noted)::
     hold JOB [--reason R] [--code C] [--subcode S]      (htcondor) hold a job; a running one is killed
     release JOB                    (htcondor) release a held job: it becomes idle and runs again
     hold-next [N] [--reason R] [--code C]               (htcondor) the next N jobs go on hold at start
-    exit-next [N] [--code C]       the next N submitted jobs end with exit code C without running
+    exit-next [N] [--code C] [--reason R]
+                                   the next N submitted jobs end with exit code C without running (LSF: R is
+                                   their EXIT_REASON, e.g. "TERM_MEMLIMIT: job killed after reaching LSF
+                                   memory usage limit")
+    nodes NAME,NAME...             jobs are placed on these emulated nodes ("" : this machine alone) and
+                                   avoid those their submission excludes (LSF: select[hname!=NAME])
+    bad-node NAME [--clear]        node NAME fails every job that starts there before it runs (exit 1, no
+                                   wrapper: a lost file system); --clear makes it good again
     crash                          kill every runner and job process, as a reboot would
     status                         print the active injections as JSON
     clear                          switch every injection off
@@ -60,6 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     exit_next = sub.add_parser("exit-next")
     exit_next.add_argument("count", type=int, nargs="?", default=1)
     exit_next.add_argument("--code", type=int, default=1)
+    exit_next.add_argument("--reason", default=None)
+    sub.add_parser("nodes").add_argument("names")
+    bad = sub.add_parser("bad-node")
+    bad.add_argument("name")
+    bad.add_argument("--clear", action="store_true")
     for kind in ("crash", "status", "clear"):
         sub.add_parser(kind)
     return parser
@@ -114,9 +126,14 @@ def apply(system: str, kind: str, args: argparse.Namespace) -> int:
             fate = (
                 {"kind": "hold", "reason": args.reason, "code": args.code}
                 if kind == "hold-next"
-                else {"kind": "exit", "code": args.code}
+                else {"kind": "exit", "code": args.code, **({"reason": args.reason} if args.reason else {})}
             )
             table.set_inject("next", list(table.inject.get("next", [])) + [fate] * args.count or None)
+        elif kind == "nodes":
+            table.set_inject("nodes", [n for n in args.names.split(",") if n.strip()] or None)
+        elif kind == "bad-node":
+            bad = [n for n in table.inject.get("bad_nodes") or [] if n != args.name]
+            table.set_inject("bad_nodes", (bad if args.clear else [*bad, args.name]) or None)
         elif kind == "crash":
             out(f"killed {_crash(table)} processes")
             return 0

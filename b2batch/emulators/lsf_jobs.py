@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from b2batch.emulators import state
+from b2batch.emulators import nodes, state
 from b2batch.emulators.common import current_user, hostname
 from b2batch.emulators.scheduler import StartError
 from b2batch.emulators.state import JobTable
@@ -134,7 +134,7 @@ FIELDS: dict[str, Callable[[dict[str, Any], float], str]] = {
     "queue": lambda j, n: j["attrs"]["queue"],
     "job_name": lambda j, n: j["attrs"]["name"],
     "exit_code": lambda j, n: exit_code(j),
-    "exec_host": lambda j, n: hostname() if j.get("start_time") else "",
+    "exec_host": lambda j, n: nodes.node_of(j) if j.get("start_time") else "",
     "from_host": lambda j, n: j["attrs"]["from_host"],
     "submit_time": lambda j, n: lsf_time(j["submit_time"]),
     "start_time": lambda j, n: lsf_time(j.get("start_time")),
@@ -231,12 +231,19 @@ def job_report(job: dict[str, Any]) -> str:
 class Hooks:
     """LSF's part of the generic job life cycle: job reports, injected exits, lost hosts."""
 
+    def node_failed(self, table: JobTable, job: dict[str, Any]) -> None:
+        """The job started on a bad node (``inject lsf bad-node``): it exits at once with code 1, unrun."""
+        table.exit_without_running(job, 1)
+        self.finished(table, job)
+
     def intercept_start(self, table: JobTable, job: dict[str, Any]) -> bool:
         """Apply an injected ``exit-next`` fate: the job ends with that exit code without running."""
         fate = job["attrs"].get("_fate")
         if not fate or job.get("num_starts"):
             return False
         table.exit_without_running(job, int(fate.get("code", 1)))
+        if fate.get("reason"):  # e.g. TERM_MEMLIMIT: bjobs shows it as the job's EXIT_REASON
+            table.update(job, reason=str(fate["reason"]))
         self.finished(table, job)
         return True
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from b2batch.emulators import state
+from b2batch.emulators import nodes, state
 from b2batch.emulators.state import JobTable, Store
 
 logger = logging.getLogger(__name__)
@@ -193,6 +193,15 @@ def schedule(table: JobTable, hooks: SystemHooks) -> None:
         limit = job["attrs"].get("_array_limit")
         if limit and per_group[job["group"]] >= limit:
             continue
+        node = nodes.pick(table, job)
+        if node is None:  # every node it may run on is excluded: it waits, as on a real cluster
+            continue
+        table.update(job, node=node)
+        if nodes.is_bad(table, node):
+            fail = getattr(hooks, "node_failed", None)
+            if fail is not None:
+                fail(table, job)
+                continue
         if hooks.intercept_start(table, job):
             continue
         try:

@@ -62,6 +62,7 @@ MUTABLE_FIELDS = (
     "cpu_user",
     "cpu_sys",
     "max_rss_kb",
+    "node",
 )
 
 ENV_DIR = "B2BATCH_EMULATOR_DIR"

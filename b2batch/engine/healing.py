@@ -6,11 +6,12 @@ the batch system lost. The batch systems ask :meth:`Healing.request_for` (the es
 write in their own syntax) and :meth:`Healing.excluded` (the nodes their later submissions avoid). What the
 policies did goes into the run's record (``record.policies``), for the summary and the report JSON:
 
-- ``escalation``: the settings (``retry_memory_factor``, ``retry_time_factor``, ``max_retry_memory`` in MB,
-  ``max_retry_time`` in seconds) and ``escalations``, one entry per escalated job (task, job, cause,
-  resource, from, to, unit);
-- ``nodes``: ``max_node_failures``, ``nodes`` (each node with failures: system, node, count, excluded, why)
-  and ``excluded`` (system -> nodes).
+- ``escalations``: one entry per escalated job: ``task_id``, ``task``, ``system``, ``job_id`` (the job that was
+  killed), ``cause`` (memory, time), ``resource``, ``from``, ``to``, ``unit`` (MB, s), ``factor``, ``most``;
+- ``node_failures``: one entry per node with failures counted: ``system``, ``node``, ``failures``, ``excluded``,
+  ``why`` (each failure: task, job, why, when), ``max_node_failures``.
+
+Each entry has a one-line ``text`` for the end summary.
 
 With the defaults (no factors; no node failing) no submission differs from a run without this module.
 """
@@ -19,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from b2batch.engine import causes
-from b2batch.engine.escalation import Escalation, EscalationPolicy, Request, show_mb, show_seconds
+from b2batch.engine.escalation import Escalation, EscalationPolicy, Request
 from b2batch.engine.nodes import NodeFailure, NodeHealth
 from b2batch.engine.state import JobState, JobStatus
 
@@ -36,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 #: The wrapper's first line in the job's stdout names the node it started on.
 _STARTED_ON = re.compile(rb"^b2batch: job of task .* started on (\S+) at ", re.M)
+#: Batch systems' words for a job a person cancelled (no node's fault).
+_CANCELLED = re.compile(r"CANCELLED|TERM_OWNER|by user|condor_rm", re.I)
+_SETUP = "the job's set-up failed"
 #: Exit code of the job wrapper when the job's own set-up failed.
 _SETUP_FAILED = 3
 
@@ -74,17 +78,25 @@ class Healing:
         """The nodes later submissions to ``system`` must avoid."""
         return self.nodes.excluded(system)
 
+    def node_works(self, system: str, node: str) -> None:
+        """A job of the run runs, or ended well, on ``node`` of ``system``: nodes that failed enough are
+        excluded now that another one is seen working."""
+        if not node or not self.nodes.on or node in self.nodes.good.get(system, ()):
+            return
+        self.nodes.worked(system, node)
+        for (name, suspect), _ in list(self.nodes.failures.items()):
+            if name == system and self.nodes.review(name, suspect):
+                self._excluded_now(system, suspect)
+
     # --- what the run asks ----------------------------------------------------------------------------
 
     def resubmit_reason(self, job: Job, state: JobState, system: BatchSystem) -> str:
         """Account for the end of ``job`` in ``state``; why to submit it again, or ""."""
         if state.status == JobStatus.successful:
-            if self.nodes.on and self.nodes.watching(job.system):
-                node = state.node or started_on(job)
-                self.nodes.worked(job.system, node)
-                for (name, suspect), _ in list(self.nodes.failures.items()):
-                    if name == job.system and self.nodes.review(name, suspect):
-                        self._excluded_now(job.system, suspect)
+            # Where the batch system names the node, every good end counts; else the wrapper's log is read only
+            # once some node is suspected.
+            if self.nodes.on and (state.node or self.nodes.watching(job.system)):
+                self.node_works(job.system, state.node or started_on(job))
             return ""
         if state.status != JobStatus.aborted:
             return ""
@@ -103,8 +115,8 @@ class Healing:
         if code == _SETUP_FAILED:
             setup = job.files.read_setup_failure()
             if setup:
-                return causes.NODE, f"the job's set-up failed: {setup}"
-        if code is None and state.node and not job.files.read_cancel():
+                return causes.NODE, f"{_SETUP}: {setup}"
+        if code is None and state.node and not job.files.read_cancel() and not _CANCELLED.search(state.reason):
             return causes.NODE, (f"the job ended without its wrapper writing its exit code (lost file system?)"
                                  f"{': ' + state.reason if state.reason else ''}")
         return "", ""
@@ -121,7 +133,10 @@ class Healing:
                        node, count, why.splitlines()[0])
         if state.scheduler_side or not room:
             return ""  # the run submits scheduler-side failures again by itself
-        if self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
+        # A job whose wrapper never ran is the node's fault; a set-up failure (env_script, working_dir) may be
+        # everyone's: it goes again only once another node has worked.
+        setup = why.startswith(_SETUP)
+        if not setup or self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
             return f"node failure on {node} ({why.splitlines()[0]})"
         return ""
 
@@ -154,42 +169,18 @@ class Healing:
         self._publish()
         return f"{causes.WORDS[cause]}: escalating {escalation.describe()}"
 
-    # --- the record -----------------------------------------------------------------------------------
+    # --- the record ---------------------------------------------------------------------------------
 
     def _publish(self) -> None:
+        """What the policies did, as the report's policy entries (each with a one-line ``text``)."""
         policy = self.policy
-        self.record.policies["escalation"] = {
-            "retry_memory_factor": policy.memory_factor, "retry_time_factor": policy.time_factor,
-            "max_retry_memory_mb": policy.max_memory_mb, "max_retry_time_s": policy.max_time_s,
-            "escalations": [e.as_dict() for e in self.escalations]}
-        self.record.policies["nodes"] = self.nodes.report()
-
-    def summary_lines(self) -> list[str]:
-        return summary_lines(self.record.policies)
-
-
-def summary_lines(policies: dict[str, Any]) -> list[str]:
-    """The end summary's lines on what the policies did (none when they did nothing)."""
-    lines: list[str] = []
-    escalations = policies.get("escalation", {}).get("escalations", [])
-    if escalations:
-        lines += ["", f"Escalated ({len(escalations)}):"]
-        for e in escalations:
-            show = _show(e)
-            lines.append(f"  {e['task']} on {e['system']}: {e['resource']} {show(e['from'])} -> {show(e['to'])} "
-                         f"({causes.WORDS.get(e['cause'], e['cause'])}, job {e['job_id']})")
-    nodes = policies.get("nodes", {})
-    failing = nodes.get("nodes", [])
-    if failing:
-        excluded = [n for n in failing if n["excluded"]]
-        lines += ["", f"Node failures ({sum(n['failures'] for n in failing)} on {len(failing)} node(s)"
-                  f"{f', {len(excluded)} excluded' if excluded else ''}):"]
-        for n in failing:
-            state = "excluded from later jobs" if n["excluded"] else "not excluded"
-            lines.append(f"  {n['node']} ({n['system']}): {n['failures']} failure(s), {state}; last: "
-                         f"{n['why'][-1]['why']}")
-    return lines
-
-
-def _show(entry: dict[str, Any]) -> Any:
-    return show_mb if entry["unit"] == "MB" else show_seconds
+        self.record.policies["escalations"] = [
+            {**e.as_dict(), "factor": policy.memory_factor if e.cause == causes.MEMORY else policy.time_factor,
+             "most": policy.max_memory_mb if e.cause == causes.MEMORY else policy.max_time_s,
+             "text": f"{e.task} on {e.system}: {e.describe()}"} for e in self.escalations]
+        nodes = self.nodes.report()["nodes"]
+        self.record.policies["node_failures"] = [
+            {**n, "max_node_failures": self.nodes.max_failures,
+             "text": f"{n['node']} ({n['system']}): {n['failures']} failure(s), "
+                     f"{'excluded from later jobs' if n['excluded'] else 'not excluded'}; last: {n['why'][-1]['why']}"}
+            for n in nodes]

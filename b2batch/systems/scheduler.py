@@ -332,6 +332,10 @@ class SchedulerSystem(BatchSystem):
         else:
             self._watching.pop(id(job), None)
         if not status.final:
+            if status == JobStatus.running and native.node:
+                healing = getattr(self.run, "healing", None)
+                if healing is not None:  # a node that runs a job of the run works (bad nodes: engine/nodes.py)
+                    healing.node_works(self.name, native.node)
             return JobState(status)
         reason = self.describe(native)
         side = reason if status == JobStatus.aborted and self.is_scheduler_side(native) else ""

@@ -6,11 +6,13 @@ States: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 from __future__ import annotations
 
 import difflib
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 
-from b2batch.engine import Job, JobStatus, NativeState, causes
+from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes, seconds
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
@@ -67,6 +69,8 @@ def sbatch_options(settings: Any, task: Any) -> list[str]:
     return arguments
 
 
+#: What slurmstepd writes into the job's log when it kills a job over its --mem.
+_MEMORY_KILL = re.compile(r"exceeded (job )?memory limit|oom-kill", re.I)
 #: Why Slurm ended a job, by final state.
 _CAUSES = {"OUT_OF_MEMORY": causes.MEMORY, "TIMEOUT": causes.TIME, "DEADLINE": causes.TIME,
            "NODE_FAIL": causes.NODE, "BOOT_FAIL": causes.NODE}
@@ -194,6 +198,32 @@ class SlurmSystem(SchedulerSystem):
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
         base = self.job_id_of(stdout)
         return [f"{base}_{i}" for i in range(1, count + 1)] if base else []
+
+    def on_final_state(self, job: Job, native: NativeState, state: JobState) -> JobState:
+        # Without cgroups, Slurm's memory enforcement (JobAcctGatherParams=OverMemoryKill) ends a job FAILED
+        # (JobLaunchFailure, signal 9): only the job's Slurm log says why.
+        if state.status == JobStatus.aborted and not state.cause and native.state in ("FAILED", "CANCELLED"):
+            if _MEMORY_KILL.search(self._scheduler_log_tail(job)):
+                return replace(state, cause=causes.MEMORY,
+                               reason=f"{state.reason}; Slurm's log: the job exceeded its memory limit")
+        return state
+
+    def _scheduler_log_tail(self, job: Job) -> str:
+        """The end of the job's Slurm log (--output of sbatch), or ""."""
+        job_id = str(job.job_id)
+        candidates = [job.files.folder / f"slurm-{job_id}.out"]
+        if "_" in job_id:
+            arrays = self.run.config.resolve(job.setting("task_file_dir")) / "arrays"
+            candidates += sorted(arrays.glob(f"*/slurm-{job_id}.out"))
+        for log in candidates:
+            try:
+                with open(log, "rb") as f:
+                    f.seek(0, 2)
+                    f.seek(max(0, f.tell() - 8192))
+                    return f.read().decode(errors="replace")
+            except OSError:
+                continue
+        return ""
 
     def final_once_exit_code_written(self) -> set[str]:
         return {"COMPLETING"}

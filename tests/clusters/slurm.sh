@@ -203,6 +203,10 @@ TaskPlugin=task/none
 # second, so even short jobs get MaxRSS and TotalCPU.
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherFrequency=task=1
+# A job over its --mem is killed at the next sample (no cgroups here, so no ConstrainRAMSpace): Slurm 22.05
+# ends it FAILED, signal 9, with "exceeded memory limit" in its log, which b2batch reads as out of memory;
+# memory escalation is tested against it (docs/policies.md).
+JobAcctGatherParams=OverMemoryKill
 AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort=6819
@@ -211,7 +215,9 @@ JobCompLoc=${BASE}/jobcomp.txt
 # Scheduling: CPUs and memory are consumable, so --cpus-per-task and --mem are honoured.
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
-DefMemPerCPU=100
+# Jobs without --mem get 2000 MB per CPU (8 CPUs x 2000 = RealMemory): enough for any test job, which
+# OverMemoryKill would otherwise kill at a small default.
+DefMemPerCPU=2000
 SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,default_queue_depth=1000,bf_interval=5
 # The node advertises more CPUs than the machine has, so many tiny jobs run at once.
