@@ -42,15 +42,15 @@ PARTS = ("short", "long")
 
 #: The benchmark's tasks: pilot_throughput's, whose trivial task first sleeps B2BENCH_SLEEP seconds (0: none).
 SLEEPING_TASKS = TASKS.replace(
-    "        def run(self):\n            runner =",
-    "        def run(self):\n            time.sleep(float(os.environ.get(\"B2BENCH_SLEEP\", \"0\")))\n            runner =")
+    "    def run(self):\n        runner =",
+    "    def run(self):\n        time.sleep(float(os.environ.get(\"B2BENCH_SLEEP\", \"0\")))\n        runner =")
 assert SLEEPING_TASKS != TASKS, "pilot_throughput's trivial task changed: adapt the sleep"
 
 #: The workflow script, which also prints the run's job shapes into its stats.
 SHAPED_WORKFLOW = WORKFLOW.replace(
     '"calls": dict(runs[0].run.scheduler_calls) if runs else {},',
     '"calls": dict(runs[0].run.scheduler_calls) if runs else {},\n'
-    '            "job_shapes": dict(runs[0].run.shapes) if runs else {},')
+    '        "job_shapes": dict(runs[0].run.shapes) if runs else {},')
 assert SHAPED_WORKFLOW != WORKFLOW, "pilot_throughput's workflow changed: adapt the job shapes"
 
 
@@ -94,7 +94,6 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="b2bench-shape-"))
     (folder / f"{TASK_MODULE}.py").write_text(SLEEPING_TASKS)
     (folder / "workflow.py").write_text(SHAPED_WORKFLOW)
-    (folder / "job_per_task.json").write_text(json.dumps({"job_shape": "job_per_task"}))
     env = {**os.environ, "B2BENCH_JOB_NAME": prefix}
     for name in ("B2BATCH_SETTINGS", "B2LUIGI_SETTINGS_JSON", "B2BENCH_IN_PROCESS", "B2BENCH_PILOT_JOBS",
                  "B2BENCH_TASKS_PER_JOB"):
@@ -122,9 +121,10 @@ def main() -> int:
                 "steering_cpu": auto["script_cpu"], "job_shapes": auto.get("job_shapes")}
         if "long" in parts:
             sleep = {"B2BENCH_SLEEP": str(args.long_seconds)}
+            (folder / "settings-job_per_task.json").write_text(json.dumps({"job_shape": "job_per_task"}))
             per_task = bench.rows["job_per_task"] = bench.b2batch(
                 "job_per_task", f"job_shape job_per_task, tasks of {args.long_seconds:g} s", args.long_n, "slurm",
-                {**sleep, "B2BATCH_SETTINGS": str(folder / "job_per_task.json")})
+                {**sleep, "B2BATCH_SETTINGS": str(folder / "settings-job_per_task.json")})
             auto_long = bench.rows["auto_long"] = bench.b2batch(
                 "auto_long", f"default settings (auto), tasks of {args.long_seconds:g} s", args.long_n, "slurm",
                 sleep)

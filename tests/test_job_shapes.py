@@ -94,6 +94,7 @@ def test_short_tasks_go_to_few_pilots_and_kinds_never_share_one(workflow, tmp_pa
     assert "" not in workers, "a trivial task got a job of its own"
     assert all(w.startswith("pilot job ") for w in workers) and 2 <= len(workers) <= 8, workers
     kinds = kinds_of(tmp_path)
+    assert kinds == {i: str(i % 2) for i in range(60)}  # each task ran with its own env
     for worker, task_ids in workers.items():  # another env: another pilot
         seen = {kinds[int(t.split("_")[1])] for t in task_ids}
         assert len(seen) == 1, (worker, seen)
@@ -153,6 +154,7 @@ def test_slurm_200_trivial_tasks_need_few_jobs(slurm, workflow, tmp_path: Path) 
     workers = carriers(rep)
     assert "" not in workers and len(workers) <= 8, workers  # a few pilots, not 200 jobs
     kinds = kinds_of(tmp_path)
+    assert kinds == {i: str(i % 2) for i in range(200)}  # each task ran with its own env
     for worker, task_ids in workers.items():
         assert len({kinds[int(t.split("_")[1])] for t in task_ids}) == 1, worker
     assert rep["scheduler_calls"].get("sbatch", 0) <= 10, rep["scheduler_calls"]

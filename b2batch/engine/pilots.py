@@ -77,7 +77,10 @@ class PilotSystem(PooledSystem):
         changes = super().states(jobs)
         self._give_back_slots()
         for pool in self.pools.values():
-            self._drain(pool, not pool.members)
+            # Drained: nothing waits or runs, or nothing waits and no more pilots are wanted (a shaped kind
+            # that goes to jobs of its own now): pilots that find nothing to claim end within 2 s.
+            self._drain(pool, not pool.members or (self.size is not None and not pool.waiting()
+                                                   and self.wanted(pool) <= 0))
         return changes
 
     @staticmethod

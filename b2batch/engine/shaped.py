@@ -88,12 +88,28 @@ class ShapingSystem(BatchSystem):
         now = time.time()
         running = [now - self._started[i] for i in kind.live if i in self._started]
         shape = decide(kind.forced, kind.estimate.median(), max(running, default=0.0), len(kind.live) + extra,
-                       self.capacity(), len(kind.in_pilots))
+                       self.capacity(), self._pooled(kind))
         if kind.shape is None or (shape.kind, shape.size) != (kind.shape.kind, kind.shape.size):
             logger.info("%s on %s: %s (%s)", kind.family, self.name, shape.kind, shape.why)
         kind.shape = shape
         self._note(kind)
         return shape
+
+    def _pooled(self, kind: Kind) -> int:
+        """The kind's units in pilots, or 1 when none is but pilots that take its units are alive (those of
+        another family with the same job settings: a unit sent there costs no job)."""
+        if kind.in_pilots:
+            return len(kind.in_pilots)
+        for pool in self.pilots.pools.values():
+            if (pool.carriers or pool.beats) and self._pool_signature(pool) == kind.signature:
+                return 1
+        return 0
+
+    def _pool_signature(self, pool: Pool) -> str:
+        sig = self._pool_signatures.get(id(pool))
+        if sig is None:
+            sig = self._pool_signatures[id(pool)] = signature(pool.template, self.inner)
+        return sig
 
     def _note(self, kind: Kind) -> None:
         """The kind's shape in the run's record, for the summary and the report: the shape it got with the most
@@ -120,9 +136,7 @@ class ShapingSystem(BatchSystem):
 
     def _pilots_for(self, pool: Pool) -> int:
         """Pilots wanted for a pilot queue: those its kinds' shapes ask for."""
-        sig = self._pool_signatures.get(id(pool))
-        if sig is None:
-            sig = self._pool_signatures[id(pool)] = signature(pool.template, self.inner)
+        sig = self._pool_signature(pool)
         wanted = sum(kind.shape.size for kind in {id(k): k for k in self._kinds.values()}.values()
                      if kind.signature == sig and kind.in_pilots and kind.shape is not None
                      and kind.shape.kind == "pilots")

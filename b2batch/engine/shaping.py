@@ -9,10 +9,10 @@ job's start to its exit code: never the wait in the queue), from the last :data:
 
 :func:`decide` is the rule (``docs/job-shapes.md`` says it for users):
 
-- fewer than :data:`MIN_READY` units ready and none in pilots: one job per unit;
-- nothing known yet, more ready: the units go to pilots, of which only :data:`PROBES` start; their first units are the
-  probes. The kind is decided when a probe ends, or as soon as a probe has run :data:`TARGET_WALL` seconds
-  (so long units are not held back until their probe ends);
+- fewer than :data:`MIN_READY` units ready and no pilot alive that would take them: one job per unit;
+- nothing known yet, more ready: the units go to pilots, of which only :data:`PROBES` start; their first units
+  are the probes. The kind is decided when a probe ends, or as soon as a probe has run :data:`TARGET_WALL`
+  seconds (so long units are not held back until their probe ends: they pay at most that for it);
 - a median under :data:`SHORT` seconds: pilots, as many as ``ready x median / TARGET_WALL`` (each pilot
   gets about that much of the backlog), at most the throttle; but when that would be one pilot per unit
   (the units are long against ``TARGET_WALL`` and fewer than the throttle), one job per unit instead;
@@ -87,7 +87,8 @@ def _s(seconds: float) -> str:
 def decide(forced: str, median: float | None, running_for: float, ready: int, cap: int, pooled: int = 0) -> Shape:
     """The shape of a kind: ``forced`` is ``auto`` or the one ``job_shape`` names; ``median`` the estimate
     (None: no unit ended yet), ``running_for`` the seconds the longest-running unit of the kind has run so far,
-    ``ready`` its units that wait or run, ``cap`` the throttle, ``pooled`` its units in pilots now."""
+    ``ready`` its units that wait or run, ``cap`` the throttle, ``pooled`` its units in pilots now (or 1 when
+    pilots that would take its units run for others)."""
     return dataclasses.replace(_decide(forced, median, running_for, max(1, ready), max(1, cap), pooled), ready=ready)
 
 
