@@ -99,7 +99,7 @@ class JobFiles:
         self._exit = None
         if not self.fresh:
             for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled,
-                          self.checkpointed):
+                          self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss"):
                 stale.unlink(missing_ok=True)
         self.fresh = False
         for log in (self.stdout, self.stderr):

@@ -88,8 +88,9 @@ class AccountingCollector:
             done = commands.run(self.build(job_ids), timeout=self.timeout(), calls=self.calls)
             found = self.parse(done.stdout)
         except SchedulerCommandError as e:
-            self._give_up(f"{e.command[0] if getattr(e, 'command', None) else 'the accounting command'} failed: "
-                          f"{str(e).splitlines()[0] if str(e) else e!r}")
+            said = (e.stderr.strip() or e.stdout.strip()).splitlines()
+            code = "timed out" if e.returncode is None else f"exit {e.returncode}"
+            self._give_up(f"{e.command[0]} failed ({code}){': ' + said[-1] if said else ''}")
             return
         except Exception as e:  # noqa: BLE001 - an unreadable answer must not fail the run
             self._give_up(f"its answer could not be read ({e!r})")

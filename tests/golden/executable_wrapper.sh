@@ -13,6 +13,23 @@ setup_failed() {
     printf '%s\n' "$1" > "$setup_failed_file"
     exit 3
 }
+b2batch_started=$(date +%s.%N 2>/dev/null || date +%s)
+# What the job used, beside its exit code (b2batch.engine.usage): wall time, the CPU time of everything the
+# wrapper waited for (the shell's `times`, read from a file: a subshell would count none), the host, and the
+# peak RSS the command left in peak_rss (b2batch's job entry writes it). Figures even without accounting.
+write_usage() {
+    usage_file=${exit_code_file%/*}/usage.json
+    times > "$usage_file.times.$$" 2>/dev/null || return 0
+    b2batch_ended=$(date +%s.%N 2>/dev/null || date +%s)
+    b2batch_rss=$(cat "${exit_code_file%/*}/peak_rss" 2>/dev/null)
+    awk -v start="$b2batch_started" -v end="$b2batch_ended" -v host="$(hostname)" -v rss="$b2batch_rss" '
+        function secs(t,  m) { m = index(t, "m"); return substr(t, 1, m - 1) * 60 + substr(t, m + 1, length(t) - m - 1) }
+        NR == 2 { cpu = secs($1) + secs($2) }
+        END { printf "{\"wall\": %.3f, \"cpu\": %.3f, \"host\": \"%s\"%s, \"source\": \"wrapper\"}\n", end - start, cpu,
+              host, (rss ~ /^[0-9]+$/ ? ", \"max_rss\": " rss : "") }' "$usage_file.times.$$" > "$usage_file.tmp.$$" &&
+        mv -f "$usage_file.tmp.$$" "$usage_file"
+    rm -f "$usage_file.times.$$" "$usage_file.tmp.$$"
+}
 write_exit_code() {
     code=$?
     if [ -n "$b2batch_sourcing" ]; then
@@ -21,6 +38,7 @@ write_exit_code() {
         printf '%s\n' "$reason" > "$setup_failed_file"
         code=3
     fi
+    write_usage
     printf '%s\n' "$code" > "$exit_code_file.tmp.$$" && mv -f "$exit_code_file.tmp.$$" "$exit_code_file"
     exit "$code"
 }

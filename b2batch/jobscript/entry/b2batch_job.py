@@ -16,6 +16,19 @@ if __name__ == "__main__":
     except ImportError:  # b2batch used from a source checkout that is not installed
         sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     spec = json.loads(Path(sys.argv[1]).read_text())
+    # The job's peak RSS (its own and its children's) for the wrapper's usage.json, written as the job ends.
+    import atexit
+    import resource
+
+    def _peak_rss(folder: Path = Path(sys.argv[1]).parent) -> None:
+        peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        try:
+            (folder / "peak_rss").write_text(f"{peak * 1024}\n")  # ru_maxrss: KiB on Linux
+        except OSError:
+            pass
+
+    atexit.register(_peak_rss)
     if ("worker" in spec or "unit" in spec) and spec.get("frontend") != "luigi":
         import b2batch.engine.worker
 
