@@ -155,7 +155,7 @@ class Executor:
         job = self._job(next(self._numbers), label)
         job.files.make_folders()
         (job.files.folder / "call.pkl").write_bytes(payload)
-        if not getattr(self.run.systems[job.system], "pooled", False):
+        if self.run.needs_job_script(job):
             from b2batch.jobscript import wrapper
 
             job.files.write_spec({"frontend": "calls", "unit": job.unit})

@@ -105,6 +105,9 @@ class PooledSystem(BatchSystem):
 
     # --- worker jobs --------------------------------------------------------------------------------
 
+    def needs_job_script(self, job: Job) -> bool:
+        return False  # a worker job runs the unit: its front-end writes no wrapper
+
     def _carrier(self, pool: Pool, idle_timeout: float) -> Job:
         """A new worker job for ``pool``: its spec and wrapper written, not submitted."""
         job_wrapper = self.run.config.job_wrapper  # the front-end's job-script maker (the engine has none)

@@ -82,6 +82,11 @@ class Run:
                                                           self.config)
         return system
 
+    def needs_job_script(self, job: Job) -> bool:
+        """Whether ``job``'s front-end writes its spec and wrapper script (its batch system, added to this run,
+        runs it as a job of its own), or its batch system runs its ``unit`` in worker jobs."""
+        return self.systems[job.system].needs_job_script(job)
+
     def next_number(self) -> int:
         """A number unique in this run (e.g. for array folders)."""
         self._counter += 1

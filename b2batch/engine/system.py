@@ -62,6 +62,11 @@ class BatchSystem(abc.ABC):
         for a cluster, whose share for the user is not known."""
         return None
 
+    def needs_job_script(self, job: Job) -> bool:
+        """Whether ``job`` runs as a batch job of its own, whose spec and wrapper script its front-end writes;
+        False where this batch system runs the job's ``unit`` in worker jobs it makes itself (pilots, bundles)."""
+        return True
+
     def forget(self, job: Job) -> None:
         """The run no longer follows ``job`` (it ended, or was cancelled)."""
 

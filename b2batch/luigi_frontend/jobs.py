@@ -309,7 +309,7 @@ class TaskJobs:
             "settings": self.settings,
             "result_file": str(files.result),
         })
-        if not getattr(self.run.systems[job.system], "pooled", False):  # pilots and bundles have their own
+        if self.run.needs_job_script(job):  # pilots and bundles run the job's unit in their own jobs
             files.write_wrapper(wrapper.render_wrapper(task, files))
 
     def start(self, task: Any) -> None:
