@@ -147,6 +147,9 @@ class Healing:
         self._publish()
 
     def _escalate(self, job: Job, state: JobState, cause: str, system: BatchSystem) -> str:
+        # The batch system itself, also behind a front of the run's own (job shapes, pilots: their ``inner``).
+        while not hasattr(system, "requested") and hasattr(system, "inner"):
+            system = system.inner
         asked = getattr(system, "requested", None)
         current = (asked(job) if asked is not None else Request()).merged(self._requests.get(job.key))
         new = self.policy.escalate(cause, current)
