@@ -183,6 +183,10 @@ class TaskJobs:
         self.retry_failed = False
         #: What the self-healing policies did in this run, by policy, for the summary and the report.
         self.policies: dict[str, list[dict[str, Any]]] = {}
+        #: Tasks whose failure this run counted, or whose count it looked at: once per run each (luigi's retries
+        #: within a run, keep_alive and retry_count, are not held back and count once).
+        self._counted: set[str] = set()
+        self._looked_at: set[str] = set()
         self._end_earlier_pilots()
 
     def _end_earlier_pilots(self) -> None:
@@ -333,6 +337,9 @@ class TaskJobs:
         """Whether the job's task is a poison task (it failed max_task_failures times in earlier runs): it then
         fails without a job, saying so with its last error; with --retry-failed its count starts again."""
         task = job.payload
+        if task.task_id in self._looked_at:
+            return False
+        self._looked_at.add(task.task_id)
         if self.retry_failed:
             earlier = poison.clear(job.files.folder)
             if earlier is not None:
@@ -461,7 +468,9 @@ class TaskJobs:
             removed = _remove_outputs(task)  # what a failed job wrote may be partial: it never counts
             if removed:
                 logger.warning("Task %s failed: removed the outputs its job left, %s", task, ", ".join(removed))
-            poison.count_failure(job.files.folder, explanation, job.files.stderr)  # across runs (max_task_failures)
+            if task.task_id not in self._counted:  # once per run, across runs (max_task_failures)
+                self._counted.add(task.task_id)
+                poison.count_failure(job.files.folder, explanation, job.files.stderr)
         elif status == DONE:
             poison.clear(job.files.folder)
             checkpoint.remove_checkpoint(task)
