@@ -74,6 +74,18 @@ def test_a_poison_task_is_held_back_on_the_next_run_until_retry_or_retry_failed(
     assert forced.returncode == 1 and _starts(flow.folder) == 3, forced.stderr[-3000:]
 
 
+def test_luigis_retries_within_a_run_are_not_held_back_and_count_once(workflow) -> None:
+    flow = workflow("policies.py")
+    _settings(flow.folder, max_task_failures=2)
+    (flow.folder / "luigi.cfg").write_text("[worker]\nkeep_alive = true\n[scheduler]\nretry_delay = 0.1\n"
+                                           "retry_count = 3\n")
+    run = flow.run("--mode", "poison", "--batch", "--batch-system", "local")
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert _starts(flow.folder) == 3  # luigi's three attempts, beyond max_task_failures
+    [counted] = (flow.folder / "task_files" / "Poison").glob("*/failures.json")
+    assert json.loads(counted.read_text())["count"] == 1
+
+
 def test_a_failure_budget_lets_the_aggregate_run_without_the_requirement_that_failed(workflow) -> None:
     flow = workflow("policies.py")
     _settings(flow.folder)
