@@ -25,7 +25,6 @@ from typing import Any
 
 from b2batch import paths
 from b2batch.engine.files import JobFiles
-from b2batch.luigi_frontend import cli
 from b2batch.engine.outcome import JobOutcome, last_outcome
 from b2batch.settings import get_setting
 
@@ -321,7 +320,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
         return 1 if unasked else 0
     for job in active:
         print(f"  {job.task}: {job.system} job {job.job_id}, {job.state}")
-    if not yes and not cli.confirm(f"Cancel these {len(active)} job(s)?"):
+    if not yes and not confirm(f"Cancel these {len(active)} job(s)?"):
         print("Nothing cancelled (pass --yes to cancel without asking).")
         return 1
     by_system: dict[str, list[Job]] = {}
@@ -399,3 +398,12 @@ def _wait_for_end(processes: list[Any], timeout: float) -> list[Any]:
 def _align(table: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table]
+
+
+def confirm(question: str) -> bool:
+    """Ask a yes/no question on the terminal; no answer (or no stdin) is no."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")

@@ -180,12 +180,3 @@ def script_flags(frame: FrameType | None) -> set[str]:
                         found.update({f"--{dest}", f"--{dest.replace('_', '-')}"})
         frame = frame.f_back
     return found
-
-
-def confirm(question: str) -> bool:
-    """Ask a yes/no question on the terminal; no answer (or no stdin) is no."""
-    try:
-        answer = input(f"{question} [y/N] ")
-    except EOFError:
-        answer = ""
-    return answer.strip().lower() in ("y", "yes")

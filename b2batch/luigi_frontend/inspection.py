@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from b2batch.console import in_workflow_folder
+from b2batch.console import confirm, in_workflow_folder
 from b2batch.luigi_frontend import cli, layout, workflow
 from b2batch.luigi_frontend.terminal import terminal
 from b2batch.remote.checks import remote_checks
@@ -260,7 +260,7 @@ def _cleanup(flow: Workflow, args: argparse.Namespace) -> int:
         return 0
     for path in found:
         print(f"  {path}")
-    if not args.yes and not cli.confirm(f"Remove these {len(found)} folder(s) of complete tasks?"):
+    if not args.yes and not confirm(f"Remove these {len(found)} folder(s) of complete tasks?"):
         print("Nothing removed (pass --yes to remove without asking).")
         return 1
     for path in found:

@@ -95,4 +95,3 @@ def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str
 def log_folder(task: Any) -> Path:
     """Folder of the task's job logs: ``<log_dir>/<parameter parts>/<TaskFamily>``."""
     return task_folder(task, "log_dir") / task.task_family
-

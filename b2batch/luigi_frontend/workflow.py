@@ -13,11 +13,11 @@ from typing import Any
 import luigi
 import luigi.task
 
-from b2batch.luigi_frontend import cli
+from b2batch.console import confirm
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
-from b2batch.luigi_frontend import b2luigi_cli, node, seam
+from b2batch.luigi_frontend import b2luigi_cli, cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
@@ -139,7 +139,7 @@ def remove_outputs(tasks: list[Any], ask: bool) -> int:
                     if target.exists():
                         console.print(Text(f"\t    {getattr(target, 'path', target)}"))
         console.print()
-        if not cli.confirm("Remove these outputs?"):
+        if not confirm("Remove these outputs?"):
             console.print("No tasks were removed (pass --yes to remove without asking).", style="yellow")
             return 0
 
