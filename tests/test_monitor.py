@@ -164,8 +164,8 @@ def test_joblib_export_metadata_shows_nested_calls_per_level_with_their_throttle
     done = subprocess.run([sys.executable, "nested.py"], cwd=tmp_path, env=clean_env(), capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0 and "[3, 3]" in done.stdout, done.stderr[-3000:]
-    states = sorted((tmp_path / "logs" / "joblib").glob("*/b2batch-live-*.json"))
-    assert [p.parent.name[-2:] for p in states].count("l1") == 2 and len(states) == 3, states
+    states = sorted((tmp_path / "logs" / "joblib").glob("b2batch-live-*.json"))
+    assert [p.stem[-2:] for p in states].count("l1") == 2 and len(states) == 3, states
     shown = subprocess.run([sys.executable, "-m", "b2batch", "monitor", "logs", "--once"], cwd=tmp_path,
                            env=clean_env(COLUMNS="100"), capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr

@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 FORMAT = 1
 #: Shortest time between two writes of the file (seconds).
 MIN_INTERVAL = 1.0
+#: Most CPU time the writes may take, as a share of the CPU time the steering process used meanwhile: a write
+#: waits (beyond MIN_INTERVAL, up to MAX_INTERVAL) until the process used this many times what the last took.
+CPU_SHARE = 0.01
+MAX_INTERVAL = 3.0
 #: Longest time between two writes while the run lives, changed or not (seconds): readers on other hosts,
 #: which cannot look for the steering process, take a file older than 3 heartbeats for a run that is gone.
 HEARTBEAT = 30.0
@@ -65,24 +69,28 @@ class Tally:
             self.changed(job)
 
     def changed(self, job: JobRecord) -> None:
+        """The listener: ``job`` changed its state (a few dictionary operations, in the run's thread)."""
         state = job.state if job.state in STATES else "waiting"
-        now = (job.family, job.system, state, len(job.resubmissions))
+        key, resubmitted = job.task_id, len(job.resubmissions)
+        counts = self._counts
         with self._lock:
-            before = self._seen.get(job.task_id)
-            if before == now:
-                return
+            before = self._seen.get(key)
             if before is not None:
-                self._counts[before[:3]] -= 1
-                self._counts[(*before[:2], "resubmitted")] -= before[3]
-            self._seen[job.task_id] = now
-            self._counts[now[:3]] += 1
-            self._counts[(*now[:2], "resubmitted")] += now[3]
-            self._running.pop(job.task_id, None)
-            self._failed.pop(job.task_id, None)
+                if before[2] == state and before[3] == resubmitted:
+                    return
+                counts[(before[0], before[1], before[2])] -= 1
+                if before[2] == "running":
+                    del self._running[key]
+                elif before[2] == "failed":
+                    del self._failed[key]
+            self._seen[key] = (job.family, job.system, state, resubmitted)
+            counts[(job.family, job.system, state)] += 1
+            if resubmitted != (before[3] if before is not None else 0):
+                counts[(job.family, job.system, "resubmitted")] += resubmitted - (before[3] if before else 0)
             if state == "running":
-                self._running[job.task_id] = job
+                self._running[key] = job
             elif state == "failed":
-                self._failed[job.task_id] = job
+                self._failed[key] = job
 
     def snapshot(self) -> dict[str, Any]:
         """The counts, running jobs and failures (not the file's header)."""
@@ -139,6 +147,8 @@ class LiveState:
         self._lock = threading.Lock()
         self._broken = False
         self._tally = Tally(record)
+        self._last_cost = 0.0  # CPU time of the last write
+        self._process_cpu = 0.0  # the process's CPU time after it
 
     def start(self) -> LiveState:
         self.record.listeners.append(self._tally.changed)
@@ -176,9 +186,14 @@ class LiveState:
             changed = self._changed.wait(max(0.0, last + self.heartbeat - time.monotonic()))
             if self._stopping.is_set():
                 return
-            # At most one write per interval: changes within it are taken by the next write.
+            # At most one write per interval: changes within it are taken by the next write. A write that is
+            # dear against what the process does waits longer (CPU_SHARE), never beyond MAX_INTERVAL.
             if self._stopping.wait(max(0.0, last + self.interval - time.monotonic())):
                 return
+            while (time.process_time() - self._process_cpu < self._last_cost / CPU_SHARE
+                   and time.monotonic() < last + MAX_INTERVAL):
+                if self._stopping.wait(0.25):
+                    return
             if changed:
                 self._changed.clear()
             self._write()
@@ -193,7 +208,8 @@ class LiveState:
                      "writes": self.writes + 1, "write_cpu_seconds": round(self.cpu_seconds, 4), "ended": ended,
                      "ended_at": now if ended else None, "result": result or None, **self._tally.snapshot()}
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if not self.writes:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
                 atomic_write(self.path, json.dumps(state, default=str))
             except OSError as e:
                 if not self._broken:  # once: the run goes on without it
@@ -201,7 +217,9 @@ class LiveState:
                 self._broken = True
                 return
             finally:
-                self.cpu_seconds += time.thread_time() - cpu
+                self._last_cost = time.thread_time() - cpu
+                self.cpu_seconds += self._last_cost
+                self._process_cpu = time.process_time()
             self.writes += 1
 
 

@@ -43,7 +43,8 @@ class Watch:
             from b2batch.display.report import RunReport
 
             # The report's own summary goes to the log, not to the caller's stderr. The call's live state (its
-            # level and throttle beside the counts) goes into its log folder for b2batch monitor.
+            # level and throttle beside the counts) goes beside the calls' log folders (<log_dir>/joblib/), which
+            # are removed at the end unless kept, for b2batch monitor.
             live = live or {}
             self.report = RunReport(run=record, batch=False, mode="batch", script=sys.argv[0] if sys.argv else None,
                                     argv=list(sys.argv[1:]), stream=io.StringIO(), live_folder=live.get("folder"),
@@ -115,7 +116,7 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
     values["log_dir"] = str(log_folder)  # and their logs beside those of the units
     record = RunRecord()
     watch = Watch(record, backend, system,
-                  live={"folder": log_folder, "call": name, "level": level, "throttle": throttle})
+                  live={"folder": log_root(options) / "joblib", "call": name, "level": level, "throttle": throttle})
     try:
         batch = CallBatch(name=name, system=system, settings=values, folder=folder, log_folder=log_folder,
                           keep_logs=bool(options.log_dir_prefix), level=level, throttle=throttle,
