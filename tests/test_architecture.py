@@ -29,6 +29,7 @@ FORBIDDEN = (
     ("b2batch.jobscript.wrapper", "the job wrapper, which reads settings (use run.config.job_wrapper)"),
     ("b2batch.jobscript.containers", "the containers of the job wrapper, which read settings"),
     ("b2batch.runconfig", "the front-ends' way to read a RunConfig from the settings"),
+    ("b2batch.paths", "the process's base folder (use run.config.base_dir and run.config.resolve)"),
 )
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
 from b2batch.engine.job import Job
 from b2batch.engine.pooled import Pool, PooledSystem, _remove_tree, logger, signature, unit_name
 from b2batch.engine.state import JobState, JobStatus
@@ -24,13 +23,15 @@ from b2batch.engine.workqueue import WorkQueue
 from b2batch.errors import B2BatchError, TransientCommandError
 
 
-def _pool_root(job: Job, kind: str, name: str) -> Path:
-    return _resolved(str(job.setting("task_file_dir")), paths.base_dir()) / f"_{kind}s" / name
+def _pool_root(run: Any, job: Job, kind: str, name: str) -> Path:
+    """The folder of a pool's work queue, under the unit's task_file_dir (relative: to the run's base folder)."""
+    return _resolved(str(job.setting("task_file_dir")), run.config.base_dir or Path.cwd()) / f"_{kind}s" / name
 
 
 @functools.lru_cache(maxsize=64)
 def _resolved(folder: str, base: Path) -> Path:
-    return paths.resolve(folder)
+    path = Path(os.path.expanduser(folder))
+    return path if path.is_absolute() else base / path
 
 
 class PilotSystem(PooledSystem):
@@ -68,7 +69,7 @@ class PilotSystem(PooledSystem):
         key = (job.settings_key, id(job.bootstrap))
         root = self._roots.get(key) if job.settings_key is not None else None
         if root is None:
-            root = _pool_root(job, self.kind, f"{self.inner.name}-{signature(job, self.inner)}")
+            root = _pool_root(self.run, job, self.kind, f"{self.inner.name}-{signature(job, self.inner)}")
             if job.settings_key is not None:
                 self._roots[key] = root
         return self._adopt(job, root)
@@ -190,7 +191,7 @@ class BundleSystem(PooledSystem):
         try:
             for start in range(0, len(group), size):
                 members = [(unit_name(job, self.run.next_number()), job) for job in group[start:start + size]]
-                root = _pool_root(group[start], self.kind, f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
+                root = _pool_root(self.run, group[start], self.kind, f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
                 pool = Pool(queue=WorkQueue(root), template=group[start])
                 pool.queue.create()
                 for name, job in members:

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
 from b2batch.engine.orphans import process_started
@@ -118,7 +117,7 @@ class PooledSystem(BatchSystem):
         number = self.run.next_number()
         key = f"{self.kind}-{self.run.tag}-{number}"
         files = JobFiles.at(pool.queue.root, "jobs", key,
-                            paths.resolve(template.setting("log_dir")) / f"{self.kind}s" / key)
+                            self.run.config.resolve(template.setting("log_dir")) / f"{self.kind}s" / key)
         carrier = Job(key=key, name=f"{self.kind} job {number} for {template.family}", family=template.family,
                       system=self.inner.name, files=files, settings=template.settings)
         files.make_folders()
@@ -420,7 +419,7 @@ class PooledSystem(BatchSystem):
                 journal = json.loads(journal_file.read_text())
             except (OSError, ValueError):
                 continue
-            files = JobFiles(folder=folder, log_folder=paths.resolve(pool.template.setting("log_dir"))
+            files = JobFiles(folder=folder, log_folder=self.run.config.resolve(pool.template.setting("log_dir"))
                              / f"{self.kind}s" / folder.name)
             stub = Job(key=folder.name, name=f"{self.kind} job {journal.get('job_id')} of an earlier run",
                        family=pool.template.family, system=self.inner.name, files=files,
