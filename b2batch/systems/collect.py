@@ -2,8 +2,8 @@
 
 A :class:`SchedulerSystem` tells its :class:`AccountingCollector` of every job of the run's record that ended
 (:meth:`AccountingCollector.ended`), and after each status query lets it run (:meth:`AccountingCollector.
-collect`): at most one accounting command per poll cycle, naming every job that ended and has no figures
-yet. What it reads goes into the run's record (:meth:`RunRecord.account`), beside the wrapper's own figures.
+collect`): at most one accounting command per poll cycle and per :attr:`AccountingCollector.interval` seconds,
+naming every job that ended and has no figures yet. What it reads goes into the run's record (:meth:`RunRecord.account`), beside the wrapper's own figures.
 
 Accounting lags a little behind the queue (slurmdbd, SGE's accounting file flush): a job missing from an
 answer is asked for again in the next cycles, for up to :attr:`AccountingCollector.patience` seconds, then
@@ -40,6 +40,9 @@ class AccountingCollector:
 
     #: Seconds a job is asked for before it keeps the wrapper's figures alone.
     patience: float = 60.0
+    #: Seconds between two accounting commands at least (figures are for the end of the run, not urgent): on a
+    #: large run, one command per this many seconds asks for all the jobs that ended since the last.
+    interval: float = 10.0
     #: Most job ids one command names (command lines have a length limit); the rest waits for the next cycle.
     chunk: int = 2000
 
@@ -57,6 +60,7 @@ class AccountingCollector:
         self.commands = 0
         self._answered = False
         self._cycle = -1
+        self._asked_at = float("-inf")
 
     def ended(self, job_id: str, key: str) -> None:
         """The job ``job_id`` of the record's ``key`` ended: ask for its figures in the next cycle."""
@@ -66,7 +70,7 @@ class AccountingCollector:
     def collect(self, cycle: int) -> None:
         """Run the accounting command once in poll cycle ``cycle`` (a second call in the same cycle does
         nothing) for the jobs pending."""
-        if self.off or not self.pending or cycle == self._cycle:
+        if self.off or not self.pending or cycle == self._cycle or time.monotonic() - self._asked_at < self.interval:
             return
         self._cycle = cycle
         self._ask(list(self.pending)[:self.chunk])
@@ -84,6 +88,7 @@ class AccountingCollector:
 
     def _ask(self, job_ids: list[str]) -> None:
         assert self.build is not None and self.parse is not None
+        self._asked_at = time.monotonic()
         try:
             done = commands.run(self.build(job_ids), timeout=self.timeout(), calls=self.calls)
             found = self.parse(done.stdout)
