@@ -34,9 +34,12 @@ PARAMETERS = ("batch_system", "request_cpus", "request_memory", "request_disk", 
               "export_metadata", "context_func", "progress")
 
 
-#: ``n_jobs`` for "everything": joblib 1.6 evaluates ``pre_dispatch`` ("2 * n_jobs") with numbers up to a million
-#: (joblib-htcondor's ``sys.maxsize // 2`` fails there), so up to a million calls go out at once.
-DISPATCH_ALL = 500_000
+#: ``n_jobs`` for "everything" (a negative ``n_jobs``, or None): joblib keeps ``pre_dispatch`` ("2 * n_jobs")
+#: batches out and hands over the next one as each ends. joblib-htcondor's ``sys.maxsize // 2`` reads the whole
+#: input at once (a Python object per call held until its end: 3 GB for a million calls); this keeps at most
+#: 2,000 batches out, enough to fill every pilot and unit (batches grow to up to 10,000 calls once the calls
+#: were timed), so the steering process's memory does not grow with the number of calls.
+DISPATCH_ALL = 1_000
 
 
 class NestingError(B2BatchError, RuntimeError):

@@ -1,0 +1,63 @@
+"""The steering process's memory does not grow with the units it runs (issue 28): 50,000 trivial calls of a
+joblib ``Parallel`` through pilot jobs on local, in a fresh process that samples its own RSS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+CALLS = 50_000
+
+SCRIPT = textwrap.dedent('''
+    import json, sys, threading
+    import psutil
+    from joblib import Parallel, delayed, parallel_config
+    import b2batch.joblib  # noqa: F401
+
+    def trivial(x):
+        return 2 * x
+
+    n = int(sys.argv[1])
+    process = psutil.Process()
+    peak = [process.memory_info().rss]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(0.02):
+            peak[0] = max(peak[0], process.memory_info().rss)
+
+    threading.Thread(target=sample, daemon=True).start()
+    base = process.memory_info().rss
+    quarter, got, ok = None, 0, True
+    with parallel_config(backend="b2batch", batch_system="local"):
+        for i, value in enumerate(Parallel(return_as="generator")(delayed(trivial)(i) for i in range(n))):
+            ok = ok and value == 2 * i
+            got += 1
+            if got == n // 4:
+                quarter = process.memory_info().rss
+    end = process.memory_info().rss
+    stop.set()
+    print(json.dumps({"ok": ok and got == n, "base": base, "quarter": quarter, "end": end,
+                      "peak": max(peak[0], end)}))
+''')
+
+
+@pytest.mark.slow
+def test_joblib_steering_memory_does_not_grow_with_the_calls(tmp_path: Path) -> None:
+    (tmp_path / "run.py").write_text(SCRIPT)
+    done = subprocess.run([sys.executable, "run.py", str(CALLS)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=540, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rss = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rss["ok"], "the values came back wrong or not all of them"
+    mb = {key: rss[key] / 2**20 for key in ("base", "quarter", "end", "peak")}
+    # Flat: the last three quarters of the calls add (almost) nothing, and the whole call holds a bounded
+    # number of calls at once. Reading all 50,000 calls at once (joblib-htcondor's way) takes ~150 MB.
+    assert mb["end"] - mb["quarter"] < 15, mb
+    assert mb["peak"] - mb["base"] < 60, mb
