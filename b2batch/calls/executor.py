@@ -128,6 +128,8 @@ class Executor:
         self.delete_call_file_on_load = delete_call_file_on_load
         self.import_path = [p or os.getcwd() for p in (sys.path if import_path is None else import_path)]
         self._numbers = itertools.count()
+        #: One bootstrap for all jobs: the pilot system keeps one queue per (settings, bootstrap) it sees.
+        self._bootstrap = {"frontend": "calls"}
         self._futures: dict[int, CallFuture] = {}  # id(job) -> future, for jobs not ended
         self._requests: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._wake = threading.Event()
@@ -176,7 +178,7 @@ class Executor:
                          self.delete_call_file_on_load]}
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
                    files=files, settings=self.settings, params={"call": str(number)}, unit=unit,
-                   bootstrap={"frontend": "calls"}, settings_key=self.settings)
+                   bootstrap=self._bootstrap, settings_key=self.settings)
 
     def cancel(self, futures: Iterable[CallFuture]) -> None:
         """Cancel these futures (those not ended) and their jobs, with one cancel command per batch system."""
