@@ -14,9 +14,9 @@ Kinds (SYSTEM is ``htcondor`` or ``lsf`` unless noted)::
                                    the next N submitted jobs end with exit code C without running (LSF: R is
                                    their EXIT_REASON, e.g. "TERM_MEMLIMIT: job killed after reaching LSF
                                    memory usage limit")
-    nodes NAME,NAME...             jobs are placed on these emulated nodes ("" : this machine alone) and
+    nodes NAME,NAME...             (lsf) jobs are placed on these emulated nodes ("" : this machine alone) and
                                    avoid those their submission excludes (LSF: select[hname!=NAME])
-    bad-node NAME [--clear]        node NAME fails every job that starts there before it runs (exit 1, no
+    bad-node NAME [--clear]        (lsf) node NAME fails every job that starts there before it runs (exit 1, no
                                    wrapper: a lost file system); --clear makes it good again
     crash                          kill every runner and job process, as a reboot would
     status                         print the active injections as JSON
@@ -129,6 +129,9 @@ def apply(system: str, kind: str, args: argparse.Namespace) -> int:
                 else {"kind": "exit", "code": args.code, **({"reason": args.reason} if args.reason else {})}
             )
             table.set_inject("next", list(table.inject.get("next", [])) + [fate] * args.count or None)
+        elif kind in ("nodes", "bad-node") and system != "lsf":
+            err(f"{kind} exists for lsf only")
+            return 2
         elif kind == "nodes":
             table.set_inject("nodes", [n for n in args.names.split(",") if n.strip()] or None)
         elif kind == "bad-node":

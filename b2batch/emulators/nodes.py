@@ -1,9 +1,10 @@
 """Emulated execute nodes: which node a job starts on, nodes a job's submission excludes, and bad nodes.
 
-By default every job runs on this machine (its short host name). ``inject SYSTEM nodes a,b,c`` makes the
+For LSF (HTCondor's jobs keep this machine as their host). By default every job runs on this machine (its
+short host name). ``inject lsf nodes a,b,c`` makes the
 emulator place jobs on those named nodes (all still run here): each job goes to the allowed node with the
 fewest active jobs (then the fewest placed so far). A job avoids the nodes its submission excludes in the batch system's own syntax (LSF:
-``-R "select[hname!=a && hname!=b]"``). ``inject SYSTEM bad-node a`` makes node ``a`` fail every job that
+``-R "select[hname!=a && hname!=b]"``). ``inject lsf bad-node a`` makes node ``a`` fail every job that
 starts there before it runs, as a node whose file system mount is lost: the job ends at once with exit code 1
 and its wrapper never runs (no exit-code file), and the node shows as its execute host.
 """
