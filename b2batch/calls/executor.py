@@ -160,11 +160,8 @@ class Executor:
         if self.run.needs_job_script(job):
             from b2batch.jobscript import wrapper
 
-            job.files.write_spec({"frontend": "calls", "unit": job.unit})
-            command = [*wrapper.executable_of(self.settings, self.settings), str(wrapper.ENTRY_POINT),
-                       str(job.files.spec)]
-            job.files.write_wrapper(wrapper.render_job_wrapper(self.settings, job.key, self.settings, job.files,
-                                                               command))
+            wrapper.write_job_script(job.files, self.settings, job.key, self.settings,
+                                     spec={"frontend": "calls", "unit": job.unit})
         future = CallFuture(self, job, single)
         self._requests.put(("submit", future))
         self._wake.set()

@@ -124,8 +124,7 @@ class Steering:
         job = Job(key=key, name=f"farm pilot {key}", family="farm", system=self.system, files=files,
                   settings=self.lookup)
         files.make_folders()
-        command = [*wrapper.executable_of(self.settings, self.lookup), *self.command]
-        files.write_wrapper(wrapper.render_job_wrapper(self.settings, key, self.lookup, files, command))
+        wrapper.write_job_script(files, self.settings, key, self.lookup, command=self.command)
         return job
 
     def submit_round(self, count: int, round_number: int) -> None:

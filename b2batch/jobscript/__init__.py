@@ -6,5 +6,7 @@
   systems render their submit files with it;
 - :mod:`~b2batch.jobscript.containers`: the command line that runs a job inside a container;
 - :mod:`~b2batch.jobscript.wrapper`: a job's executable wrapper from its settings (``executable``, ``env``,
-  ``env_script``, ``working_dir``, ``shell``, the container), given to a run as ``RunConfig.job_wrapper``.
+  ``env_script``, ``working_dir``, ``shell``, the container), given to a run as ``RunConfig.job_wrapper``;
+  ``write_job_script()`` is where front-ends write a job's spec and wrapper: they hand it the unit (the spec)
+  or a command, and the settings of the job's owner.
 """

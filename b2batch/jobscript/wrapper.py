@@ -66,6 +66,22 @@ def env_script_of(task: Any, lookup: Any = None) -> Path | None:
     return script
 
 
+def write_job_script(job_files: Any, owner: Any, label: str, lookup: Any, *, spec: dict[str, Any] | None = None,
+                     command: list[str] | None = None, wrapper: bool = True, checkpoint: bool = False) -> None:
+    """Write what a batch system runs for one job, the one place front-ends write a job's files: its spec
+    (``job.json``, the unit of work, when given) and, unless ``wrapper`` is false (a unit that a pilot or bundle
+    job runs), its executable wrapper. The wrapper runs ``command``, by default the node-side entry point on
+    the spec, under the ``executable`` setting, with the settings ``lookup(name)`` of ``owner`` (named in errors
+    as ``label``); a bad setting raises its SettingError before the wrapper is written."""
+    if spec is not None:
+        job_files.write_spec(spec)
+    if not wrapper:
+        return
+    arguments = command if command is not None else [str(ENTRY_POINT), str(job_files.spec)]
+    job_files.write_wrapper(render_job_wrapper(owner, label, lookup, job_files, [*executable_of(owner, lookup),
+                                                                                  *arguments], checkpoint=checkpoint))
+
+
 def render_wrapper(task: Any, job_files: Any) -> str:
     """The executable wrapper of ``task``'s job."""
     return render_job_wrapper(task, task.task_id, _lookup(task), job_files,

@@ -303,18 +303,12 @@ class TaskJobs:
 
         task, files = job.payload, job.files
         files.make_folders()
-        files.write_spec({
-            "task_module": task.task_module,
-            "task_family": task.task_family,
-            "task_params": task.to_str_params(),
-            "script": self.context.script,
-            "argv": self.context.argv,
-            "base_dir": str(paths.base_dir()),
-            "settings": self.settings,
-            "result_file": str(files.result),
-        })
-        if self.run.needs_job_script(job):  # pilots and bundles run the job's unit in their own jobs
-            files.write_wrapper(wrapper.render_wrapper(task, files))
+        spec = {"task_module": task.task_module, "task_family": task.task_family, "task_params": task.to_str_params(),
+                "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
+                "settings": self.settings, "result_file": str(files.result)}
+        wrapper.write_job_script(files, task, task.task_id, lambda name: get_setting(name, task=task), spec=spec,
+                                 wrapper=self.run.needs_job_script(job),  # pilots and bundles have their own
+                                 checkpoint=callable(getattr(task, "checkpoint", None)))
 
     def start(self, task: Any) -> None:
         """Submit ``task`` as a job (a job whose files cannot be written fails at the next poll). A task whose
