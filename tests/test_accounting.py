@@ -141,6 +141,30 @@ def test_slurm_sacct_shows_what_a_job_held_and_the_run_asks_once_per_cycle(workf
     assert 1 <= calls["sacct"] <= 3 <= calls["squeue"], calls  # 3 jobs ended: never one call per job beyond
     assert re.search(r"^  Hold on slurm \(2 job\(s\)\): memory \d+% \(peak \d+ MB of 1000 MB\); ask for --mem=",
                      done.stderr, re.M), done.stderr[-2000:]
+    # A job over its --mem is killed (the local Slurm's OverMemoryKill): named as such, with a larger request.
+    wf = workflow("accounting.py", folder=wf.folder / "killed")
+    done = wf.run("--system", "slurm", "--n", "1", "--mb", "400", "--hold", "4", "--system-settings",
+                  '{"mem": "250M"}', timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = _report(wf.folder)
+    [usage] = _usage(report, "Hold")
+    assert usage["cause"] == "memory" and usage["req_mem"] == 250 * MIB, usage
+    hold = report["efficiency"]["Hold"]
+    assert hold["killed_for_memory"] == 1 and hold["suggested_memory_mb"] >= 300, hold
+    assert re.search(r"^  Hold on slurm \(1 job\(s\)\): .*1 killed for memory; ask for --mem=\d+M", done.stderr,
+                     re.M), done.stderr[-2000:]
+
+
+def test_local_jobs_and_tasks_in_pilots_have_the_wrappers_figures(workflow, tmp_path: Path) -> None:
+    for shape in ("job_per_task", "pilots"):
+        wf = workflow("accounting.py", folder=tmp_path / shape)
+        done = wf.run("--system", "local", "--n", "1", "--mb", "200", "--hold", "0.5", "--shape", shape, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = _report(wf.folder)
+        [usage] = _usage(report, "Hold")
+        assert usage["source"] == "wrapper" and 200 * MIB <= usage["max_rss"] <= 320 * MIB, (shape, usage)
+        assert usage["cpu"] >= 0.5 and usage["wall"] >= 0.5 and usage["host"], (shape, usage)
+        assert report["accounting"] == {} and report["efficiency"]["Hold"]["cpu_hours"] > 0
 
 
 @pytest.mark.slow
