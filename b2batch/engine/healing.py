@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from b2batch.engine import causes
 from b2batch.engine.escalation import Escalation, EscalationPolicy, Request
 from b2batch.engine.nodes import NodeFailure, NodeHealth
+from b2batch.engine.outcome import JobOutcome
 from b2batch.engine.state import JobState, JobStatus
 
 if TYPE_CHECKING:
@@ -90,8 +91,11 @@ class Healing:
 
     # --- what the run asks ----------------------------------------------------------------------------
 
-    def resubmit_reason(self, job: Job, state: JobState, system: BatchSystem) -> str:
-        """Account for the end of ``job`` in ``state``; why to submit it again, or ""."""
+    def resubmit_reason(self, job: Job, state: JobOutcome | JobState, system: BatchSystem) -> str:
+        """Account for the end of ``job`` (its outcome, the engine's one reading of it; a bare JobState is read
+        into one); why to submit it again, or ""."""
+        if not isinstance(state, JobOutcome):
+            state = JobOutcome.read(job.files, state)
         if state.status == JobStatus.successful:
             # Where the batch system names the node, every good end counts; else the wrapper's log is read only
             # once some node is suspected.
@@ -108,20 +112,18 @@ class Healing:
             return self._escalate(job, state, cause, system)
         return ""
 
-    def _cause(self, job: Job, state: JobState) -> tuple[str, str]:
+    def _cause(self, job: Job, state: JobOutcome) -> tuple[str, str]:
         if state.cause:
             return state.cause, state.reason or causes.WORDS.get(state.cause, state.cause)
-        code = job.files.read_exit_code()
-        if code == _SETUP_FAILED:
-            setup = job.files.read_setup_failure()
-            if setup:
-                return causes.NODE, f"{_SETUP}: {setup}"
-        if code is None and state.node and not job.files.read_cancel() and not _CANCELLED.search(state.reason):
+        code = state.exit_code
+        if code == _SETUP_FAILED and state.setup_failure:
+            return causes.NODE, f"{_SETUP}: {state.setup_failure}"
+        if code is None and state.node and not state.cancelled and not _CANCELLED.search(state.reason):
             return causes.NODE, (f"the job ended without its wrapper writing its exit code (lost file system?)"
                                  f"{': ' + state.reason if state.reason else ''}")
         return "", ""
 
-    def _node_failure(self, job: Job, state: JobState, why: str, room: bool) -> str:
+    def _node_failure(self, job: Job, state: JobOutcome, why: str, room: bool) -> str:
         node = state.node or started_on(job)
         if not node or not self.nodes.on:
             return ""
@@ -146,7 +148,7 @@ class Healing:
                        "later jobs avoid it", node, system, count, self.nodes.max_failures)
         self._publish()
 
-    def _escalate(self, job: Job, state: JobState, cause: str, system: BatchSystem) -> str:
+    def _escalate(self, job: Job, state: JobOutcome, cause: str, system: BatchSystem) -> str:
         # The batch system itself, also behind a front of the run's own (job shapes, pilots: their ``inner``).
         while not hasattr(system, "requested") and hasattr(system, "inner"):
             system = system.inner

@@ -209,7 +209,7 @@ class Run:
         if not reason and state.status == JobStatus.aborted and job.earlier and outcome.exit_code is None:
             # e.g. cancelled as the earlier run was interrupted, and still leaving the queue when this one began
             reason = "its job of an earlier run was killed before it could end (no exit code)"
-        reason = self.healing.resubmit_reason(job, state, self.systems[job.system]) or reason
+        reason = self.healing.resubmit_reason(job, outcome, self.systems[job.system]) or reason
         limit = job.setting("max_resubmissions")
         if reason and job.resubmissions < limit and not self.interrupted:
             job.resubmissions += 1
