@@ -50,7 +50,7 @@ HELD = {("htcondor", "5"), ("sge", "hqw"), ("sge", "Eqw"), ("lsf", "PSUSP")}
 
 
 @dataclass
-class Job:
+class RecordedJob:
     """One job folder and what is known of its job."""
 
     folder: Path
@@ -101,7 +101,7 @@ def task_file_dir(script: Path, override: str | None = None) -> Path:
         return paths.resolve(override or get_setting("task_file_dir"))
 
 
-def collect(folder: Path) -> list[Job]:
+def collect(folder: Path) -> list[RecordedJob]:
     """The jobs in a task_file_dir, with the state their files tell (those not ended: ``unknown``)."""
     jobs = []
     for spec_file in sorted(folder.glob("*/*/job.json")):
@@ -112,7 +112,7 @@ def collect(folder: Path) -> list[Job]:
             spec = {}
         family = spec.get("task_family", spec_file.parent.parent.name)
         params = ", ".join(f"{k}={v}" for k, v in (spec.get("task_params") or {}).items())
-        job = Job(folder=spec_file.parent, task=f"{family}({params})", family=family)
+        job = RecordedJob(folder=spec_file.parent, task=f"{family}({params})", family=family)
         submission = files.read_submission()
         if submission is None:
             job.state, job.detail = "not submitted", "waiting in b2batch, or its submission failed"
@@ -137,9 +137,9 @@ def collect(folder: Path) -> list[Job]:
     return jobs
 
 
-def ask_batch_systems(jobs: list[Job]) -> None:
+def ask_batch_systems(jobs: list[RecordedJob]) -> None:
     """Set the state of each submitted job without an exit code: one status query per batch system."""
-    open_jobs: dict[str, list[Job]] = {}
+    open_jobs: dict[str, list[RecordedJob]] = {}
     for job in jobs:
         if job.state == "unknown" and job.system:
             open_jobs.setdefault(job.system, []).append(job)
@@ -150,7 +150,7 @@ def ask_batch_systems(jobs: list[Job]) -> None:
             _scheduler_states(system, group)
 
 
-def _scheduler_of(system: str, group: list[Job], what: str) -> Any:
+def _scheduler_of(system: str, group: list[RecordedJob], what: str) -> Any:
     """The scheduler ``system`` outside a run, told where each job of ``group`` is (its journal). A plugin
     (a BatchProcess) has no commands b2batch could run to ``what`` its jobs: NotImplementedError."""
     from b2batch.engine import Run
@@ -167,7 +167,7 @@ def _scheduler_of(system: str, group: list[Job], what: str) -> Any:
     return scheduler
 
 
-def _scheduler_states(system: str, group: list[Job]) -> None:
+def _scheduler_states(system: str, group: list[RecordedJob]) -> None:
     from b2batch.engine import JobStatus
     from b2batch.errors import B2BatchError
 
@@ -202,7 +202,7 @@ def native_state_words(system: str, state: str) -> str:
     return f"{word} ({own})" if word else f"state {own}"
 
 
-def _local_states(group: list[Job]) -> None:
+def _local_states(group: list[RecordedJob]) -> None:
     """Local jobs run as processes of this host: running if a process runs the job's wrapper, queued if
     not but the steering process still runs, lost if neither."""
     running = _wrapper_processes(group)
@@ -219,7 +219,7 @@ def _local_states(group: list[Job]) -> None:
             job.state, job.detail = "lost", "its steering process is gone and it wrote no exit code"
 
 
-def _wrapper_processes(group: list[Job]) -> dict[str, Any]:
+def _wrapper_processes(group: list[RecordedJob]) -> dict[str, Any]:
     """The processes (by job folder) that run the executable wrappers of ``group``."""
     import psutil
 
@@ -235,7 +235,7 @@ def _wrapper_processes(group: list[Job]) -> dict[str, Any]:
     return found
 
 
-def _steering_process(job: Job) -> Any:
+def _steering_process(job: RecordedJob) -> Any:
     """The job's steering process if it still runs on this host (not another process with its pid)."""
     import psutil
 
@@ -323,7 +323,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
     if not yes and not confirm(f"Cancel these {len(active)} job(s)?"):
         print("Nothing cancelled (pass --yes to cancel without asking).")
         return 1
-    by_system: dict[str, list[Job]] = {}
+    by_system: dict[str, list[RecordedJob]] = {}
     for job in active:
         by_system.setdefault(job.system, []).append(job)
     failures = 0
@@ -353,7 +353,7 @@ def cancel(script: str, yes: bool = False, override: str | None = None) -> int:
     return 1 if failures else 0
 
 
-def _cancel_local(group: list[Job]) -> int:
+def _cancel_local(group: list[RecordedJob]) -> int:
     """Local jobs live in their steering process's pool: stop it (SIGTERM, as Ctrl-C: it kills its jobs and
     says so); kill the processes of jobs whose steering process is gone. How many could not be stopped."""
     import psutil

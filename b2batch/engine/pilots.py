@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.job import Job
-from b2batch.engine.pooled import Pool, PooledSystem, _remove_tree, logger, signature, unit_name
+from b2batch.engine.pooled import UnitPool, PooledSystem, _remove_tree, logger, signature, unit_name
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -46,14 +46,14 @@ class PilotSystem(PooledSystem):
     #: Seconds a pilot with work waiting for it may stay queued before idle pilots of other queues end.
     GIVE_BACK_AFTER = 1.0
 
-    def __init__(self, run: Any, inner: BatchSystem, size: Callable[[Pool], int] | None = None) -> None:
+    def __init__(self, run: Any, inner: BatchSystem, size: Callable[[UnitPool], int] | None = None) -> None:
         super().__init__(run, inner)
         self._roots: dict[tuple[Any, int], Path] = {}  # the queue of units with the same settings
         #: How many pilots a queue wants (None: the setting pilot_jobs of its units; the run's job shaping
         #: gives its own, :mod:`b2batch.engine.shaped`).
         self.size = size
 
-    def wanted(self, pool: Pool) -> int:
+    def wanted(self, pool: UnitPool) -> int:
         """Pilots wanted for ``pool``."""
         return self.size(pool) if self.size is not None else pool.template.setting("pilot_jobs")
 
@@ -65,7 +65,7 @@ class PilotSystem(PooledSystem):
         self._untrack(job)
         return True
 
-    def _pool(self, job: Job) -> Pool:
+    def _pool(self, job: Job) -> UnitPool:
         key = (job.settings_key, id(job.bootstrap))
         root = self._roots.get(key) if job.settings_key is not None else None
         if root is None:
@@ -85,7 +85,7 @@ class PilotSystem(PooledSystem):
         return changes
 
     @staticmethod
-    def _drain(pool: Pool, drained: bool) -> None:
+    def _drain(pool: UnitPool, drained: bool) -> None:
         """Tell the pilots whether anything waits or runs in their queue: with nothing, they end within
         ``DRAIN_GRACE`` seconds of finding nothing to claim, not after ``pilot_idle_timeout``."""
         if drained != pool.drained:
@@ -126,7 +126,7 @@ class PilotSystem(PooledSystem):
         for pool in touched.values():
             self._top_up(pool, {})
 
-    def _top_up(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+    def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         now = time.monotonic()
         if pool.given_up or now < pool.next_submit or self.run.interrupted:
             return
@@ -187,12 +187,12 @@ class BundleSystem(PooledSystem):
 
     def submit(self, group: list[Job]) -> None:
         size = self._size(group[0])
-        bundles: list[tuple[Pool, Job, list[tuple[str, Job]]]] = []
+        bundles: list[tuple[UnitPool, Job, list[tuple[str, Job]]]] = []
         try:
             for start in range(0, len(group), size):
                 members = [(unit_name(job, self.run.next_number()), job) for job in group[start:start + size]]
                 root = _pool_root(self.run, group[start], self.kind, f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
-                pool = Pool(queue=WorkQueue(root), template=group[start])
+                pool = UnitPool(queue=WorkQueue(root), template=group[start])
                 pool.queue.create()
                 for name, job in members:
                     pool.queue.put(name, self._entry(job))
@@ -211,7 +211,7 @@ class BundleSystem(PooledSystem):
                 job.job_id = str(carrier.job_id)
                 job.carrier = f"bundle job {carrier.job_id} on {self.inner.name} (its log: {carrier.files.stderr})"
 
-    def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
+    def _carrier_ended(self, pool: UnitPool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         self._take_done(pool, changes)
         super()._carrier_ended(pool, carrier, state, changes)
         # Units the bundle job did not get to (its allocation ended): submitted again by the run.
@@ -221,7 +221,7 @@ class BundleSystem(PooledSystem):
             self._untrack(job)
             changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
 
-    def _finished(self, pool: Pool) -> bool:
+    def _finished(self, pool: UnitPool) -> bool:
         if pool.carriers or pool.members:
             return False
         _remove_tree(pool.queue.root)

@@ -59,7 +59,7 @@ def unit_name(job: Job, number: int) -> str:
 
 
 @dataclass(eq=False)
-class Pool:
+class UnitPool:
     """One work queue, its units and its worker jobs."""
 
     queue: WorkQueue
@@ -98,8 +98,8 @@ class PooledSystem(BatchSystem):
         super().__init__(run)
         self.inner = inner
         self.name = f"{inner.name}-{self.kind}s"  # type: ignore[misc]
-        self.pools: dict[str, Pool] = {}
-        self._pool_of: dict[int, tuple[Pool, str]] = {}  # id(unit) -> (pool, unit name)
+        self.pools: dict[str, UnitPool] = {}
+        self._pool_of: dict[int, tuple[UnitPool, str]] = {}  # id(unit) -> (pool, unit name)
         self._closed = False
 
     # --- worker jobs --------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ class PooledSystem(BatchSystem):
     def needs_job_script(self, job: Job) -> bool:
         return False  # a worker job runs the unit: its front-end writes no wrapper
 
-    def _carrier(self, pool: Pool, idle_timeout: float) -> Job:
+    def _carrier(self, pool: UnitPool, idle_timeout: float) -> Job:
         """A new worker job for ``pool``: its spec and wrapper written, not submitted."""
         job_wrapper = self.run.config.job_wrapper  # the front-end's job-script maker (the engine has none)
         if job_wrapper is None:
@@ -131,7 +131,7 @@ class PooledSystem(BatchSystem):
         files.reset()
         return carrier
 
-    def _submit_carriers(self, pools: dict[str, Pool], carriers: list[Job]) -> None:
+    def _submit_carriers(self, pools: dict[str, UnitPool], carriers: list[Job]) -> None:
         """Submit worker jobs (as arrays where the inner system has them), each for the pool ``pools[key]``;
         errors propagate."""
         for group in self.inner.groups(carriers):
@@ -142,7 +142,7 @@ class PooledSystem(BatchSystem):
                 carrier.files.record_submission(self.inner.name, str(carrier.job_id), carrier.placement)
                 logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
 
-    def _describe(self, pool: Pool, worker: str, job_id: str | None = None) -> tuple[str, str]:
+    def _describe(self, pool: UnitPool, worker: str, job_id: str | None = None) -> tuple[str, str]:
         """The batch job id of a worker, and how messages name it."""
         carrier = pool.carriers.get(worker)
         beat = pool.beats.get(worker, ("", 0.0, {}))[2]
@@ -154,12 +154,12 @@ class PooledSystem(BatchSystem):
 
     # --- following units ----------------------------------------------------------------------------
 
-    def _track(self, pool: Pool, name: str, job: Job) -> None:
+    def _track(self, pool: UnitPool, name: str, job: Job) -> None:
         pool.members[name] = job
         self._pool_of[id(job)] = (pool, name)
         job.placement = {"queue": str(pool.queue.root), "unit": name}
 
-    def _untrack(self, job: Job) -> tuple[Pool, str] | None:
+    def _untrack(self, job: Job) -> tuple[UnitPool, str] | None:
         found = self._pool_of.pop(id(job), None)
         if found is not None:
             pool, name = found
@@ -195,7 +195,7 @@ class PooledSystem(BatchSystem):
                                  lambda job: carriers.get(job.key) is job)
         return {carrier.key: state for carrier, state in answer.items() if state.final}
 
-    def _follow(self, pool: Pool, changes: dict[Job, JobState], ended: dict[str, JobState]) -> None:
+    def _follow(self, pool: UnitPool, changes: dict[Job, JobState], ended: dict[str, JobState]) -> None:
         for carrier in [carrier for key, carrier in pool.carriers.items() if key in ended]:
             self._carrier_ended(pool, carrier, ended[carrier.key], changes)
         now = time.monotonic()
@@ -218,7 +218,7 @@ class PooledSystem(BatchSystem):
             changes[pool.members[name]] = IDLE
         self._top_up(pool, changes)
 
-    def _take_done(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+    def _take_done(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         """Units whose run ended: successful with exit code 0, else aborted (the run and front-end judge)."""
         for name, ran in pool.queue.take_done().items():
             job = pool.members.get(name)
@@ -233,7 +233,7 @@ class PooledSystem(BatchSystem):
             code = job.files.read_exit_code()
             changes[job] = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
 
-    def _carrier_ended(self, pool: Pool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
+    def _carrier_ended(self, pool: UnitPool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         self._take_done(pool, changes)  # what it finished before it ended counts
         carrier.outcome = ended = JobOutcome.read(carrier.files, state)
         pool.carriers.pop(carrier.key, None)
@@ -260,7 +260,7 @@ class PooledSystem(BatchSystem):
         if ended.exit_code == 0:
             _remove_tree(carrier.files.folder)  # a failed one keeps its files for a look
 
-    def _check_heartbeats(self, pool: Pool, now: float, changes: dict[Job, JobState]) -> None:
+    def _check_heartbeats(self, pool: UnitPool, now: float, changes: dict[Job, JobState]) -> None:
         timeout = pool.template.setting("heartbeat_timeout")
         beats = pool.queue.heartbeats()
         for worker, (text, beat) in beats.items():
@@ -290,7 +290,7 @@ class PooledSystem(BatchSystem):
         for worker in [w for w in pool.beats if w not in beats]:
             del pool.beats[worker]  # it ended and cleaned up after itself
 
-    def _lose(self, pool: Pool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
+    def _lose(self, pool: UnitPool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
         """The units a worker held when it was lost go back to the run, which submits them again."""
         wanted = self.wanted(pool) if self.kind == "pilot" else 1  # type: ignore[attr-defined]
         limit = pool.template.setting("max_resubmissions") * max(1, wanted or 1)
@@ -304,7 +304,7 @@ class PooledSystem(BatchSystem):
                 self._untrack(job)
                 changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
 
-    def _give_up(self, pool: Pool, message: str, changes: dict[Job, JobState]) -> None:
+    def _give_up(self, pool: UnitPool, message: str, changes: dict[Job, JobState]) -> None:
         """No more worker jobs for this pool: its units that wait fail with ``message``."""
         pool.given_up = message
         for name, job in list(pool.members.items()):
@@ -312,10 +312,10 @@ class PooledSystem(BatchSystem):
                 self._untrack(job)
                 changes[job] = JobState(JobStatus.aborted, message)
 
-    def _top_up(self, pool: Pool, changes: dict[Job, JobState]) -> None:
+    def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         """Submit worker jobs while units wait and fewer than wanted are alive (pilots only)."""
 
-    def _finished(self, pool: Pool) -> bool:
+    def _finished(self, pool: UnitPool) -> bool:
         return False
 
     # --- the run's calls ----------------------------------------------------------------------------
@@ -359,7 +359,7 @@ class PooledSystem(BatchSystem):
             if pool.steering_note is not None:
                 pool.steering_note.unlink(missing_ok=True)
 
-    def _cancel_carriers(self, pool: Pool, carriers: list[Job], which: str) -> None:
+    def _cancel_carriers(self, pool: UnitPool, carriers: list[Job], which: str) -> None:
         if not carriers:
             return
         try:
@@ -391,11 +391,11 @@ class PooledSystem(BatchSystem):
         queue.take_back(name)
         return False
 
-    def _adopt(self, job: Job, root: Path) -> Pool:
+    def _adopt(self, job: Job, root: Path) -> UnitPool:
         """The pool at ``root`` of an earlier steering process, with its worker jobs that still run."""
         pool = self.pools.get(str(root))
         if pool is None:
-            pool = self.pools[str(root)] = Pool(queue=WorkQueue(root), template=job)
+            pool = self.pools[str(root)] = UnitPool(queue=WorkQueue(root), template=job)
             pool.queue.create()
             pool.queue.stop_file.unlink(missing_ok=True)
             pool.queue.drain(False)
@@ -408,7 +408,7 @@ class PooledSystem(BatchSystem):
             self._adopt_carriers(pool)
         return pool
 
-    def _adopt_carriers(self, pool: Pool) -> None:
+    def _adopt_carriers(self, pool: UnitPool) -> None:
         """Follow the worker jobs of earlier steering processes that the inner batch system still has."""
         for journal_file in pool.queue.root.glob("jobs/*/submission.json"):
             folder = journal_file.parent

@@ -20,7 +20,7 @@ from typing import Any
 
 from b2batch.engine.job import Job
 from b2batch.engine.pilots import BundleSystem, PilotSystem
-from b2batch.engine.pooled import Pool, signature
+from b2batch.engine.pooled import UnitPool, signature
 from b2batch.engine.shaping import DEFAULT_CAP, Estimate, Shape, decide
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
@@ -105,7 +105,7 @@ class ShapingSystem(BatchSystem):
                 return 1
         return 0
 
-    def _pool_signature(self, pool: Pool) -> str:
+    def _pool_signature(self, pool: UnitPool) -> str:
         sig = self._pool_signatures.get(id(pool))
         if sig is None:
             sig = self._pool_signatures[id(pool)] = signature(pool.template, self.inner)
@@ -134,7 +134,7 @@ class ShapingSystem(BatchSystem):
             "median_seconds": kind.estimate.median(), "ended": kind.estimate.seen, "kinds": len(family),
             "units": {k: n for k, n in units.items() if n}}
 
-    def _pilots_for(self, pool: Pool) -> int:
+    def _pilots_for(self, pool: UnitPool) -> int:
         """Pilots wanted for a pilot queue: those its kinds' shapes ask for."""
         sig = self._pool_signature(pool)
         wanted = sum(kind.shape.size for kind in {id(k): k for k in self._kinds.values()}.values()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.farm.definitions import FarmError
-from b2batch.farm.display import Progress, summary
+from b2batch.farm.display import FarmProgress, summary
 from b2batch.farm.stopping import STOP_SIGNALS as FARMER_STOP_SIGNALS
 from b2batch.farm.stopping import exit_code_of
 from b2batch.farm.runners import load_runner
@@ -179,7 +179,7 @@ class Steering:
         if not self.lines_left():
             summary(self.workdir, handler=self.handler)
             return 0
-        progress = Progress(self.workdir, total)
+        progress = FarmProgress(self.workdir, total)
         live = None
         if self.lookup("live_state"):  # for b2batch monitor WORKDIR
             from b2batch.engine.livestate import start_live_state

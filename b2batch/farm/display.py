@@ -71,7 +71,7 @@ def summary(workdir: WorkDir, out: TextIO | None = None, most: int = 20, tail: i
     return text
 
 
-class Progress:
+class FarmProgress:
     """Lines per state and pilots per state: redrawn in place on a terminal (rich), else a line at most every
     ``every`` seconds when something changed."""
 
