@@ -19,6 +19,7 @@ running unit and put it back in the queue; it is not counted as failed.
 
 from __future__ import annotations
 
+import ctypes  # here, not in each unit's child: importing it there cost ~4 ms of CPU per unit
 import importlib
 import json
 import logging
@@ -232,6 +233,12 @@ class Worker:
             except Exception:
                 logger.exception("Cannot preload %s for %s (the unit fails)", module, name)
                 break  # the child imports it again, into the unit's stderr log
+        call = entry["unit"].get("call")
+        if call:  # its module too, once here: each unit's child finds it loaded (a trivial call: 85 -> 28 ms CPU)
+            try:
+                importlib.import_module(call.partition(":")[0])
+            except Exception:  # noqa: BLE001 - the child imports it again, its error into the unit's stderr log
+                logger.debug("Cannot import %s in the worker (the unit's child tries again)", call)
         sys.stdout.flush()
         sys.stderr.flush()
         parent = os.getpid()
@@ -347,8 +354,6 @@ def _die_with_parent(parent: int) -> None:
     """Linux: the unit is killed when its worker dies (SIGKILL, OOM), so that it never runs on while the
     steering process gives it to another worker."""
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the worker died before prctl took effect
