@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -80,7 +79,7 @@ class Sampler:
 def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: int | None = None) -> dict[str, Any]:
     import joblib  # noqa: F401  (every row pays the same imports)
 
-    import b2batch  # noqa: F401
+    import b2batch
 
     sampler = Sampler()
     quarter = max(1, n // 4)
@@ -116,7 +115,7 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
     elif kind == "joblib":
         from joblib import Parallel, delayed, parallel_config
 
-        import b2batch.joblib  # noqa: F401
+        import b2batch.joblib
 
         got = 0
         with parallel_config(backend="b2batch", batch_system=system):
