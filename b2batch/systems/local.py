@@ -118,7 +118,7 @@ class _Pool:
             return None
         popen.returncode = os.waitstatus_to_exitcode(status)
         job, began = self.started.pop(job_id, (None, time.monotonic()))
-        if job is not None:
+        if job is not None and getattr(job.files, "exit_code", None) is not None:
             try:
                 atomic_write(usage_file(job.files), measured(time.monotonic() - began, used.ru_utime + used.ru_stime,
                                                              used.ru_maxrss, socket.gethostname()))
