@@ -135,10 +135,12 @@ class Healing:
                        node, count, why.splitlines()[0])
         if state.scheduler_side or not room:
             return ""  # the run submits scheduler-side failures again by itself
-        # A job whose wrapper never ran is the node's fault; a set-up failure (env_script, working_dir) may be
-        # everyone's: it goes again only once another node has worked.
-        setup = why.startswith(_SETUP)
-        if not setup or self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
+        # A node failure the batch system names (Slurm NODE_FAIL, LSF's lost host) goes again. One b2batch infers
+        # (a set-up failure: env_script, working_dir; a job that ended without its wrapper's exit code) may be
+        # everyone's, or the only node's: it goes again only once another node has worked, so that a run on a
+        # healthy or one-node cluster fails such a job as it did before the policy.
+        named = bool(state.cause)
+        if named or self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
             return f"node failure on {node} ({why.splitlines()[0]})"
         return ""
 
