@@ -147,6 +147,11 @@ def test_nested_parallel_runs_as_jobs_up_to_max_recursion_level() -> None:
         pids = {pid for pid, _level in result["inner"]}
         assert result["pid"] not in pids and len(pids) == 3, result  # each inner call is a job of its own
         assert {level for _pid, level in result["inner"]} == {"2"}
+    # the inner calls' task files and logs go where the outer call's go, not into the job entry point's folder
+    import b2batch.jobscript
+
+    entry = Path(b2batch.jobscript.__file__).parent / "entry"
+    assert sorted(p.name for p in entry.iterdir() if p.name != "__pycache__") == ["b2batch_job.py"]
 
 
 def test_nested_parallel_beyond_max_recursion_level_runs_sequentially_or_fails_clearly() -> None:

@@ -172,7 +172,7 @@ class Executor:
         files = JobFiles.at(self.work_dir, "jobs", key, self.log_dir / key)
         unit = {"call": "b2batch.calls.node:run_calls", "preload": self.preload,
                 "args": [str(files.folder / "call.pkl"), str(files.result_bytes), self.import_path,
-                         self.delete_call_file_on_load]}
+                         self.delete_call_file_on_load, str(self.run.config.base_dir)]}
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
                    files=files, settings=self.settings, params={"call": str(number)}, unit=unit,
                    bootstrap=self._bootstrap, settings_key=self.settings)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from b2batch import paths
+
 #: Exit code of a job whose call raised (its exception is in the result file).
 CALL_RAISED = 1
 #: Exit code of a job whose result could not be written (e.g. a value that cannot be pickled).
@@ -64,10 +66,15 @@ def _dump_error(error: BaseException, index: int | None, text: str) -> bytes:
 
 
 def run_calls(call_file: str, result_file: str, import_path: list[str] | None = None,
-              delete_on_load: bool = False) -> int:
-    """Run the calls of ``call_file`` and write their :class:`Outcome` to ``result_file``; the exit code."""
+              delete_on_load: bool = False, base_dir: str | None = None) -> int:
+    """Run the calls of ``call_file`` and write their :class:`Outcome` to ``result_file``; the exit code.
+
+    ``base_dir`` is the caller's base folder: relative folders of settings used by calls in the job (a nested
+    ``Parallel``'s task files and logs) are relative to it, not to the job entry point's package folder."""
     import cloudpickle
 
+    if base_dir:
+        paths.pin_base_dir(base_dir)
     _add_paths(import_path or [])
     source, target = Path(call_file), Path(result_file)
     index: int | None = None
