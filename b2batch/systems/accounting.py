@@ -27,6 +27,8 @@ from b2batch.engine.usage import Usage, duration_seconds, memory_bytes
 # --- Slurm ------------------------------------------------------------------------------------------------
 
 SACCT_FORMAT = "JobID,State,ExitCode,Elapsed,TotalCPU,MaxRSS,ReqMem,ReqCPUS,NodeList"
+#: sacct's states of a job whose record is not final; a record with ReqCPUS 0 is not complete either.
+_SLURM_NOT_ENDED = frozenset({"PENDING", "RUNNING", "REQUEUED", "RESIZING", "SUSPENDED", "COMPLETING", ""})
 
 
 def sacct_command(job_ids: list[str]) -> list[str]:
@@ -47,6 +49,8 @@ def parse_sacct(stdout: str) -> dict[str, Usage]:
             peaks[base] = max(peaks.get(base, 0), rss)
         if step:
             continue
+        if (state.split() or [""])[0] in _SLURM_NOT_ENDED or not req_cpus.strip("0"):
+            continue  # not final yet (the database gets a job's figures after it ended): asked again next time
         cpus = int(req_cpus) if req_cpus.isdigit() else None
         memory = memory_bytes(req_mem, "M")
         if memory is not None and req_mem.endswith("c") and cpus:  # per CPU (Slurm before 21.08)

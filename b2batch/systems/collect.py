@@ -14,6 +14,7 @@ the run logs ONE line and uses the wrapper's figures from then on; it never fail
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,10 @@ from b2batch.errors import SchedulerCommandError
 from b2batch.systems import commands
 
 logger = logging.getLogger(__name__)
+
+#: An accounting command's error that only says it has no record of the jobs yet (qacct: "job name ... not
+#: found"): they are asked again.
+_NO_RECORD_YET = re.compile(r"\bnot found\b")
 
 #: ``command(job_ids)`` -> argument list; ``parse(stdout)`` -> figures by job id.
 CommandBuilder = Callable[[list[str]], list[str]]
@@ -94,6 +99,9 @@ class AccountingCollector:
             found = self.parse(done.stdout)
         except SchedulerCommandError as e:
             said = (e.stderr.strip() or e.stdout.strip()).splitlines()
+            if e.returncode is not None and said and _NO_RECORD_YET.search(said[-1]):
+                self._no_answer(job_ids)  # SGE's qacct: the jobs ended, their accounting is not written yet
+                return
             code = "timed out" if e.returncode is None else f"exit {e.returncode}"
             self._give_up(f"{e.command[0]} failed ({code}){': ' + said[-1] if said else ''}")
             return
@@ -112,6 +120,16 @@ class AccountingCollector:
                 del self.pending[job_id]
                 self.record.account(pending.key, job_id, usage)  # type: ignore[attr-defined]
             elif now - pending.since > self.patience:
+                del self.pending[job_id]
+                if not self._answered:
+                    self._give_up(f"it had no record of job {job_id} after {self.patience:g} s")
+                    return
+
+    def _no_answer(self, job_ids: list[str]) -> None:
+        """No record of ``job_ids`` yet: they are asked again, until the patience runs out."""
+        now = time.monotonic()
+        for job_id in job_ids:
+            if now - self.pending[job_id].since > self.patience:
                 del self.pending[job_id]
                 if not self._answered:
                     self._give_up(f"it had no record of job {job_id} after {self.patience:g} s")
