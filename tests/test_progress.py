@@ -99,9 +99,11 @@ def test_waiting_tasks_come_from_the_graph_walk_with_no_more_completeness_checks
 
 
 class Step:
-    """What RunRecord.update reads of an engine job: its key, family, parameters, system, id and files."""
+    """What RunRecord.update reads of an engine job: its key, family, parameters, system, id and files (an ended
+    job's usage.json beside its exit-code file: none here)."""
 
     stdout = stderr = Path("/logs")
+    exit_code = Path("/nonexistent/exit_code")
 
     def __init__(self, family: str, n: int, system: str = "local") -> None:
         self.family, self.key = family, f"{family}_{n}"

@@ -29,7 +29,9 @@ def test_independent_tasks_go_as_one_array_and_one_status_query_per_poll(system:
                                                                         tmp_path: Path) -> None:
     emulated = Emulated(system, workflow("scheduler_jobs.py"), tmp_path)
     emulated.env["B2BATCH_EMULATOR_SLOTS"] = "8"
-    emulated.settings(submission_window=60)  # however loaded the machine, luigi starts all 40 within it
+    # however loaded the machine, luigi starts all 40 within the window; one job per task (job_shape auto would
+    # send 40 trivial tasks to pilots: tests/test_job_shapes.py)
+    emulated.settings(submission_window=60, job_shape="job_per_task")
     done = emulated.run("--n", "40")
     assert done.returncode == 0, done.stderr[-3000:]
     assert len(emulated.outputs()) == 40
