@@ -101,8 +101,21 @@ def current_level() -> int:
 def run_batches(batches: list[bytes], level: int, log_level: int,
                 context_func: Callable[[], Any] | None = None) -> list[BatchOutcome]:
     """Run the pickled batches in order, every one even when one raises; their outcomes, or
-    :class:`BatchesRaised` with all of them if any raised."""
+    :class:`BatchesRaised` with all of them if any raised. ``$B2BATCH_JOBLIB_LEVEL`` says ``level`` while they
+    run (to their nested calls and the processes they start) and is put back afterwards, for batches run in the
+    caller's own process."""
+    previous = os.environ.get(LEVEL_VARIABLE)
     os.environ[LEVEL_VARIABLE] = str(level)
+    try:
+        return _run_batches(batches, log_level, context_func)
+    finally:
+        if previous is None:
+            os.environ.pop(LEVEL_VARIABLE, None)
+        else:
+            os.environ[LEVEL_VARIABLE] = previous
+
+
+def _run_batches(batches: list[bytes], log_level: int, context_func: Callable[[], Any] | None) -> list[BatchOutcome]:
     logging.basicConfig(level=log_level, stream=sys.stdout,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger().setLevel(log_level)
