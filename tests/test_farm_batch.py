@@ -80,9 +80,12 @@ def test_a_pilot_killed_mid_line_has_that_line_run_again_once(tmp_path: Path) ->
         def farmer_running_line_2() -> psutil.Process | None:
             for process in psutil.process_iter(["cmdline"]):
                 cmdline = process.info["cmdline"] or []
-                if ("--pilot" in cmdline and str(tmp_path) in " ".join(cmdline)
-                        and any("sleep 3" in " ".join(c.cmdline()) for c in process.children(recursive=True))):
-                    return process
+                try:
+                    if ("--pilot" in cmdline and str(tmp_path) in " ".join(cmdline)
+                            and any("sleep 3" in " ".join(c.cmdline()) for c in process.children(recursive=True))):
+                        return process
+                except psutil.Error:  # a process (or child) that ended, or a zombie, while we looked
+                    continue
             return None
 
         farmer = wait_for(farmer_running_line_2, 60, "a pilot running line 2")
