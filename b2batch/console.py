@@ -84,14 +84,13 @@ def run(script: str, args: list[str]) -> int:
 def in_workflow_folder(script: Path) -> Iterator[None]:
     """Settings are looked up as the workflow would when started from its own folder: settings.json files
     from there upward, relative paths relative to it."""
-    previous_cwd, previous_base = os.getcwd(), paths._pinned_base_dir
+    previous_cwd = os.getcwd()
     os.chdir(script.parent)
-    paths.pin_base_dir(str(script.parent))
     try:
-        yield
+        with paths.base_dir_pinned(str(script.parent)):
+            yield
     finally:
         os.chdir(previous_cwd)
-        paths.pin_base_dir(previous_base)
 
 
 def task_file_dir(script: Path, override: str | None = None) -> Path:

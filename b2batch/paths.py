@@ -6,9 +6,11 @@ files go is ``b2batch.luigi_frontend.layout``.)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 _pinned_base_dir: str | None = None
@@ -35,6 +37,17 @@ def pin_base_dir(path: str | None) -> None:
     """Fix the base folder (used in jobs, where it is the steering process's one)."""
     global _pinned_base_dir
     _pinned_base_dir = path
+
+
+@contextlib.contextmanager
+def base_dir_pinned(path: str | None) -> Iterator[None]:
+    """Fix the base folder for the ``with`` block, and put back the one before it afterwards."""
+    previous = _pinned_base_dir
+    pin_base_dir(path)
+    try:
+        yield
+    finally:
+        pin_base_dir(previous)
 
 
 def resolve(path: str | os.PathLike[str]) -> Path:

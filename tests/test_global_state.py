@@ -32,8 +32,9 @@ KNOWN: dict[str, dict[str, str]] = {
         "global _profile": "the defaults profile (b2batch's or b2luigi 1.3's), chosen once per process by what the "
                            "workflow imported",
     },
-    "paths.py": {"global _pinned_base_dir": "the base folder of relative outputs; to move into the run's config "
-                                             "(issue 27)"},
+    "paths.py": {"global _pinned_base_dir": "the base folder of relative settings paths in a job (its steering "
+                                             "process's) and in console commands and the farm for the length of a "
+                                             "with block (base_dir_pinned); a run's own is RunConfig.base_dir"},
     "luigi_frontend/node.py": {"global _active_spec": "the job spec of the one task this node process runs"},
     "luigi_frontend/workflow.py": {"global _process_called": "b2luigi's rule of one process() per script "
                                    "(process_once), process-wide by its definition; was a mark in the settings store"},

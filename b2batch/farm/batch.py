@@ -77,12 +77,11 @@ class Steering:
     """The pilots of one farm and the run that follows them."""
 
     def __init__(self, args: argparse.Namespace, lock_dir: str | None) -> None:
-        from b2batch import paths, systems
+        from b2batch import systems
         from b2batch.engine import Run
         from b2batch.runconfig import run_config
         from b2batch.settings import get_setting
 
-        paths.pin_base_dir(os.getcwd())  # relative settings paths are relative to where the farm starts
         self.args = args
         name = args.batch_system or str(get_setting("batch_system"))
         self.system = systems.detect() if name == "auto" else name
@@ -303,5 +302,8 @@ def pilot_failure(job: Any) -> str:
 
 def steer(args: argparse.Namespace, lock_dir: str | None) -> int:
     """Run the farm ``args`` as pilot jobs; the exit code."""
-    steering = Steering(args, lock_dir)
-    return steering.submit_only() if args.submit_only else steering.steer()
+    from b2batch import paths
+
+    with paths.base_dir_pinned(os.getcwd()):  # relative settings paths are relative to where the farm starts
+        steering = Steering(args, lock_dir)
+        return steering.submit_only() if args.submit_only else steering.steer()
