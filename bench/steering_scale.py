@@ -152,6 +152,9 @@ def child(mode: str, n: int, rate: float, profile: str | None) -> dict[str, Any]
         for setting in ("task_file_dir", "log_dir"):  # in this measurement's folder, not beside the script
             b2batch.set_setting(setting, str(Path.cwd() / setting))
         b2batch.set_setting("poll_interval", 1.0)
+        # one job per task, as measured before job_shape auto: it would send these trivial tasks to pilots,
+        # which the simulated scheduler does not run
+        b2batch.set_setting("job_shape", "job_per_task")
         result = b2batch.process(Aggregate(n=n), batch=True, workers=n + 1, exit_on_failure=False,
                                  log_level="WARNING")
         ok = bool(getattr(result, "scheduling_succeeded", result))
