@@ -45,7 +45,11 @@ def test_joblibs_own_backend_tests_pass_with_the_b2batch_backend(tmp_path: Path)
     import importlib.util
 
     suite = Path(importlib.util.find_spec("joblib").origin).parent / "test" / "test_parallel.py"
-    (tmp_path / "settings.json").write_text(json.dumps({"batch_system": "local", "local_slots": 4}))
+    # Folders named absolutely: relative ones would be relative to the __main__ module's folder, pytest's own
+    # package under `python -m pytest` (b2batch.paths.base_dir)
+    (tmp_path / "settings.json").write_text(json.dumps({"batch_system": "local", "local_slots": 4,
+                                                        "log_dir": str(tmp_path / "logs"),
+                                                        "task_file_dir": str(tmp_path / "task_files")}))
     env = clean_env(B2BATCH_SETTINGS=str(tmp_path / "settings.json"))
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "b2batch.joblib", "-p", "no:cacheprovider", "-q",
                            "-o", "addopts=", str(suite), "-k", f"b2batch and ({CHOSEN})"],

@@ -389,3 +389,24 @@ def test_local_pool_starts_no_more_than_its_slots_and_answers_waiting_jobs(tmp_p
     gate.touch()
     wait_for(lambda: (pool.update(force=True), all(pool.status(j.job_id) == JobStatus.successful for j in jobs))[1],
              20, "all jobs to run, two at a time")
+
+
+def test_a_wrapper_busy_for_an_instant_still_starts(tmp_path: Path) -> None:
+    """A job's wrapper that some process still holds open for writing cannot be executed (ETXTBSY): in a
+    steering process with threads, a child forked by another thread holds the just-written wrapper until its
+    own exec. The local batch system tries again instead of failing the job (CI saw a joblib pilot fail so)."""
+    import os
+    import threading
+
+    from b2batch.systems import local
+
+    wrapper = tmp_path / "wrapper.sh"
+    marker = tmp_path / "ran"
+    wrapper.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    wrapper.chmod(0o755)
+    held = os.open(wrapper, os.O_WRONLY)  # as the forked child of another thread would hold it
+    with pytest.raises(OSError, match="Text file busy"):
+        subprocess.Popen([str(wrapper)])
+    threading.Timer(0.05, os.close, (held,)).start()
+    process = local._start(wrapper)
+    assert process.wait(timeout=30) == 0 and marker.exists()

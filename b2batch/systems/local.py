@@ -6,6 +6,7 @@ It runs the same wrapper as every other batch system, so the whole batch path ru
 from __future__ import annotations
 
 import collections
+import errno
 import logging
 import os
 import signal
@@ -30,6 +31,26 @@ logger = logging.getLogger(__name__)
 #: Seconds a killed job has to end after SIGTERM (its task unwinds, removing temporary outputs) before its
 #: process group gets SIGKILL.
 KILL_GRACE = 10.0
+#: How often a wrapper's start is tried when its file is busy (see :func:`_start`).
+ETXTBSY_TRIES = 20
+
+
+def _start(wrapper: Path) -> subprocess.Popen[bytes]:
+    """Start a job's wrapper in a session of its own.
+
+    Exec of a script fails with ETXTBSY ("Text file busy") while any process holds it open for writing: a child
+    that another thread of this process forked in the instant this wrapper's file was still open (until that
+    child's own exec closes it). That lasts at most a few milliseconds, so the start is tried again after a short
+    pause."""
+    for attempt in range(ETXTBSY_TRIES):
+        try:
+            return subprocess.Popen([str(wrapper)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:
+            if e.errno != errno.ETXTBSY or attempt == ETXTBSY_TRIES - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("not reached")
 
 
 class _Pool:
@@ -99,10 +120,7 @@ class _Pool:
             while self.waiting and len(self.running) + len(self.adopted) < slots:
                 job_id, job = self.waiting.popitem(last=False)
                 self.changed.add(job_id)
-                self.running[job_id] = subprocess.Popen(
-                    [str(job.files.wrapper)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL, start_new_session=True,
-                )
+                self.running[job_id] = _start(job.files.wrapper)
                 self.started[job_id] = (job, time.monotonic())
 
     def _reap(self, job_id: str, popen: subprocess.Popen[bytes]) -> int | None:
