@@ -14,6 +14,7 @@ from b2batch.engine import Job, JobFiles, JobState, JobStatus, NativeState, Run,
 from b2batch.engine.config import RunConfig
 from b2batch.engine.escalation import EscalationPolicy, Request, megabytes, seconds
 from b2batch.engine.healing import Healing
+from b2batch.engine.system import BatchSystem
 from b2batch.systems.htcondor import HTCondorSystem, submit_description
 from b2batch.systems.lsf import LSFSystem, bsub_options
 from b2batch.systems.sge import SGESystem, qacct_cause, qsub_options
@@ -184,3 +185,91 @@ def test_a_node_is_excluded_only_while_another_node_works(tmp_path: Path) -> Non
     off_system = off.add_system("slurm", SlurmSystem)
     assert off.healing.resubmit_reason(job, setup_failure, off_system) == "" and not off.record.policies[
         "node_failures"]
+
+
+class Nodes(BatchSystem):
+    """Each job ends at the next poll on the node its script gives, as the script says: "lost" (no exit code:
+    the wrapper never ran, a lost mount) or "ok"."""
+
+    name = "slurm"
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        self.script: dict[str, list[tuple[str, str]]] = {}  # key -> (node, how) per submission, in order
+        self.submitted: list[tuple[str, str]] = []  # (key, excluded nodes when submitted)
+        self.held: list[Job] = []  # jobs that stay running until released
+
+    def submit(self, group: list[Job]) -> None:
+        for job in group:
+            job.job_id = f"{job.key}.{len(self.submitted)}"
+            self.submitted.append((job.key, ",".join(self.run.healing.excluded(self.name))))
+
+    def states(self, jobs) -> dict[Job, JobState]:
+        answer = {}
+        for job in list(jobs):
+            if job in self.held:
+                continue
+            node, how = self.script[job.key].pop(0)
+            if how == "ok":
+                job.files.exit_code.write_text("0\n")
+                answer[job] = JobState(JobStatus.successful, node=node)
+            else:
+                answer[job] = JobState(JobStatus.aborted, "exit 127", node=node)
+        return answer
+
+    def cancel(self, jobs: list[Job]) -> None:
+        pass
+
+
+def _drive(run: Run, jobs: list[Job], release=None) -> dict[str, Job]:
+    for job in jobs:
+        run.submit(job)
+    ended: dict[str, Job] = {}
+    for _ in range(50):
+        for job in run.poll():
+            ended[job.key] = job
+        if release is not None:
+            release(ended)
+        if not run.live:
+            break
+    return ended
+
+
+def test_jobs_failed_by_a_bad_node_before_any_other_worked_wait_for_the_verdict_and_go_again(tmp_path: Path) -> None:
+    run = Run(config=RunConfig(max_node_failures=2))
+    system: Nodes = run.add_system("slurm", Nodes)
+    jobs = [make_job(tmp_path, "slurm", f"Work_{i}") for i in range(4)]
+    # Work_0 and Work_1 land on the bad node first and lose their files there, before any other node has run a
+    # job to its end; Work_2 works on a good node a poll later (held one poll); each goes again and works.
+    for key in ("Work_0", "Work_1"):
+        system.script[key] = [("bad1", "lost"), ("good1", "ok")]
+    system.script["Work_2"] = [("good1", "ok")]
+    system.script["Work_3"] = [("good1", "ok")]
+    system.held = [jobs[2]]
+    polls = []
+
+    def release(ended: dict[str, Job]) -> None:
+        polls.append(sorted(ended))
+        if len(polls) == 2:
+            system.held.clear()
+
+    ended = _drive(run, jobs, release)
+    assert sorted(ended) == ["Work_0", "Work_1", "Work_2", "Work_3"]
+    assert all(job.outcome.status == JobStatus.successful for job in ended.values()), {
+        k: j.outcome for k, j in ended.items()}
+    assert polls[0] == ["Work_3"]  # the two lost jobs were not handed back as failed: parked
+    assert [k for k, _ in system.submitted].count("Work_0") == 2
+    assert run.record.jobs["Work_0"].resubmissions[0].startswith("node failure on bad1")
+    assert system.submitted[-1][1] == "bad1"  # excluded (2 failures, and good1 worked) before they went again
+
+
+def test_a_one_node_cluster_still_fails_such_jobs_once_nothing_else_runs(tmp_path: Path) -> None:
+    run = Run(config=RunConfig(max_node_failures=2))
+    system: Nodes = run.add_system("slurm", Nodes)
+    jobs = [make_job(tmp_path, "slurm", f"Work_{i}") for i in range(2)]
+    for job in jobs:
+        system.script[job.key] = [("only1", "lost")]
+    ended = _drive(run, jobs)
+    assert sorted(ended) == ["Work_0", "Work_1"]
+    assert all(job.outcome.status == JobStatus.aborted and job.resubmissions == 0 for job in ended.values())
+    assert len(system.submitted) == 2 and run.healing.excluded("slurm") == ()

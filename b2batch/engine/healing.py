@@ -66,6 +66,8 @@ class Healing:
         self.escalations: list[Escalation] = []
         self._requests: dict[str, Request] = {}
         self._warned: set[tuple[str, str]] = set()
+        #: Jobs whose failure may be their node's (node, why), by key, until another node is seen to work.
+        self._suspects: dict[str, tuple[str, str]] = {}
         self.record = record
         self._publish()
 
@@ -142,7 +144,31 @@ class Healing:
         named = bool(state.cause)
         if named or self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
             return f"node failure on {node} ({why.splitlines()[0]})"
+        self._suspects[job.key] = (node, why.splitlines()[0])  # the run parks it until that is known
         return ""
+
+    # --- jobs the run parks -----------------------------------------------------------------------------
+
+    def suspected(self, job: Job) -> bool:
+        """Whether ``job`` just failed in a way that is its node's fault only if another node of its batch system
+        works (a job that ended without its wrapper's exit code, a set-up failure), before any did: a node that
+        fails every job from the start (a lost mount) fails the first jobs before another node has run one to
+        its end. The run parks such a job instead of failing it: see :meth:`parked_reason`."""
+        return job.key in self._suspects
+
+    def parked_reason(self, job: Job) -> str:
+        """Why to submit a parked job again: its node is another's than a node that has worked since (or is
+        excluded now); "" while that is not known."""
+        node, why = self._suspects.get(job.key, ("", ""))
+        if node and self.nodes.others_worked(job.system, node):
+            del self._suspects[job.key]
+            return f"node failure on {node} ({why})"
+        return ""
+
+    def unpark(self, job: Job) -> None:
+        """The run gives a parked job back as failed (no other job of its batch system is left to show that
+        another node works: one node, or every node, fails such jobs)."""
+        self._suspects.pop(job.key, None)
 
     def _excluded_now(self, system: str, node: str) -> None:
         count = len(self.nodes.failures.get((system, node), []))

@@ -64,6 +64,8 @@ class Run:
         self.interrupted = False
         self.poll_pause = poll_pause
         self._ended: list[Job] = []
+        #: Jobs that failed on a node that may be bad, held until the run knows (healing.suspected), by id().
+        self._parked: dict[int, tuple[Job, JobOutcome]] = {}
         self._counter = 0
         self._held = 0
         self._answers: dict[BatchSystem, dict[Job, JobState]] = {}  # states not yet taken by their follower
@@ -168,6 +170,8 @@ class Run:
                 continue
             for job, state in self.states(system, submitter.in_flight.values(), self._follows).items():
                 self._observe(job, state)
+        if self._parked:
+            self._review_parked()
         ended, self._ended = self._ended, []
         return ended
 
@@ -210,15 +214,41 @@ class Run:
             # e.g. cancelled as the earlier run was interrupted, and still leaving the queue when this one began
             reason = "its job of an earlier run was killed before it could end (no exit code)"
         reason = self.healing.resubmit_reason(job, outcome, self.systems[job.system]) or reason
-        limit = job.setting("max_resubmissions")
-        if reason and job.resubmissions < limit and not self.interrupted:
-            job.resubmissions += 1
-            logger.warning("Job %s: %s; submitting task %s again (%d of %d)", job.job_id, reason, job,
-                           job.resubmissions, limit)
-            self.record.update(job, "resubmitted", reason)
-            self._queue(job)
+        if reason and job.resubmissions < job.setting("max_resubmissions") and not self.interrupted:
+            self._resubmit(job, reason)
+            return
+        if self.healing.suspected(job) and not self.interrupted:
+            logger.info("Job %s: task %s failed on a node no other node's success has cleared yet; waiting for "
+                        "the run's other jobs to tell", job.job_id, job)
+            self._parked[id(job)] = (job, outcome)
             return
         self._end(job, outcome)
+
+    def _resubmit(self, job: Job, reason: str) -> None:
+        job.resubmissions += 1
+        logger.warning("Job %s: %s; submitting task %s again (%d of %d)", job.job_id, reason, job,
+                       job.resubmissions, job.setting("max_resubmissions"))
+        self.record.update(job, "resubmitted", reason)
+        self._queue(job)
+
+    def _review_parked(self) -> None:
+        """Parked jobs (failed on a node that may be bad, before another node had worked) go again once another
+        node of their batch system has worked; they fail as they ended once their batch system has nothing else
+        waiting or in flight that could tell, or when the run is interrupted."""
+        for key, (job, outcome) in list(self._parked.items()):
+            if id(job) not in self.live:  # cancelled meanwhile
+                del self._parked[key]
+                self.healing.unpark(job)
+                continue
+            reason = "" if self.interrupted else self.healing.parked_reason(job)
+            submitter = self.submitters[job.system]
+            if reason:
+                del self._parked[key]
+                self._resubmit(job, reason)
+            elif self.interrupted or not (submitter.in_flight or submitter.waiting):
+                del self._parked[key]
+                self.healing.unpark(job)
+                self._end(job, outcome)
 
     def _end(self, job: Job, outcome: JobState | JobOutcome) -> None:
         job.outcome = outcome if isinstance(outcome, JobOutcome) else JobOutcome.read(job.files, outcome)
