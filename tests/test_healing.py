@@ -273,3 +273,31 @@ def test_a_one_node_cluster_still_fails_such_jobs_once_nothing_else_runs(tmp_pat
     assert sorted(ended) == ["Work_0", "Work_1"]
     assert all(job.outcome.status == JobStatus.aborted and job.resubmissions == 0 for job in ended.values())
     assert len(system.submitted) == 2 and run.healing.excluded("slurm") == ()
+
+
+def test_slurm_moves_its_pending_jobs_off_an_excluded_node(tmp_path: Path, monkeypatch) -> None:
+    import b2batch.systems.slurm as slurm
+
+    run = Run(config=RunConfig(max_node_failures=1))
+    system = run.add_system("slurm", SlurmSystem)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(slurm.commands, "run", lambda command, **kw: seen.append(command))
+    answers = {"100": "PENDING", "200_1": "PENDING", "200_2": "PENDING", "300": "RUNNING", "400": "PENDING"}
+    for job_id, state in answers.items():
+        job = make_job(tmp_path, "slurm", f"Work_{job_id}")
+        if job_id == "400":  # the task's own exclude stays
+            job.settings = {**{k: job.setting(k) for k in ("max_resubmissions",)},
+                            "slurm_settings": {"exclude": "x9"}}.__getitem__
+        system._by_id[job_id] = job
+        system.monitor.states[job_id] = NativeState(state=state)
+    run._avoid_nodes("slurm", ("bad1",))
+    assert sorted(seen) == [["scontrol", "update", "JobId=100,200", "ExcNodeList=bad1"],
+                            ["scontrol", "update", "JobId=400", "ExcNodeList=x9,bad1"]]
+    # and the run does so when healing excludes a node
+    seen.clear()
+    job = make_job(tmp_path, "slurm", "Work_9")
+    job.files.setup_failed.write_text("cannot change into working_dir /gone\n")
+    job.files.exit_code.write_text("3\n")
+    run.healing.node_works("slurm", "good1")
+    run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "exit 3", node="bad2"), system)
+    assert [c[-1] for c in seen] == ["ExcNodeList=bad2", "ExcNodeList=x9,bad2"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from b2batch.engine import causes
@@ -68,6 +69,9 @@ class Healing:
         self._warned: set[tuple[str, str]] = set()
         #: Jobs whose failure may be their node's (node, why), by key, until another node is seen to work.
         self._suspects: dict[str, tuple[str, str]] = {}
+        #: Told the batch system's name and its excluded nodes when a node is excluded (the run: so that jobs
+        #: already queued move off it where the batch system allows).
+        self.on_excluded: Callable[[str, tuple[str, ...]], None] | None = None
         self.record = record
         self._publish()
 
@@ -175,6 +179,8 @@ class Healing:
         logger.warning("Node %s of %s failed %d job(s) of this run for node reasons (max_node_failures = %d): "
                        "later jobs avoid it", node, system, count, self.nodes.max_failures)
         self._publish()
+        if self.on_excluded is not None:
+            self.on_excluded(system, self.nodes.excluded(system))
 
     def _escalate(self, job: Job, state: JobOutcome, cause: str, system: BatchSystem) -> str:
         # The batch system itself, also behind a front of the run's own (job shapes, pilots: their ``inner``).

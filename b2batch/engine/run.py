@@ -71,6 +71,7 @@ class Run:
         self._answers: dict[BatchSystem, dict[Job, JobState]] = {}  # states not yet taken by their follower
         #: Memory and time escalation, bad nodes (docs/policies.md); what they did goes into the record.
         self.healing = Healing(self.config, self.record)
+        self.healing.on_excluded = self._avoid_nodes
 
     # --- batch systems -------------------------------------------------------------------------------
 
@@ -88,6 +89,19 @@ class Run:
         """Whether ``job``'s front-end writes its spec and wrapper script (its batch system, added to this run,
         runs it as a job of its own), or its batch system runs its ``unit`` in worker jobs."""
         return self.systems[job.system].needs_job_script(job)
+
+    def _avoid_nodes(self, name: str, nodes: tuple[str, ...]) -> None:
+        """Nodes of batch system ``name`` were excluded: its jobs already queued move off them where it can
+        (also behind a front of the run's own: job shapes, pilots)."""
+        system: BatchSystem | None = self.systems.get(name)
+        seen: set[int] = set()
+        while system is not None and id(system) not in seen:
+            seen.add(id(system))
+            try:
+                system.avoid_nodes(nodes)
+            except Exception:  # the exclusion still holds for later submissions
+                logger.exception("Could not move queued %s jobs off %s", name, ", ".join(nodes))
+            system = getattr(system, "inner", None)
 
     def next_number(self) -> int:
         """A number unique in this run (e.g. for array folders)."""

@@ -67,6 +67,10 @@ class BatchSystem(abc.ABC):
         False where this batch system runs the job's ``unit`` in worker jobs it makes itself (pilots, bundles)."""
         return True
 
+    def avoid_nodes(self, nodes: tuple[str, ...]) -> None:
+        """The run excluded ``nodes`` (bad nodes: docs/policies.md); later submissions avoid them. A system that
+        can change its queued jobs moves those off them too (default: it cannot)."""
+
     def forget(self, job: Job) -> None:
         """The run no longer follows ``job`` (it ended, or was cancelled)."""
 

@@ -6,6 +6,7 @@ States: https://slurm.schedmd.com/squeue.html#SECTION_JOB-STATE-CODES
 from __future__ import annotations
 
 import difflib
+import logging
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -14,9 +15,12 @@ from typing import Any, ClassVar
 
 from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes, seconds
-from b2batch.errors import SettingError
+from b2batch.errors import B2BatchError, SettingError
+from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
+
+logger = logging.getLogger(__name__)
 
 #: sbatch's long options a task may set in ``slurm_settings``.
 SBATCH_OPTIONS = frozenset("""
@@ -162,6 +166,29 @@ class SlurmSystem(SchedulerSystem):
         if isinstance(settings, dict) and (escalated or excluded):
             settings = _healed(settings, escalated, excluded)
         return sbatch_options(settings, job)
+
+    def avoid_nodes(self, nodes: tuple[str, ...]) -> None:
+        """The run excluded ``nodes``: jobs of it still pending in the queue (submitted before, array elements
+        among them) avoid them too, with one ``scontrol update ... ExcNodeList=`` per distinct list (the task's
+        own ``exclude`` kept); without it they would still start there, and fail. A job that started meanwhile
+        is not changed (scontrol refuses it; that is no error)."""
+        by_list: dict[str, set[str]] = {}
+        for job_id, job in list(self._by_id.items()):
+            native = self.monitor.states.get(job_id)
+            if native is None or native.state != "PENDING":
+                continue
+            settings = job.setting("slurm_settings") or {}
+            excluded = _healed(settings if isinstance(settings, dict) else {}, None, nodes)["exclude"]
+            by_list.setdefault(excluded, set()).add(job_id.split("_", 1)[0])  # an array: all its pending elements
+        for excluded, ids in by_list.items():
+            ordered = sorted(ids)
+            for start in range(0, len(ordered), 500):
+                command = ["scontrol", "update", f"JobId={','.join(ordered[start:start + 500])}",
+                           f"ExcNodeList={excluded}"]
+                try:
+                    commands.run(command, timeout=self.call_timeout, calls=self.calls)
+                except B2BatchError as e:  # e.g. some of them started meanwhile
+                    logger.info("Pending Slurm jobs not all moved off %s: %s", ",".join(nodes), e)
 
     def requested(self, job: Job) -> Request:
         settings = job.setting("slurm_settings") or {}
