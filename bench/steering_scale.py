@@ -191,6 +191,8 @@ def main() -> int:
     parser.add_argument("--luigi-limit", type=float, default=600.0,
                         help="seconds after which the luigi reference is stopped")
     parser.add_argument("--repeat", type=int, default=1, help="measurements per point (median)")
+    parser.add_argument("--modes", default="luigi,b2batch",
+                        help="what to measure: luigi,b2batch (default) or one of them (bench/before_after.py: b2batch)")
     parser.add_argument("--profile", action="store_true", help="profile b2batch at the largest N")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "N"), help=argparse.SUPPRESS)
     parser.add_argument("--stats", help=argparse.SUPPRESS)
@@ -208,7 +210,7 @@ def main() -> int:
     all_complete = True
     luigi_gave_up = False
     for n in sorted(args.n):
-        for mode in ("luigi", "b2batch"):
+        for mode in [m for m in ("luigi", "b2batch") if m in args.modes.split(",")]:
             if mode == "luigi" and luigi_gave_up:
                 print(f"  luigi    N={n:<6} not run: it did not finish a smaller N within {args.luigi_limit:g} s",
                       flush=True)
