@@ -10,8 +10,9 @@ inside 1 +- noise is "within noise".
 
 Benchmarks it reads (``--bench``):
 
-- ``steering_scale``: b2batch's steering CPU per job and peak RSS at ``--n`` (luigi's reference runs too:
-  that script always measures it);
+- ``steering_scale``: b2batch's steering CPU per job, the same with the simulated jobs' own work (done in the
+  steering process: where a new folder's first-touch cost lands moves between the two) and peak RSS at ``--n``
+  (``--modes b2batch`` with ``--script-from head`` leaves out luigi's reference);
 - ``pilot_throughput``: wall and machine CPU of the pilots row over the raw array, steering CPU per task,
   time per task inside a pilot (the script's JSON line).
 
@@ -37,6 +38,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 
 STEERING_LINE = re.compile(r"^\s*b2batch\s+N=(\d+)\s+CPU\s+\S+ s =\s+([\d.]+) ms/job.*peak RSS\s+([\d.]+) MB", re.M)
+WITH_JOBS = re.compile(r"^\s*b2batch\s+N=(\d+)\s.*with the jobs' own work\s+([\d.]+) ms/job", re.M)
 
 
 def steering_scale(out: str) -> dict[str, float]:
@@ -44,6 +46,8 @@ def steering_scale(out: str) -> dict[str, float]:
     for n, ms, rss in STEERING_LINE.findall(out):
         figures[f"steering ms/job N={n}"] = float(ms)
         figures[f"peak RSS MB N={n}"] = float(rss)
+    for n, ms in WITH_JOBS.findall(out):
+        figures[f"with jobs' work ms/job N={n}"] = float(ms)
     return figures
 
 
