@@ -27,7 +27,7 @@ def write_settings(folder: Path, **values: object) -> Path:
 
 
 class FakeClock:
-    """The settings files are checked at every lookup (as b2luigi reads them at each): no time need pass."""
+    """The settings files' clock: under b2batch's profile a file is checked again after CHECK_INTERVAL."""
 
     def __init__(self) -> None:
         self.now = 1000.0
@@ -37,8 +37,10 @@ class FakeClock:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(settings, "_monotonic", lambda: fake.now)
+    return fake
 
 
 class PlainTask(b2batch.Task):

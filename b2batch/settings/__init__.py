@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 SETTINGS_ENV_VARS = ("B2BATCH_SETTINGS", "B2LUIGI_SETTINGS_JSON")
 SETTINGS_FILE_NAME = "settings.json"
 _NOT_SET: Any = object()
+_monotonic = time.monotonic  # the clock of the settings files' checks (tests move it on)
 
 
 _profile = "b2batch"  # the process's profile: the one choice of this kind (use_profile)
@@ -93,14 +94,19 @@ _FORMER_NAMES = {new: tuple(o for o, n in RENAMED_SETTINGS.items() if n == new) 
 class _SettingsFiles:
     """settings.json files found from a folder upward, parsed once and re-read when they change.
 
-    Each lookup stats the settings files there are and the working directory (whose time stamp changes when
+    A lookup stats the settings files there are and the working directory (whose time stamp changes when
     a file is made or removed in it): a file changed, or written into the working directory, while the
-    process runs is seen at the next lookup, as b2luigi reads the files at each lookup; every place a file may
-    be (one ``stat`` per folder up to the root) is looked at again when the working directory changed, and at
-    least once a second. The files are parsed again only when one's mtime or size changed (or one appeared
-    or went away)."""
+    process runs is seen at the next lookup under b2luigi's profile, as b2luigi reads the files at each lookup,
+    and within ``CHECK_INTERVAL`` under b2batch's (a new working directory or settings variable at once); every
+    place a file may be (one ``stat`` per folder up to the root) is looked at again when the working directory
+    changed, and at least once a second. The files are parsed again only when one's mtime or size changed (or
+    one appeared or went away)."""
 
     RESCAN_INTERVAL = 1.0  # seconds between looks at every place (files made in folders above the working one)
+    #: Under b2batch's profile, seconds in which a lookup in the same working directory and environment takes
+    #: the files as they were (no stat): a run asks dozens of settings per task. b2luigi's profile looks at
+    #: every lookup, as b2luigi reads the files at each.
+    CHECK_INTERVAL = 0.5
 
     def __init__(self) -> None:
         self._key: tuple[Any, ...] | None = None
@@ -109,6 +115,7 @@ class _SettingsFiles:
         self._present: tuple[tuple[str, tuple[int, int, int]], ...] = ()  # the files there are, with stamps
         self._folder_stamp: tuple[int, int, int] | None = None
         self._scanned_at = 0.0
+        self._checked_at = float("-inf")
         self._merged: dict[str, Any] = {}
         self.pinned: list[str] | None = None  # set in jobs: the files the steering process used
 
@@ -136,7 +143,10 @@ class _SettingsFiles:
     def get(self) -> dict[str, Any]:
         cwd = os.getcwd()
         key = (cwd, _environment_key(), self.pinned is None, getattr(sys.modules.get("__main__"), "__file__", None))
-        now = time.monotonic()
+        now = _monotonic()
+        if key == self._key and now - self._checked_at < self.CHECK_INTERVAL and _profile != "b2luigi":
+            return self._merged
+        self._checked_at = now
         folder = _stamp(cwd)
         if (key == self._key and folder == self._folder_stamp and now - self._scanned_at < self.RESCAN_INTERVAL
                 and all(_stamp(place) == stamp for place, stamp in self._present)):
