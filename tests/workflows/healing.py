@@ -4,6 +4,7 @@ more memory (``--hungry``: task numbers that allocate ``--mb`` MB for ``--hold``
 
     python healing.py --system slurm --n 2 --hungry 0 --mb 250 --settings '{"mem": "150M"}'
         [--memory-factor 2] [--time-factor 2] [--max-node-failures 3] [--max-resubmissions 2]
+        [--max-task-failures 1]
 """
 
 import argparse
@@ -68,6 +69,7 @@ if __name__ == "__main__":
     parser.add_argument("--time-factor", type=float, default=None)
     parser.add_argument("--max-node-failures", type=int, default=None)
     parser.add_argument("--max-resubmissions", type=int, default=None)
+    parser.add_argument("--max-task-failures", type=int, default=None)
     args, _ = parser.parse_known_args()
     b2batch.set_setting("batch_system", args.system)
     b2batch.set_setting(f"{args.system}_settings", json.loads(args.settings))
@@ -76,7 +78,8 @@ if __name__ == "__main__":
     b2batch.set_setting("job_shape", "job_per_task")
     for name, value in (("retry_memory_factor", args.memory_factor), ("retry_time_factor", args.time_factor),
                         ("max_node_failures", args.max_node_failures),
-                        ("max_resubmissions", args.max_resubmissions)):
+                        ("max_resubmissions", args.max_resubmissions),
+                        ("max_task_failures", args.max_task_failures)):
         if value is not None:
             b2batch.set_setting(name, value)
     numbers = lambda text: [int(x) for x in text.split(",") if x.strip()]  # noqa: E731
