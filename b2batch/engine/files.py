@@ -74,6 +74,8 @@ class JobFiles:
     cancelled = functools.cached_property(lambda self: self.folder / "cancelled")
     #: Written by the work when it saved a checkpoint on the batch system's warning and asks to be requeued.
     checkpointed = functools.cached_property(lambda self: self.folder / "checkpointed")
+    #: What the job's wrapper (or a unit's worker) measured it used (engine/usage.py).
+    usage = functools.cached_property(lambda self: self.folder / "usage.json")
     stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
     stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
 

@@ -124,7 +124,8 @@ def duration_seconds(text: Any) -> float | None:
 
 def usage_file(files: Any) -> Path:
     """Where a job's wrapper (or a unit's worker) writes its figures: ``usage.json`` beside the exit-code file."""
-    return Path(files.exit_code).with_name("usage.json")
+    usage = getattr(files, "usage", None)  # JobFiles keeps it; other stand-ins name only their exit-code file
+    return usage if isinstance(usage, Path) else Path(files.exit_code).with_name("usage.json")
 
 
 def measured(wall: float, cpu: float, max_rss_kb: int, host: str) -> str:

@@ -466,7 +466,7 @@ class TaskJobs:
                 self._counted.add(task.task_id)
                 poison.count_failure(job.files.folder, explanation, job.files.stderr)
         elif status == DONE:
-            poison.clear(job.files.folder)
+            poison.forget(job.files.folder)
             checkpoint.remove_checkpoint(task)
         self.jobs.pop(task.task_id, None)
         self._awaiting_outputs.pop(task.task_id, None)

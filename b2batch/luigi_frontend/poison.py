@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,9 +35,11 @@ class Failures:
 
 
 def read(folder: Path) -> Failures | None:
-    """The failure count kept in the job folder ``folder`` (None: none, or unreadable)."""
+    """The failure count kept in the job folder ``folder`` (None: none, or unreadable). Asked once per task of a
+    run: a plain path, not a Path object."""
     try:
-        data = json.loads((Path(folder) / FILE_NAME).read_text())
+        with open(os.path.join(folder, FILE_NAME), encoding="utf-8") as f:
+            data = json.loads(f.read())
         return Failures(int(data["count"]), str(data.get("last_error", "")), str(data.get("log", "")),
                         float(data.get("at", 0.0)))
     except (OSError, ValueError, KeyError, TypeError):
@@ -68,6 +71,14 @@ def clear(folder: Path) -> Failures | None:
     earlier = read(folder)
     (Path(folder) / FILE_NAME).unlink(missing_ok=True)
     return earlier
+
+
+def forget(folder: Path) -> None:
+    """The task succeeded: its failures no longer count (one unlink; nothing is read)."""
+    try:
+        os.unlink(os.path.join(folder, FILE_NAME))
+    except FileNotFoundError:
+        pass
 
 
 def held_back(task: Any, folder: Path, limit: int | None) -> tuple[Failures, str] | None:
