@@ -80,8 +80,8 @@ def run_side(python: Path, repo: Path, folder: str, timeout: float) -> tuple[dic
         env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
         try:
             done = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:pylama",
-                                   f"--junitxml={junit}", f"tests/{folder}"], cwd=base, env=env,
-                                  capture_output=True, text=True, timeout=timeout)
+                                   "--continue-on-collection-errors", f"--junitxml={junit}", f"tests/{folder}"],
+                                  cwd=base, env=env, capture_output=True, text=True, timeout=timeout)
             tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or ["(no output)"]
         except subprocess.TimeoutExpired:
             tail = [f"timed out after {timeout:g} s"]
