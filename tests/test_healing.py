@@ -301,3 +301,15 @@ def test_slurm_moves_its_pending_jobs_off_an_excluded_node(tmp_path: Path, monke
     run.healing.node_works("slurm", "good1")
     run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "exit 3", node="bad2"), system)
     assert [c[-1] for c in seen] == ["ExcNodeList=bad2", "ExcNodeList=x9,bad2"]
+
+
+def test_a_suspicion_holds_for_the_end_that_raised_it_only(tmp_path: Path) -> None:
+    run = Run(config=RunConfig(max_node_failures=3))
+    system = run.add_system("slurm", SlurmSystem)
+    job = make_job(tmp_path, "slurm")
+    assert run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "lost", node="bad1"), system) == ""
+    assert run.healing.suspected(job)  # no exit code, no other node seen: the run would park it
+    # It went again for another reason (e.g. resubmit_failed_tasks); its next end is the task's own failure.
+    job.files.exit_code.write_text("1\n")
+    assert run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "exit 1", node="good1"), system) == ""
+    assert not run.healing.suspected(job)

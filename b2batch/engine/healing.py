@@ -100,6 +100,7 @@ class Healing:
     def resubmit_reason(self, job: Job, state: JobOutcome | JobState, system: BatchSystem) -> str:
         """Account for the end of ``job`` (its outcome, the engine's one reading of it; a bare JobState is read
         into one); why to submit it again, or ""."""
+        self._suspects.pop(job.key, None)  # each end is judged afresh: an earlier suspicion went with its job
         if not isinstance(state, JobOutcome):
             state = JobOutcome.read(job.files, state)
         if state.status == JobStatus.successful:
