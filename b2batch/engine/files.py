@@ -31,16 +31,21 @@ def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
     os.replace(temporary, path)
 
 
-def _write_new(path: Path, text: str, mode: int = 0o644) -> None:
+def _write_new(path: str, text: str, mode: int = 0o644) -> None:
     """Write a file that no job may be reading: at once when it is new, else by an atomic replace (a running
     job of an earlier run may be reading the old one; a shell reads its script while it runs)."""
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:
-        atomic_write(path, text, mode)
+        atomic_write(Path(path), text, mode)
         return
     with os.fdopen(descriptor, "w") as f:
         f.write(text)
+
+
+def _read_text(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()
 
 
 @dataclass
@@ -79,6 +84,16 @@ class JobFiles:
     stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
     stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
 
+    def path_of(self, name: str) -> str:
+        """The path of the job's file ``name`` as text (no Path object: read and written for every job)."""
+        return f"{os.fspath(self.folder)}/{name}"
+
+    def wrapper_paths(self) -> tuple[str, str, str, str, str]:
+        """What a job's wrapper writes to, as text: its log folder, stdout, stderr, exit-code file and set-up
+        failure file."""
+        logs = os.fspath(self.log_folder)
+        return logs, f"{logs}/stdout", f"{logs}/stderr", self.path_of("exit_code"), self.path_of("setup_failed")
+
     def make_folders(self) -> None:
         """Create the job folder (once per JobFiles object). The log folder is the job's to create: a
         wrapper makes it on the node, so that the submit host creates one folder per job, not three."""
@@ -109,10 +124,10 @@ class JobFiles:
                 os.replace(log, self.previous_log(log))
 
     def write_spec(self, spec: dict[str, Any]) -> None:
-        _write_new(self.spec, json.dumps(spec, default=str))  # no indent: json's C encoder, 10x faster
+        _write_new(self.path_of("job.json"), json.dumps(spec, default=str))  # no indent: json's C encoder, 10x faster
 
     def write_wrapper(self, text: str) -> None:
-        _write_new(self.wrapper, text, mode=0o755)
+        _write_new(self.path_of("executable_wrapper.sh"), text, mode=0o755)
 
     @staticmethod
     def previous_log(log: Path) -> Path:
@@ -126,7 +141,7 @@ class JobFiles:
                   "steering_pid": os.getpid(), **(placement or {})}
         # A new journal is written at once: a crash while writing it is no worse than one just before (after
         # the batch system took the job); a journal of an earlier job is replaced atomically.
-        _write_new(self.submission, json.dumps(record))
+        _write_new(self.path_of("submission.json"), json.dumps(record))
 
     def unfinished_submissions(self, system: str) -> list[str]:
         """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` and
@@ -145,7 +160,7 @@ class JobFiles:
         if self.fresh:
             return None
         try:
-            return json.loads(self.submission.read_text())
+            return json.loads(_read_text(self.path_of("submission.json")))
         except (OSError, ValueError):
             return None
 
@@ -153,7 +168,7 @@ class JobFiles:
         if self._exit is not None:
             return self._exit
         try:
-            self._exit = int(self.exit_code.read_text().strip())
+            self._exit = int(_read_text(self.path_of("exit_code")).strip())
         except (OSError, ValueError):
             return None
         return self._exit
@@ -168,7 +183,7 @@ class JobFiles:
     def read_cancel(self) -> str:
         """Why the job was cancelled (empty if it was not)."""
         try:
-            return self.cancelled.read_text().strip()
+            return _read_text(self.path_of("cancelled")).strip()
         except OSError:
             return ""
 
@@ -182,13 +197,13 @@ class JobFiles:
     def read_setup_failure(self) -> str:
         """Why the job's own set-up failed (empty if it did not)."""
         try:
-            return self.setup_failed.read_text().strip()
+            return _read_text(self.path_of("setup_failed")).strip()
         except OSError:
             return ""
 
     def read_result(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.result.read_text())
+            return json.loads(_read_text(self.path_of("result.json")))
         except (OSError, ValueError):
             return None
 

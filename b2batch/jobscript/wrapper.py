@@ -7,7 +7,9 @@ the job's exit code to a file, so a job that has left the scheduler's queue can 
 
 from __future__ import annotations
 
+import functools
 import re
+import secrets
 import shlex
 import sys
 from pathlib import Path
@@ -102,24 +104,47 @@ def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, comm
     """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
     the settings ``lookup(name)`` of ``owner`` (named in errors); with ``checkpoint`` the batch system's warning
     (SIGUSR1, SIGUSR2) is passed on to the command, which saves its state and ends with exit code 75."""
-    working_dir = paths.resolve(lookup("working_dir")) if lookup("working_dir") else paths.base_dir()
+    configured = lookup("working_dir")
+    working_dir = paths.resolve(configured) if configured else paths.base_dir()
     env_script, env = env_script_of(owner, lookup), env_of(owner, lookup)
     container = containers.container_of(owner, lookup, job_files, working_dir, env_script)
-    if container is not None:  # env_script and env apply inside the container
-        command = container.wrap(command, lookup("shell"), env_script, env, job_files.setup_failed)
-    return render(
-        "executable_wrapper.sh.j2",
-        shell=lookup("shell"),
-        task_id=label,
-        log_folder=job_files.log_folder,
-        stdout=job_files.stdout,
-        stderr=job_files.stderr,
-        exit_code_file=job_files.exit_code,
-        setup_failed_file=job_files.setup_failed,
-        env_script=env_script,
-        env=env,
-        working_dir=working_dir,
-        container=container,
-        command=command,
-        checkpoint=checkpoint,
-    )
+    values = (label, *job_files.wrapper_paths())
+    if container is None:  # the common case: the job's own values go into the wrapper its settings make
+        parts = _skeleton(lookup("shell"), str(working_dir), env_script and str(env_script), tuple(env), checkpoint)
+        words = [quote(value) for value in values]
+        words.append(" ".join(quote(word) for word in command))
+        return "".join(part if slot < 0 else words[slot] for part, slot in parts)
+    command = container.wrap(command, lookup("shell"), env_script, env, job_files.setup_failed)
+    return _render(lookup("shell"), values, env_script, env, working_dir, container, command, checkpoint)
+
+
+def _render(shell: Any, values: tuple[Any, ...], env_script: Any, env: Any, working_dir: Any, container: Any,
+            command: Any, checkpoint: bool) -> str:
+    task_id, log_folder, stdout, stderr, exit_code_file, setup_failed_file = values
+    return render("executable_wrapper.sh.j2", shell=shell, task_id=task_id, log_folder=log_folder, stdout=stdout,
+                  stderr=stderr, exit_code_file=exit_code_file, setup_failed_file=setup_failed_file,
+                  env_script=env_script, env=env, working_dir=working_dir, container=container, command=command,
+                  checkpoint=checkpoint)
+
+
+#: Stand-ins for a job's own values in a wrapper rendered once for every job with the same settings: shell-safe
+#: words (quoting leaves them as they are) that no value holds (a random part per process).
+_SLOT = f"b2batchslot{secrets.token_hex(8)}x"
+_SLOT_WORD = re.compile(re.escape(_SLOT) + r"(\d+)")
+
+
+@functools.lru_cache(maxsize=64)
+def _skeleton(shell: Any, working_dir: str, env_script: str | None, env: tuple[tuple[str, str], ...],
+              checkpoint: bool) -> tuple[tuple[str, int], ...]:
+    """The wrapper of the jobs with these settings, as text parts and the numbers of the job's own values between
+    them (-1: text): the template is rendered once per distinct settings, not once per job."""
+    slots = tuple(f"{_SLOT}{i}" for i in range(7))
+    text = _render(shell, slots[:6], env_script, env, working_dir, None, [slots[6]], checkpoint)
+    parts: list[tuple[str, int]] = []
+    at = 0
+    for found in _SLOT_WORD.finditer(text):
+        parts.append((text[at:found.start()], -1))
+        parts.append(("", int(found.group(1))))
+        at = found.end()
+    parts.append((text[at:], -1))
+    return tuple(parts)

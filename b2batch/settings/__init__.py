@@ -142,9 +142,10 @@ class _SettingsFiles:
 
     def get(self) -> dict[str, Any]:
         cwd = os.getcwd()
-        key = (cwd, _environment_key(), self.pinned is None, getattr(sys.modules.get("__main__"), "__file__", None))
+        main = sys.modules.get("__main__")
+        key = (cwd, _environment_key(), self.pinned is None, getattr(main, "__file__", None) if main else None)
         now = _monotonic()
-        if key == self._key and now - self._checked_at < self.CHECK_INTERVAL and _profile != "b2luigi":
+        if now - self._checked_at < self.CHECK_INTERVAL and key == self._key and _profile != "b2luigi":
             return self._merged
         self._checked_at = now
         folder = _stamp(cwd)
@@ -176,7 +177,7 @@ def _environment_key() -> tuple[Any, ...]:
     out, so read from os.environ's bytes mapping where CPython has one (os.environ.get encodes every key)."""
     data = getattr(os.environ, "_data", None)
     if isinstance(data, dict):
-        return tuple(data.get(v) for v in _ENCODED_ENV_VARS)
+        return tuple(map(data.get, _ENCODED_ENV_VARS))
     return tuple(os.environ.get(v) for v in SETTINGS_ENV_VARS)
 
 
@@ -253,9 +254,8 @@ def clear_setting(key: str) -> None:
 def _from_task(task: Any, key: str) -> Any:
     if task is None:
         return _NOT_SET
-    try:
-        value = getattr(task, key)
-    except AttributeError:
+    value = getattr(task, key, _NOT_SET)
+    if value is _NOT_SET:
         return _NOT_SET
     # A zero-argument method of the task computes the setting (e.g. ``def env(self): ...``).
     if callable(value) and getattr(value, "__self__", None) is task:
@@ -270,24 +270,28 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
     :class:`SettingError` (naming the task, the setting, the value, where it was set and what it must be)
     when the value is of the wrong kind."""
     files: dict[str, Any] | None = None  # the settings files, looked at once per lookup and only if needed
-    for name in (key, *former_names, *_FORMER_NAMES.get(key, ())):
-        for where in range(3):  # each source looked at only when the ones before lack the setting
-            if where == 2 and files is None:
-                files = _files.get()
-            value = (_from_task(task, name) if where == 0 else _code_settings.get(name, _NOT_SET) if where == 1
-                     else files.get(name, _NOT_SET))  # type: ignore[union-attr]
+    former = _FORMER_NAMES.get(key, ())
+    for name in (key, *former_names, *former) if former or former_names else (key,):
+        # each source looked at only when the ones before lack the setting
+        where, value = 0, _from_task(task, name)
+        if value is _NOT_SET:
+            where, value = 1, _code_settings.get(name, _NOT_SET)
             if value is _NOT_SET:
-                continue
-            if name != key:
-                warnings.warn(f"The setting with the name {name} is deprecated. Please use {key} instead. Future "
-                              f"versions might remove this setting.", DeprecatedSettingsWarning, stacklevel=3)
-            declared = SETTINGS.get(key)
-            if declared is None or declared.kind is None:
-                return value
-            try:
-                return declared.kind(value)
-            except (ValueError, TypeError, OverflowError):
-                raise profiled_error(SettingError)(_wrong_kind(key, name, value, task, where, declared.kind)) from None
+                if files is None:
+                    files = _files.get()
+                where, value = 2, files.get(name, _NOT_SET)
+                if value is _NOT_SET:
+                    continue
+        if name != key:
+            warnings.warn(f"The setting with the name {name} is deprecated. Please use {key} instead. Future "
+                          f"versions might remove this setting.", DeprecatedSettingsWarning, stacklevel=3)
+        declared = SETTINGS.get(key)
+        if declared is None or declared.kind is None:
+            return value
+        try:
+            return declared.kind(value)
+        except (ValueError, TypeError, OverflowError):
+            raise profiled_error(SettingError)(_wrong_kind(key, name, value, task, where, declared.kind)) from None
     raise KeyError(key)
 
 
