@@ -117,7 +117,7 @@ def test_pilots_on_the_emulators(tmp_path: Path, system: str) -> None:
 def test_slurm_pilots_requeue_themselves(tmp_path: Path, monkeypatch) -> None:
     """The sbatch command of a pilot: --requeue and USR1 before the time limit, the user's options kept."""
     from b2batch import set_setting
-    from b2batch.farm.batch import Steering
+    from b2batch.farm.batch import FarmSteering
     from b2batch.systems.slurm import SlurmSystem
 
     write_list(tmp_path / "t.txt", ["true"])
@@ -125,14 +125,14 @@ def test_slurm_pilots_requeue_themselves(tmp_path: Path, monkeypatch) -> None:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["t.txt", "--batch-system", "slurm", "--jobs", "3", "--signal-seconds", "300"])
-    steering = Steering(args, None)
+    steering = FarmSteering(args, None)
     job = steering.make_pilot("pilot-0")
     command, _ = SlurmSystem(Run()).submit_command(job)
     assert "--time=01:00:00" in command and "--requeue" in command and "--signal=B:USR1@300" in command
     wrapper = job.files.wrapper.read_text()
     assert "-m b2batch.farm" in wrapper and "--pilot" in wrapper and "--no-requeue" not in wrapper
     args = parser.parse_args(["t.txt", "--batch-system", "slurm", "--no-requeue"])
-    command, _ = SlurmSystem(Run()).submit_command(Steering(args, None).make_pilot("pilot-0"))
+    command, _ = SlurmSystem(Run()).submit_command(FarmSteering(args, None).make_pilot("pilot-0"))
     assert "--requeue" not in command
 
 
@@ -191,16 +191,16 @@ def test_a_pilot_that_dies_is_named_with_its_job_and_logs_and_its_line_goes_back
 
 
 def test_pilots_keep_the_timeout_themselves_only_without_a_steering_process(tmp_path: Path, monkeypatch) -> None:
-    from b2batch.farm.batch import Steering
+    from b2batch.farm.batch import FarmSteering
 
     monkeypatch.chdir(tmp_path)
     write_list(tmp_path / "t.txt", ["true"])
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    alone = Steering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--submit-only", "--timeout", "30"]), None)
+    alone = FarmSteering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--submit-only", "--timeout", "30"]), None)
     wrapper = alone.make_pilot("pilot-0").files.wrapper.read_text()
     assert "--timeout 30" in wrapper and "--steering" not in wrapper
-    steered = Steering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--timeout", "30"]), None)
+    steered = FarmSteering(parser.parse_args(["t.txt", "--batch-system", "slurm", "--timeout", "30"]), None)
     wrapper = steered.make_pilot("pilot-0").files.wrapper.read_text()
     assert "--timeout" not in wrapper and f"--steering {steered.run.tag}" in wrapper
 

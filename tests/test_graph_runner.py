@@ -45,7 +45,11 @@ class InstantJobs:
         self.running.append(task)
         self.most_running = max(self.most_running, len(self.running))
 
-    def poll(self) -> list[TaskResult]:
+    def ended(self, job: Any) -> None:
+        raise AssertionError("the stand-in's run has no jobs")
+
+    def results(self) -> list[TaskResult]:
+        """What the graph runner takes after each of the run's polls: every task handed out ended."""
         ended, self.running = self.running, []
         results = []
         for task in ended:
@@ -172,9 +176,9 @@ def test_resources_bound_the_tasks_that_need_them(luigi_config: Any) -> None:
     held: list[int] = []
 
     class Watching(InstantJobs):
-        def poll(self) -> list[TaskResult]:
+        def results(self) -> list[TaskResult]:
             held.append(sum(1 for task in self.running if isinstance(task, Heavy)))
-            return super().poll()
+            return super().results()
 
     jobs = Watching()
     runner = GraphRunner(jobs, workers=10)
@@ -281,10 +285,10 @@ def test_luigis_events_fire_on_the_new_path() -> None:
 def test_the_run_stops_when_interrupted_from_a_signal_handler() -> None:
     """Ctrl-C raises KeyboardInterrupt in the loop; nothing more is handed out."""
     class Slow(InstantJobs):
-        def poll(self) -> list[TaskResult]:
+        def results(self) -> list[TaskResult]:
             if len(self.started) >= 3:
                 raise KeyboardInterrupt
-            return super().poll()
+            return super().results()
 
     jobs = Slow()
     runner = GraphRunner(jobs, workers=1)

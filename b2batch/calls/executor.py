@@ -37,6 +37,7 @@ from b2batch.calls import pickling
 from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
 from b2batch.engine import Job, JobFiles, JobOutcome, Run
 from b2batch.engine.outcome import COMMAND_NOT_FOUND
+from b2batch.engine.steering import Step, Steering, drive
 from b2batch.runconfig import run_config
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
@@ -222,14 +223,7 @@ class Executor:
 
     def _loop(self) -> None:
         try:
-            while True:
-                closing = self._take_requests()
-                for job in self.run.poll():
-                    self._finish(job)
-                if closing and not self._futures and self._requests.empty():
-                    break
-                self._wake.wait(self.run.poll_pause)
-                self._wake.clear()
+            drive(self.run, _ExecutorSteering(self))
         except BaseException as e:  # nothing may wait for ever on a future of a dead thread
             logger.exception("%s: the executor stopped", self.name)
             self._fail_all(e)
@@ -329,3 +323,25 @@ def as_completed(futures: Iterable[CallFuture], timeout: float | None = None) ->
     """The futures as they end (those of :class:`Executor` are :mod:`concurrent.futures` futures)."""
     return concurrent.futures.as_completed(list(futures), timeout=timeout)
 
+
+class _ExecutorSteering(Steering):
+    """The executor's thread on the engine's loop: callers' requests in, ended jobs to their futures, until the
+    executor is closing and nothing is left; between polls it waits for the poll pause or a new request."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.closing = False
+
+    def feed(self) -> None:
+        self.closing = self.executor._take_requests()
+
+    def ended(self, job: Job) -> None:
+        self.executor._finish(job)
+
+    def step(self, ended: int) -> Step:
+        executor = self.executor
+        return Step.STOP if self.closing and not executor._futures and executor._requests.empty() else Step.WAIT
+
+    def pause(self, run: Run) -> None:
+        self.executor._wake.wait(run.poll_pause)
+        self.executor._wake.clear()

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from b2batch.engine.steering import Step, Steering, drive
 from b2batch.farm.definitions import FarmError
 from b2batch.farm.display import FarmProgress, summary
 from b2batch.farm.stopping import STOP_SIGNALS as FARMER_STOP_SIGNALS
@@ -73,7 +74,7 @@ def pilot_command(args: argparse.Namespace, workdir: WorkDir, lock_dir: str | No
     return command
 
 
-class Steering:
+class FarmSteering(Steering):
     """The pilots of one farm and the run that follows them."""
 
     def __init__(self, args: argparse.Namespace, lock_dir: str | None) -> None:
@@ -154,14 +155,8 @@ class Steering:
 
     def submit_only(self) -> int:
         self.submit_round(self.args.jobs or 1, 0)
-        deadline = time.monotonic() + 600
-        while any(job.job_id is None and job.outcome is None for job in self.pilots):
-            for job in self.run.poll():
-                if job.outcome is not None and job.not_submitted:
-                    self.problems.append(pilot_failure(job))
-            if time.monotonic() > deadline:
-                break
-            self.run.wait()
+        if any(job.job_id is None and job.outcome is None for job in self.pilots):
+            drive(self.run, _UntilSubmitted(self))
         for job in self.pilots:
             if job.job_id is not None:
                 print(f"submitted pilot {job.key}: {self.system} job {job.job_id} (log {job.files.stdout})")
@@ -186,37 +181,12 @@ class Steering:
             live = start_live_state(self.run.record, self.workdir.own, self.run.tag,
                                     {"front_end": "farm", "script": "b2batch", "argv": sys.argv[1:]})
         previous = {signum: signal.signal(signum, self._stop_signal) for signum in STOP_SIGNALS}
-        deadline = time.monotonic() + self.args.timeout if self.args.timeout else None
-        round_number = 0
-        done_at_round = self.done_count()
+        self._deadline = time.monotonic() + self.args.timeout if self.args.timeout else None
+        self._progress, self._live, self._round, self._done_at_round = progress, live, 0, self.done_count()
         try:
-            self.submit_round(min(jobs, self.lines_left()), round_number)
-            while self.stop is None:
-                if deadline is not None and time.monotonic() >= deadline:
-                    self.stop = signal.SIGALRM
-                    break
-                for job in self.run.poll():
-                    self.ended(job)
-                lines = progress.update(self.pilot_states())
-                if live is not None:
-                    live.note(farm=lines)
-                if not self.run.live:
-                    with self.workdir.locked():  # lines of pilots' farmers that were killed go back first
-                        self.workdir.recover_locked(f"steering-{self.run.tag}", self.handler.tasks)
-                    left, done = self.lines_left(), self.done_count()
-                    if not left:
-                        break
-                    if done == done_at_round:
-                        self.problems.append(f"{left} line(s) are left, and the last round of pilots got none done: "
-                                             f"not submitting more. Run the same command again to go on.")
-                        break
-                    round_number += 1
-                    done_at_round = done
-                    print(f"{time.strftime('%H:%M:%S')} all pilots ended with {left} line(s) left: submitting "
-                          f"{min(jobs, left)} more (round {round_number})", flush=True)
-                    self.submit_round(min(jobs, left), round_number)
-                self.run.wait(min(self.run.poll_pause, max(0.0, deadline - time.monotonic()))
-                              if deadline is not None else None)
+            self.submit_round(min(jobs, self.lines_left()), self._round)
+            if self.stop is None:
+                drive(self.run, self)
         except KeyboardInterrupt:  # a SIGINT that came before the handlers were in place
             self.stop = signal.SIGINT
         try:
@@ -279,6 +249,40 @@ class Steering:
                 continue
         return own
 
+    # the engine's loop (engine/steering.py): pilots ended, rounds of pilots while lines are left, stop signals
+
+    def feed(self) -> None:
+        if self._deadline is not None and time.monotonic() >= self._deadline and self.stop is None:
+            self.stop = signal.SIGALRM
+
+    def step(self, ended: int) -> Step:
+        if self.stop is not None:
+            return Step.STOP
+        lines = self._progress.update(self.pilot_states())
+        if self._live is not None:
+            self._live.note(farm=lines)
+        if not self.run.live:
+            with self.workdir.locked():  # lines of pilots' farmers that were killed go back first
+                self.workdir.recover_locked(f"steering-{self.run.tag}", self.handler.tasks)
+            left, done = self.lines_left(), self.done_count()
+            if not left:
+                return Step.STOP
+            if done == self._done_at_round:
+                self.problems.append(f"{left} line(s) are left, and the last round of pilots got none done: "
+                                     f"not submitting more. Run the same command again to go on.")
+                return Step.STOP
+            self._round += 1
+            self._done_at_round = done
+            jobs = self.args.jobs or 1
+            print(f"{time.strftime('%H:%M:%S')} all pilots ended with {left} line(s) left: submitting "
+                  f"{min(jobs, left)} more (round {self._round})", flush=True)
+            self.submit_round(min(jobs, left), self._round)
+        return Step.WAIT
+
+    def pause(self, run: Any) -> None:
+        deadline = self._deadline
+        run.wait(min(run.poll_pause, max(0.0, deadline - time.monotonic())) if deadline is not None else None)
+
     def ended(self, job: Any) -> None:
         from b2batch.engine import JobStatus
 
@@ -305,5 +309,22 @@ def steer(args: argparse.Namespace, lock_dir: str | None) -> int:
     from b2batch import paths
 
     with paths.base_dir_pinned(os.getcwd()):  # relative settings paths are relative to where the farm starts
-        steering = Steering(args, lock_dir)
+        steering = FarmSteering(args, lock_dir)
         return steering.submit_only() if args.submit_only else steering.steer()
+
+
+class _UntilSubmitted(Steering):
+    """``--submit-only``: the engine's loop until every pilot has its job id (or could not be submitted), at most
+    10 minutes."""
+
+    def __init__(self, farm: FarmSteering) -> None:
+        self.farm = farm
+        self.deadline = time.monotonic() + 600
+
+    def ended(self, job: Any) -> None:
+        if job.outcome is not None and job.not_submitted:
+            self.farm.problems.append(pilot_failure(job))
+
+    def step(self, ended: int) -> Step:
+        waiting = any(job.job_id is None and job.outcome is None for job in self.farm.pilots)
+        return Step.WAIT if waiting and time.monotonic() <= self.deadline else Step.STOP

@@ -306,7 +306,15 @@ class TaskJobs:
         spec = {"task_module": task.task_module, "task_family": task.task_family, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
                 "settings": self.settings, "result_file": str(files.result)}
-        wrapper.write_job_script(files, task, task.task_id, lambda name: get_setting(name, task=task), spec=spec,
+        seen: dict[str, Any] = {}  # the wrapper's settings, each looked up once for this job
+
+        def lookup(name: str) -> Any:
+            value = seen.get(name, seen)
+            if value is seen:
+                value = seen[name] = get_setting(name, task=task)
+            return value
+
+        wrapper.write_job_script(files, task, task.task_id, lookup, spec=spec,
                                  wrapper=self.run.needs_job_script(job),  # pilots and bundles have their own
                                  checkpoint=callable(getattr(task, "checkpoint", None)))
 
@@ -401,7 +409,15 @@ class TaskJobs:
     def poll(self) -> list[TaskResult]:
         """Poll the run; the results of tasks whose job ended (and whose outputs showed or timed out)."""
         for job in self.run.poll():
-            self._judge(job)
+            self.ended(job)
+        return self.results()
+
+    def ended(self, job: Job) -> None:
+        """A job the run's poll handed back: judge what its end means for the task (see :meth:`results`)."""
+        self._judge(job)
+
+    def results(self) -> list[TaskResult]:
+        """The results of tasks whose job ended (and whose outputs showed or timed out) since the last call."""
         now = time.monotonic()
         for task_id, deadline in list(self._awaiting_outputs.items()):
             self._check_outputs(self.jobs[task_id], deadline, now)

@@ -44,6 +44,7 @@ import luigi.worker
 from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 
 from b2batch.engine import RunRecord
+from b2batch.engine.steering import Step, Steering, drive
 from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
 from b2batch.luigi_frontend.acceptance import FailureBudgets, acceptance_of
@@ -82,7 +83,7 @@ class Node:
     lost_deps: int = 0  # requirements that are lost (counted in waiting_on too)
 
 
-class GraphRunner(FailureBudgets):
+class GraphRunner(FailureBudgets, Steering):
     """Runs a luigi graph whose tasks become engine jobs (or run here), handing out ready tasks in O(1)."""
 
     def __init__(self, jobs: TaskJobs, workers: int = 1, record: RunRecord | None = None,
@@ -307,18 +308,27 @@ class GraphRunner(FailureBudgets):
 
     def run(self) -> bool:
         """Run until nothing is running and nothing can start; whether every task that ran succeeded."""
-        while True:
-            self._start_ready()
-            results = self.jobs.poll()
-            for result in results:
-                self._handle(result)
-            if results:
-                continue
-            retries_ahead = self._retries_due()  # first: a retry that comes due now makes its task ready
-            if not self._running and not self._priorities and not retries_ahead:
-                break  # tasks still blocked now need more of a resource than luigi's config has: as luigi does
-            self.jobs.run.wait()
+        drive(self.jobs.run, self)
         return self.run_succeeded
+
+    # the engine's loop (engine/steering.py): start what is ready, judge what ended, stop when nothing can go on
+
+    def feed(self) -> None:
+        self._start_ready()
+
+    def ended(self, job: Any) -> None:
+        self.jobs.ended(job)
+
+    def step(self, ended: int) -> Step:
+        results = self.jobs.results()
+        for result in results:
+            self._handle(result)
+        if results:
+            return Step.AGAIN
+        retries_ahead = self._retries_due()  # first: a retry that comes due now makes its task ready
+        if not self._running and not self._priorities and not retries_ahead:
+            return Step.STOP  # tasks still blocked now need more of a resource than luigi's config has: as luigi does
+        return Step.WAIT
 
     def _retries_due(self) -> bool:
         """Queue the failed tasks whose retry time came; whether any retry is still ahead."""
