@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
+from b2batch.engine.processes import note_lives
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
 from b2batch.errors import B2BatchError
@@ -22,23 +22,10 @@ from b2batch.errors import B2BatchError
 logger = logging.getLogger(__name__)
 
 
-def process_started(pid: int) -> float | None:
-    """When the process ``pid`` of this host started (None: there is none)."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, OSError):
-        return None
-
-
 def steering_lives(about: dict[str, Any]) -> bool:
     """Whether the steering process of a queue's note still runs. One of another host is taken to run (this
     host cannot tell); its pilots end after ``pilot_idle_timeout`` once its queue is empty."""
-    if about.get("host") != socket.gethostname():
-        return True
-    started = process_started(int(about.get("pid") or 0))
-    return started is not None and abs(started - float(about.get("started") or 0)) < 1.0
+    return note_lives(about, started="started")
 
 
 def end_earlier_pilots(task_files: Path, system_of: Callable[[str], BatchSystem | None]) -> list[str]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
-from b2batch.engine.orphans import process_started
+from b2batch.engine.processes import process_started
 from b2batch.engine.outcome import JobOutcome
 from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem

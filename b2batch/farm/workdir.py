@@ -37,6 +37,7 @@ from typing import Any
 
 import psutil
 
+from b2batch.engine.processes import note_lives
 from b2batch.farm.definitions import FarmError
 from b2batch.farm.tasklist import tasks_hash
 
@@ -335,7 +336,8 @@ class WorkDir:
             except (OSError, ValueError):
                 dead.append(name)  # no heartbeat: it died starting
                 continue
-            if age > self.heartbeat_timeout or (info.get("host") == HOST and not _alive(info)):
+            # the engine's judgement of a note's process (engine/processes.py), as for a pilot queue's steering
+            if age > self.heartbeat_timeout or not note_lives(info, started="create_time"):
                 dead.append(name)
         return dead
 
@@ -488,18 +490,6 @@ def _tail_ids(fd: int, size: int, count: int, path: Path) -> tuple[list[int], in
         if len(ids) == count or whole:
             return ids, start + cut
         chunk *= 4
-
-
-def _alive(info: dict[str, Any]) -> bool:
-    """Whether the process of a heartbeat (on this host) still runs, and is the same process."""
-    try:
-        process = psutil.Process(int(info["pid"]))
-        created = info.get("create_time")
-        return created is None or abs(process.create_time() - float(created)) < 1.0
-    except (psutil.NoSuchProcess, KeyError, ValueError, TypeError):
-        return False
-    except psutil.AccessDenied:
-        return True
 
 
 def _kill_orphans(ids: set[int], workdir: str) -> None:

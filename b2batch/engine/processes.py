@@ -1,0 +1,55 @@
+"""Whether the process a note on the shared file system names still runs.
+
+A steering process notes itself in each pilot queue it uses (``steering/<host>-<pid>-<tag>.json``), a farmer of
+``b2batch farm`` in its heartbeat (``b2batch/claims/<farmer>.json``): the host, the pid and the time the process
+started. A later process on the same host judges from the note whether that process is gone (killed, or ended
+without cleaning up): a pid that is not running, or that now belongs to another process (pids are reused; the
+start time tells them apart). A note of another host cannot be judged here: it is taken to run, and its
+heartbeat's age or its queue's idle timeout decides instead.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+#: Seconds by which two readings of one process's start time may differ (psutil computes it from boot time and
+#: clock ticks).
+SAME_START = 1.0
+
+
+def process_started(pid: int) -> float | None:
+    """When the process ``pid`` of this host started (None: there is none)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.AccessDenied:
+        return float("nan")  # it runs, as another user: its start time is not ours to read
+    except (psutil.Error, OSError, ValueError):
+        return None
+
+
+def note_lives(about: dict[str, Any], started: str = "started") -> bool:
+    """Whether the process a note ``about`` names (its ``host``, ``pid`` and, under the key ``started``, its
+    start time; without one any process of that pid counts) still runs. True for a note of another host or of
+    none, and for a process whose start time this user may not read: the heartbeat's age or the queue's idle
+    timeout decides then."""
+    if about.get("host") != socket.gethostname():
+        return True
+    try:
+        pid = int(about.get("pid") or 0)
+    except (TypeError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    now = process_started(pid)
+    if now is None:
+        return False
+    expected = about.get(started)
+    if expected is None or now != now:  # no start time noted, or one we may not read: the pid runs
+        return True
+    try:
+        return abs(now - float(expected)) < SAME_START
+    except (TypeError, ValueError):
+        return False
