@@ -43,6 +43,17 @@ def _write_new(path: str, text: str, mode: int = 0o644) -> None:
         f.write(text)
 
 
+#: The files of a job folder, by the name JobFiles gives each (its attribute, and :meth:`JobFiles.path_of`).
+FILE_NAMES = {"spec": "job.json", "wrapper": "executable_wrapper.sh", "exit_code": "exit_code", "result": "result.json",
+              "result_bytes": "result.pkl", "submission": "submission.json", "setup_failed": "setup_failed",
+              "cancelled": "cancelled", "checkpointed": "checkpointed", "usage": "usage.json"}
+
+
+def _file(name: str) -> functools.cached_property:
+    file_name = FILE_NAMES[name]
+    return functools.cached_property(lambda self: self.folder / file_name)
+
+
 def _read_text(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return f.read()
@@ -66,27 +77,28 @@ class JobFiles:
         """The files of the job ``key`` of ``family`` under ``task_file_dir``."""
         return cls(folder=Path(task_file_dir) / family / key, log_folder=Path(log_folder))
 
-    spec = functools.cached_property(lambda self: self.folder / "job.json")
-    wrapper = functools.cached_property(lambda self: self.folder / "executable_wrapper.sh")
-    exit_code = functools.cached_property(lambda self: self.folder / "exit_code")
-    result = functools.cached_property(lambda self: self.folder / "result.json")
+    spec = _file("spec")
+    wrapper = _file("wrapper")
+    exit_code = _file("exit_code")
+    result = _file("result")
     #: The work's result when it is not JSON (e.g. a pickled value of a Python call).
-    result_bytes = functools.cached_property(lambda self: self.folder / "result.pkl")
-    submission = functools.cached_property(lambda self: self.folder / "submission.json")
+    result_bytes = _file("result_bytes")
+    submission = _file("submission")
     #: Written by the wrapper when the job's own set-up (env_script, working_dir) failed, with the reason.
-    setup_failed = functools.cached_property(lambda self: self.folder / "setup_failed")
+    setup_failed = _file("setup_failed")
     #: Written when the job was cancelled on purpose (its run interrupted, ``b2batch cancel``), with the reason.
-    cancelled = functools.cached_property(lambda self: self.folder / "cancelled")
+    cancelled = _file("cancelled")
     #: Written by the work when it saved a checkpoint on the batch system's warning and asks to be requeued.
-    checkpointed = functools.cached_property(lambda self: self.folder / "checkpointed")
+    checkpointed = _file("checkpointed")
     #: What the job's wrapper (or a unit's worker) measured it used (engine/usage.py).
-    usage = functools.cached_property(lambda self: self.folder / "usage.json")
+    usage = _file("usage")
     stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
     stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
 
     def path_of(self, name: str) -> str:
-        """The path of the job's file ``name`` as text (no Path object: read and written for every job)."""
-        return f"{os.fspath(self.folder)}/{name}"
+        """The path of the job's file ``name`` (one of :data:`FILE_NAMES`: ``spec``, ``exit_code`` ...) as text: no
+        Path object is made or kept (these are read and written for every job)."""
+        return f"{os.fspath(self.folder)}/{FILE_NAMES[name]}"
 
     def wrapper_paths(self) -> tuple[str, str, str, str, str]:
         """What a job's wrapper writes to, as text: its log folder, stdout, stderr, exit-code file and set-up
@@ -124,10 +136,10 @@ class JobFiles:
                 os.replace(log, self.previous_log(log))
 
     def write_spec(self, spec: dict[str, Any]) -> None:
-        _write_new(self.path_of("job.json"), json.dumps(spec, default=str))  # no indent: json's C encoder, 10x faster
+        _write_new(self.path_of("spec"), json.dumps(spec, default=str))  # no indent: json's C encoder, 10x faster
 
     def write_wrapper(self, text: str) -> None:
-        _write_new(self.path_of("executable_wrapper.sh"), text, mode=0o755)
+        _write_new(self.path_of("wrapper"), text, mode=0o755)
 
     @staticmethod
     def previous_log(log: Path) -> Path:
@@ -141,7 +153,7 @@ class JobFiles:
                   "steering_pid": os.getpid(), **(placement or {})}
         # A new journal is written at once: a crash while writing it is no worse than one just before (after
         # the batch system took the job); a journal of an earlier job is replaced atomically.
-        _write_new(self.path_of("submission.json"), json.dumps(record))
+        _write_new(self.path_of("submission"), json.dumps(record))
 
     def unfinished_submissions(self, system: str) -> list[str]:
         """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` and
@@ -160,7 +172,7 @@ class JobFiles:
         if self.fresh:
             return None
         try:
-            return json.loads(_read_text(self.path_of("submission.json")))
+            return json.loads(_read_text(self.path_of("submission")))
         except (OSError, ValueError):
             return None
 
@@ -203,7 +215,7 @@ class JobFiles:
 
     def read_result(self) -> dict[str, Any] | None:
         try:
-            return json.loads(_read_text(self.path_of("result.json")))
+            return json.loads(_read_text(self.path_of("result")))
         except (OSError, ValueError):
             return None
 

@@ -173,8 +173,9 @@ class PooledSystem(BatchSystem):
                                f"there. Set tasks_per_job = 1 and pilot_jobs = 0 for it.")
         files = job.files
         files.make_folders()
+        _logs, stdout, stderr, exit_code, _setup_failed = files.wrapper_paths()
         return {"key": job.key, "name": job.name, "unit": job.unit,
-                "files": {"exit_code": str(files.exit_code), "stdout": str(files.stdout), "stderr": str(files.stderr)}}
+                "files": {"exit_code": exit_code, "stdout": stdout, "stderr": stderr}}
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes: dict[Job, JobState] = {}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,30 +53,34 @@ class Usage:
     source: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        # (the fields are flat values: dataclasses.asdict's deep copy is not needed, and costs per job)
+        return {name: value for name in _NAMES if (value := getattr(self, name)) is not None and value != ""}
 
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> Usage | None:
         if not data:
             return None
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{k: v for k, v in data.items() if k in _NAMES})
 
     def merged(self, wrapper: Usage | None) -> Usage:
         """These (the scheduler's) figures, with the wrapper's where these have none."""
         if wrapper is None:
             return self
-        filled = {f.name: getattr(wrapper, f.name) for f in fields(self)
-                  if getattr(self, f.name) in (None, "") and getattr(wrapper, f.name) not in (None, "")}
+        filled = {name: theirs for name in _NAMES if getattr(self, name) in (None, "")
+                  and (theirs := getattr(wrapper, name)) is not None and theirs != ""}
         filled.pop("source", None)
         source = f"{self.source}+{wrapper.source}" if filled and self.source else (self.source or wrapper.source)
         return replace(self, **filled, source=source)
 
 
-def read_usage(path: Path) -> Usage | None:
+_NAMES = tuple(f.name for f in fields(Usage))
+
+
+def read_usage(path: Path | str) -> Usage | None:
     """The figures a wrapper or worker wrote to ``path`` (``usage.json``), or None (none written, unreadable)."""
     try:
-        data = json.loads(path.read_text())
+        with open(path, encoding="utf-8") as f:
+            data = json.loads(f.read())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict):
@@ -122,10 +126,10 @@ def duration_seconds(text: Any) -> float | None:
         return None
 
 
-def usage_file(files: Any) -> Path:
+def usage_file(files: Any) -> Path | str:
     """Where a job's wrapper (or a unit's worker) writes its figures: ``usage.json`` beside the exit-code file."""
-    usage = getattr(files, "usage", None)  # JobFiles keeps it; other stand-ins name only their exit-code file
-    return usage if isinstance(usage, Path) else Path(files.exit_code).with_name("usage.json")
+    path_of = getattr(files, "path_of", None)  # JobFiles; other stand-ins name only their exit-code file
+    return path_of("usage") if path_of is not None else Path(files.exit_code).with_name("usage.json")
 
 
 def measured(wall: float, cpu: float, max_rss_kb: int, host: str) -> str:

@@ -148,11 +148,15 @@ def _job_settings() -> frozenset[str]:
     return systems.job_settings_of_all()
 
 
-def _settings_key(task: Any) -> Any:
+def _settings_key(task: Any, classes: dict[type, bool]) -> Any:
     """The task's class when neither it nor the task sets any of the settings that shape a job (they then come
-    from set_setting and settings.json alone, the same for every such task of the run); else None."""
+    from set_setting and settings.json alone, the same for every such task of the run); else None. ``classes``
+    keeps, per class, whether the class sets one (looked at once per class and run)."""
     cls = type(task)
-    if any(hasattr(cls, name) or name in vars(task) for name in _job_settings()):
+    sets = classes.get(cls)
+    if sets is None:
+        sets = classes[cls] = any(hasattr(cls, name) for name in _job_settings())
+    if sets or (vars(task).keys() & _job_settings()):
         return None
     return cls
 
@@ -187,6 +191,7 @@ class TaskJobs:
         #: within a run, keep_alive and retry_count, are not held back and count once).
         self._counted: set[str] = set()
         self._looked_at: set[str] = set()
+        self._classes: dict[type, bool] = {}  # whether a task class sets a setting that shapes jobs
         self._end_earlier_pilots()
 
     def _end_earlier_pilots(self) -> None:
@@ -281,9 +286,9 @@ class TaskJobs:
                    params=task.to_str_params(only_significant=True), payload=task,
                    # A task that checkpoints runs as its own job: its wrapper passes the batch system's warning on.
                    unit=None if checkpoint.can_checkpoint(task) else {
-                       "call": "b2batch.luigi_frontend.node:run_unit", "args": [str(files.spec)],
+                       "call": "b2batch.luigi_frontend.node:run_unit", "args": [files.path_of("spec")],
                        "preload": [] if task.task_module == "__main__" else [task.task_module]},
-                   bootstrap=self.bootstrap, settings_key=_settings_key(task))
+                   bootstrap=self.bootstrap, settings_key=_settings_key(task, self._classes))
 
     @functools.cached_property
     def bootstrap(self) -> dict[str, Any]:
@@ -305,7 +310,7 @@ class TaskJobs:
         files.make_folders()
         spec = {"task_module": task.task_module, "task_family": task.task_family, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
-                "settings": self.settings, "result_file": str(files.result)}
+                "settings": self.settings, "result_file": files.path_of("result")}
         seen: dict[str, Any] = {}  # the wrapper's settings, each looked up once for this job
 
         def lookup(name: str) -> Any:

@@ -138,7 +138,7 @@ class _Pool:
         job, began = self.started.pop(job_id, (None, time.monotonic()))
         if job is not None and getattr(job.files, "exit_code", None) is not None:
             try:
-                atomic_write(usage_file(job.files), measured(time.monotonic() - began, used.ru_utime + used.ru_stime,
+                atomic_write(Path(usage_file(job.files)), measured(time.monotonic() - began, used.ru_utime + used.ru_stime,
                                                              used.ru_maxrss, socket.gethostname()))
             except OSError as e:
                 logger.warning("Job %s: could not write its usage figures: %s", job_id, e)
