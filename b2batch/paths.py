@@ -33,6 +33,11 @@ def _script_folder(main_file: str, cwd: str) -> Path:
     return (Path(cwd) / main_file).resolve().parent
 
 
+def pinned_base_dir() -> str | None:
+    """The base folder fixed with :func:`pin_base_dir` (in a job: the steering process's), or None."""
+    return _pinned_base_dir
+
+
 def pin_base_dir(path: str | None) -> None:
     """Fix the base folder (used in jobs, where it is the steering process's one)."""
     global _pinned_base_dir
