@@ -107,6 +107,9 @@ def on_temporary_files(run: F | None = None, *, inputs: bool = True, outputs: bo
     place. ``inputs`` is accepted; b2batch reads inputs where they are (b2luigi copies them to scratch)."""
     if run is None:
         return functools.partial(on_temporary_files, inputs=inputs, outputs=outputs)
+    if not callable(run):  # @on_temporary_files(False): the options are keywords only
+        raise TypeError(f"on_temporary_files() takes the decorated run() as its only positional argument, not "
+                        f"{run!r}; give the options as keywords, e.g. @on_temporary_files(outputs=False).")
     if not outputs:
         return run
 

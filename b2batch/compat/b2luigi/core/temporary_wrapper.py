@@ -1,4 +1,5 @@
-"""``b2luigi.core.temporary_wrapper``: ``on_temporary_files`` and ``TemporaryFileContextManager``.
+"""``b2luigi.core.temporary_wrapper``: ``on_temporary_files``, ``TemporaryFileContextManager`` and
+``EnsuredTemporaryScratchDirectory``.
 
 Inside the context manager (which ``on_temporary_files`` is made of in b2luigi) the task's
 ``get_output_file_name`` gives temporary paths; they are moved into place when the block ends without an
@@ -7,13 +8,15 @@ exception and removed when it raises.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from types import TracebackType
 from typing import Any
 
 from b2batch.settings import get_setting
 from b2batch.luigi_frontend.task import _TemporaryOutputs, on_temporary_files
 
-__all__ = ["TemporaryFileContextManager", "on_temporary_files"]
+__all__ = ["EnsuredTemporaryScratchDirectory", "TemporaryFileContextManager", "on_temporary_files"]
 
 
 class TemporaryFileContextManager:
@@ -40,3 +43,19 @@ class TemporaryFileContextManager:
             self._temporary.commit()
         else:
             self._temporary.discard()
+
+
+class EnsuredTemporaryScratchDirectory(tempfile.TemporaryDirectory):  # type: ignore[type-arg]
+    """``tempfile.TemporaryDirectory`` whose parent folder ``dir`` is made first when it is missing; a
+    ``PermissionError`` there says to choose another ``scratch_dir``."""
+
+    def __init__(self, dir: str | None = None, **kwargs: Any) -> None:  # noqa: A002 - tempfile's name
+        try:
+            if dir is not None:
+                os.makedirs(dir, exist_ok=True)
+            super().__init__(dir=dir, **kwargs)
+        except PermissionError as error:
+            raise PermissionError(
+                f"You do not have the permission to write to the temporary directory {dir}! Choose a folder you "
+                f"can write to as the setting 'scratch_dir', e.g. b2luigi.set_setting('scratch_dir', "
+                f"'/path/to/scratch').") from error
