@@ -18,6 +18,10 @@ from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENA
 
 __all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting"]
 
+#: b2luigi's marker for "no value": a default that no setting can have (b2luigi's code passes it as
+#: ``get_setting(key, _no_value)`` and compares the answer with ``is``).
+_no_value: Any = object()
+
 
 def get_setting(key: str, default: Any = None, task: Any = None,
                 deprecated_keys: Iterable[str] | None = None) -> Any:
