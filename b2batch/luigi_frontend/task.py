@@ -101,9 +101,16 @@ class _PathOptions:
         self.grouping_function = grouping_function
 
 
-    def serialize_hashed(self, value: Any) -> str:
-        """b2luigi's text for ``value`` of a hashed parameter: ``hash_function(value)`` when the parameter has
-        one, else ``hashed_`` and the md5 of ``str(value)``."""
+    @property
+    def serialize_hashed(self) -> Callable[[Any], str]:
+        """b2luigi's ``serialize_hashed(value)``, which only hashed parameters have (``hasattr`` tells): the
+        text for ``value``, ``hash_function(value)`` when the parameter has one, else ``hashed_`` and the md5
+        of ``str(value)``."""
+        if not self.hashed:
+            raise AttributeError(f"{type(self).__name__} without hashed=True has no serialize_hashed")
+        return self._serialize_hashed
+
+    def _serialize_hashed(self, value: Any) -> str:
         if self.hash_function is not None:
             return self.hash_function(value)
         return "hashed_" + hashlib.md5(str(value).encode()).hexdigest()
