@@ -238,6 +238,16 @@ _files = _SettingsFiles()
 _code_settings: dict[str, Any] = {}
 
 
+def settings_files() -> list[str]:
+    """The settings files that lookups read, nearest (winning) first: the ones named (in a job by the
+    steering process, else by ``$B2BATCH_SETTINGS`` or ``$B2LUIGI_SETTINGS_JSON``) as named, whether or not
+    they exist; else the ``settings.json`` files there are, from the working directory upward, then from the
+    workflow script's folder upward."""
+    if _files._named():
+        return list(_files._candidates())
+    return [str(path) for path in _files.files()]
+
+
 def set_setting(key: str, value: Any) -> None:
     """Set a setting for all tasks, taking precedence over settings.json and defaults."""
     known = {*SETTINGS, *RENAMED_SETTINGS}

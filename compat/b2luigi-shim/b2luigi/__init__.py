@@ -13,6 +13,7 @@ from b2batch import __all__, __version__  # noqa: F401
 from b2batch.compat.b2luigi import install_aliases
 from b2batch.compat.b2luigi.cli.process import build  # noqa: F401  (warns that process() is meant)
 from b2batch.compat.b2luigi.core.settings import get_setting  # noqa: F401  (b2luigi's signature and answers)
+from b2batch.compat.b2luigi.core.settings import _setting_file_iterator  # noqa: F401  (b2luigi exports it)
 
 
 def __getattr__(name: str) -> Any:

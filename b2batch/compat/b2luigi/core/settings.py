@@ -9,12 +9,12 @@ b2luigi's own renamed settings (``result_path``, ``log_folder``) are read under 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from b2batch.errors import SettingError
 from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENAMED_SETTINGS, clear_setting,
-                              find_setting, profiled_error, set_setting)
+                              find_setting, profiled_error, set_setting, settings_files)
 
 __all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting"]
 
@@ -43,3 +43,9 @@ def get_setting(key: str, default: Any = None, task: Any = None,
         f"as an attribute of the task, with b2luigi.set_setting({key!r}, ...), or in a settings.json in the "
         f"working directory or a parent (or the file named by ${SETTINGS_ENV_VARS[1]}), or pass "
         f"get_setting({key!r}, default=...).")
+
+
+def _setting_file_iterator() -> Iterator[str]:
+    """The settings.json files that settings are read from, nearest (winning) first; a file named by
+    ``$B2LUIGI_SETTINGS_JSON`` (or ``$B2BATCH_SETTINGS``) as it is named, whether or not it exists."""
+    yield from settings_files()
