@@ -169,8 +169,13 @@ def test_the_environment_is_exported_without_the_schedulers_own(monkeypatch: pyt
         wrappers: list[str] = []
         result = pool.map_async(variable, ["POOL_TEST_VARIABLE", "POOL_SET_VARIABLE"], chunksize=1)
         while not result.ready():
-            # (a wrapper being written reads empty)
-            wrappers += [text for p in pool.work_dir.glob("jobs/*/executable_wrapper.sh") if (text := p.read_text())]
+            # (a wrapper being written reads empty; a job's folder goes as soon as its values are taken)
+            for path in pool.work_dir.glob("jobs/*/executable_wrapper.sh"):
+                try:
+                    if text := path.read_text():
+                        wrappers.append(text)
+                except FileNotFoundError:
+                    continue
         assert result.get() == ["it's here", "set"]
     assert wrappers and "export POOL_TEST_VARIABLE='it'\"'\"'s here'" in wrappers[0]
     assert "SLURM_JOB_ID" not in wrappers[0] and "export PWD=" not in wrappers[0]
