@@ -1,4 +1,4 @@
-"""Whether the process a note on the shared file system names still runs.
+"""Whether the process a note on the shared file system names still runs, and signalling a process group.
 
 A steering process notes itself in each pilot queue it uses (``steering/<host>-<pid>-<tag>.json``), a farmer of
 ``b2batch farm`` in its heartbeat (``b2batch/claims/<farmer>.json``): the host, the pid and the time the process
@@ -10,6 +10,7 @@ heartbeat's age or its queue's idle timeout decides instead.
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -53,3 +54,16 @@ def note_lives(about: dict[str, Any], started: str = "started") -> bool:
         return abs(now - float(expected)) < SAME_START
     except (TypeError, ValueError):
         return False
+
+
+def signal_group(pid: int, signum: int) -> None:
+    """Send ``signum`` to the process group whose leader is ``pid`` (a job's wrapper, a unit's child or a farm
+    line's shell: each starts a group of its own), or to the process alone when its group is gone or not ours.
+    Nothing happens when the process is gone too."""
+    try:
+        os.killpg(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
+from b2batch.engine.processes import signal_group
 from b2batch.engine.usage import measured
 from b2batch.engine.unwinding import unwind_on_sigterm
 from b2batch.engine.workqueue import DRAIN_GRACE, WorkQueue
@@ -179,7 +180,7 @@ class Worker:
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.stop_signal = signum
         if self.child is not None:
-            _kill_group(self.child, signal.SIGTERM)
+            signal_group(self.child, signal.SIGTERM)
 
     # --- the loop ---------------------------------------------------------------------------------------
 
@@ -309,7 +310,7 @@ class Worker:
                 if not cancelled and self.queue.is_cancelled(name):
                     logger.info("%s was cancelled by the steering process", name)
                     cancelled = True
-                    _kill_group(pid, signal.SIGTERM)
+                    signal_group(pid, signal.SIGTERM)
         finally:
             if handle is not None:
                 os.close(handle)
@@ -362,26 +363,16 @@ def _die_with_parent(parent: int) -> None:
         pass
 
 
-def _kill_group(pid: int, signum: int) -> None:
-    try:
-        os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-
-
 def _stop(pid: int) -> None:
     """SIGTERM to the unit's process group, SIGKILL after the grace time; reap it."""
-    _kill_group(pid, signal.SIGTERM)
+    signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + KILL_GRACE
     while time.monotonic() < deadline:
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done:
             return
         time.sleep(0.05)
-    _kill_group(pid, signal.SIGKILL)
+    signal_group(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
 
 

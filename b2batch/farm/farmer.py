@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 import psutil
 
+from b2batch.engine.processes import signal_group
 from b2batch.farm.display import shown, where
 from b2batch.farm.runners import Runner
 from b2batch.farm.stopping import STOP_SIGNAL_WITHIN, STOP_SIGNALS, STOPPED_LINE, cannot_start_reason, exit_code_of
@@ -403,14 +404,14 @@ class Farmer:
         self._reap()
         killed = {run.pid: run for run in self.running.values()}
         for run in killed.values():
-            _signal_group(run.pid, signal.SIGTERM)
+            signal_group(run.pid, signal.SIGTERM)
         deadline = time.monotonic() + self.options.kill_grace
         put_back: list[int] = []
         while self.running and time.monotonic() < deadline:
             signal.sigtimedwait({signal.SIGCHLD}, max(0.0, min(0.2, deadline - time.monotonic())))
             put_back += self._take_killed(self._reap_quietly())
         for run in list(self.running.values()):
-            _signal_group(run.pid, signal.SIGKILL)
+            signal_group(run.pid, signal.SIGKILL)
         while self.running:
             signal.sigtimedwait({signal.SIGCHLD}, 0.2)
             put_back += self._take_killed(self._reap_quietly())
@@ -444,7 +445,7 @@ class Farmer:
 
     def _kill_all(self) -> None:
         for run in self.running.values():
-            _signal_group(run.pid, signal.SIGKILL)
+            signal_group(run.pid, signal.SIGKILL)
 
     def _requeue(self) -> None:
         job = os.environ.get("SLURM_JOB_ID")
@@ -460,14 +461,3 @@ class Farmer:
                 self.say(f"scontrol requeue {job} failed: {done.stderr.strip()}")
         except (OSError, subprocess.SubprocessError) as e:
             self.say(f"scontrol requeue {job} failed: {e}")
-
-
-def _signal_group(pid: int, signum: int) -> None:
-    try:
-        os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:
-            pass
-

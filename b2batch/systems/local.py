@@ -22,6 +22,7 @@ import psutil
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.engine.files import atomic_write
+from b2batch.engine.processes import signal_group
 from b2batch.engine.usage import measured, usage_file
 from b2batch.systems.shaping import WRAPPER_SETTINGS
 
@@ -164,13 +165,13 @@ class _Pool:
                 elif job_id in self.adopted:
                     signalled.append(self.adopted[job_id][0])
         for process in signalled:
-            _signal_group(process.pid, signal.SIGTERM)
+            signal_group(process.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         for process in signalled:
             if not _wait(process, max(0.0, deadline - time.monotonic())):
                 logger.warning("Local job (pid %d) did not end %g s after SIGTERM: sending SIGKILL", process.pid,
                                grace)
-                _signal_group(process.pid, signal.SIGKILL)
+                signal_group(process.pid, signal.SIGKILL)
                 _wait(process, 30.0)
         self.update(force=True)
 
@@ -192,14 +193,6 @@ class _Pool:
                         self._wrappers[arg] = process
         process = self._wrappers.get(str(wrapper))
         return process if process is not None and _running(process) else None
-
-
-def _signal_group(pid: int, signum: int) -> None:
-    """Signal the job's process group (its wrapper started a session of its own, so the group is its pid)."""
-    try:
-        os.killpg(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _wait(process: Any, timeout: float) -> bool:
