@@ -19,6 +19,7 @@ settings reference are generated from it (``python -m b2batch.settings --example
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -28,7 +29,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from b2batch.errors import SettingError
@@ -259,6 +260,19 @@ def set_setting(key: str, value: Any) -> None:
 def clear_setting(key: str) -> None:
     """Remove a setting set with :func:`set_setting`; nothing happens if it was not set."""
     _code_settings.pop(key, None)
+
+
+@contextlib.contextmanager
+def fresh_code_settings() -> Iterator[None]:
+    """Inside the block no setting is set in code (settings.json and defaults still apply); after it, those
+    set before are back and those set inside are gone (b2luigi's ``with_new_settings``)."""
+    saved = dict(_code_settings)
+    _code_settings.clear()
+    try:
+        yield
+    finally:
+        _code_settings.clear()
+        _code_settings.update(saved)
 
 
 def _from_task(task: Any, key: str) -> Any:

@@ -14,9 +14,14 @@ from typing import Any
 
 from b2batch.errors import SettingError
 from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENAMED_SETTINGS, clear_setting,
-                              find_setting, profiled_error, set_setting, settings_files)
+                              find_setting, fresh_code_settings, profiled_error, set_setting,
+                              settings_files)
 
-__all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting"]
+__all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting",
+           "with_new_settings"]
+
+#: b2luigi's ``with_new_settings()``: a block in which no setting is set in code, those of before back after it.
+with_new_settings = fresh_code_settings
 
 #: b2luigi's marker for "no value": a default that no setting can have (b2luigi's code passes it as
 #: ``get_setting(key, _no_value)`` and compares the answer with ``is``).
