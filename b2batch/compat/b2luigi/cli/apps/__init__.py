@@ -1,0 +1,1 @@
+"""``b2luigi.cli.apps``: the typer apps of the subcommands, one module each."""
