@@ -14,6 +14,13 @@ A plugin subclasses :class:`BatchProcess` and implements :meth:`~BatchProcess.st
 and is named by the ``batch_system`` setting (the class itself) or an entry point of the group
 ``b2batch.batch_systems`` (or b2luigi's ``b2luigi.batch_systems``). :class:`ProcessSystem` adapts such a
 class to the engine: one ``BatchProcess`` per job, asked about its job at most once per ``poll_interval``.
+
+A subclass that names one of b2batch's own batch systems in :attr:`BatchProcess.engine_system` (b2luigi's
+``SlurmProcess`` and friends, in the compat layer) is that system on the engine: named as ``batch_system``,
+its tasks are submitted by b2batch's system, not through the class's own ``start_job``.
+
+b2luigi's base class also answers luigi's process protocol (``run``, ``is_alive``, ``terminate``, ``exitcode``)
+with the task's result put on ``result_queue``, for code that drives a process as b2luigi's worker does.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import logging
 import time
 from collections.abc import Iterable
 from typing import Any
+
+from luigi.scheduler import DONE, FAILED
 
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus
 from b2batch.settings import get_setting
@@ -40,15 +49,25 @@ class BatchProcess(abc.ABC):
 
     #: Name of the batch system, as used in the ``batch_system`` setting.
     system_name: str = ""
+    #: The name of one of b2batch's own batch systems this class stands for on the engine ("" for a plugin).
+    engine_system: str = ""
 
     def __init__(self, task: Any, scheduler: Any = None, result_queue: Any = None,
                  worker_timeout: float | None = None) -> None:
         self.task = task
-        self.scheduler = scheduler
-        self.result_queue = result_queue
+        self.scheduler = self._scheduler = scheduler
+        self.result_queue = self._result_queue = result_queue
         self.worker_timeout = worker_timeout
+        self.timeout_time = time.time() + worker_timeout if worker_timeout else None
+        self.use_multiprocessing = False
+        self._terminated = False
         self.job_id: str | None = None
         self.job_files: JobFiles | None = None  # set before start_job
+
+    @classmethod
+    def for_task(cls, task: Any) -> BatchProcess:
+        """The process that runs ``task``'s job (b2luigi's ``custom`` system picks the task's ``process_class``)."""
+        return cls(task=task)
 
     @abc.abstractmethod
     def start_job(self) -> None:
@@ -79,9 +98,57 @@ class BatchProcess(abc.ABC):
         jobs are submitted again, up to ``max_resubmissions`` times."""
         return ""
 
+    # --- luigi's process protocol, as b2luigi's worker drives a batch process ----------------------------------
+
+    @property
+    def exitcode(self) -> int:
+        """Always 0: the task's result travels through ``result_queue``, not through an exit code."""
+        return 0
+
+    def run(self) -> None:
+        """Log and start the job (b2luigi's worker calls this once)."""
+        logger.info("Batch process %s running  %s", type(self).__name__, self.task)
+        self.start_job()
+
+    def terminate(self) -> None:
+        """Stop the job (:meth:`terminate_job`)."""
+        self.terminate_job()
+
+    def is_alive(self) -> bool:
+        """Whether the job still runs; once it ended, its result (DONE or FAILED) is put on ``result_queue``
+        once and the process counts as ended. Another answer of :meth:`get_job_status` is a ValueError."""
+        if self._terminated:
+            return False
+        status = getattr(self.get_job_status(), "value", None)
+        if status in (JobStatus.running.value, JobStatus.idle.value):
+            return True
+        if status == JobStatus.successful.value:
+            self._put_to_result_queue(status=DONE, explanation="")
+        elif status == JobStatus.aborted.value:
+            self._put_to_result_queue(status=FAILED, explanation=self._failure_explanation())
+        else:
+            raise ValueError("get_job_status() returned an unknown job state!")
+        self._terminated = True
+        return False
+
+    def _failure_explanation(self) -> str:
+        return f"The batch job of {self.task} failed. {self.failure_reason()}".strip()
+
+    def _put_to_result_queue(self, status: str, explanation: str) -> None:
+        self._result_queue.put((self.task.task_id, status, explanation, [], []))
+
 
 class ProcessSystem(BatchSystem):
-    """A :class:`BatchProcess` subclass as an engine batch system: one process object per job."""
+    """A :class:`BatchProcess` subclass as an engine batch system: one process object per job. A class whose
+    :attr:`~BatchProcess.engine_system` names one of b2batch's systems gives that system instead."""
+
+    def __new__(cls, run: Any, process_class: type[BatchProcess]) -> Any:
+        if process_class.engine_system:
+            from b2batch.engine.shaped import ShapingSystem
+            from b2batch.systems import system_class
+
+            return ShapingSystem(run, system_class(process_class.engine_system)(run))
+        return super().__new__(cls)
 
     def __init__(self, run: Any, process_class: type[BatchProcess]) -> None:
         super().__init__(run)
@@ -92,7 +159,7 @@ class ProcessSystem(BatchSystem):
 
     def submit(self, group: list[Job]) -> None:
         for job in group:
-            process = self.process_class(task=job.payload)
+            process = self.process_class.for_task(job.payload)
             process.job_files = job.files
             process.start_job()
             job.job_id = str(process.job_id) if process.job_id is not None else f"{self.name}-{id(process):x}"

@@ -1,18 +1,58 @@
-"""``b2luigi.batch.processes``: ``BatchProcess`` and ``JobStatus``, b2batch's.
+"""``b2luigi.batch.processes``: ``BatchProcess`` and ``JobStatus`` (b2batch's), and b2luigi's grouping helpers.
 
-They are looked up on the ``b2batch`` package when first asked for, wherever b2batch defines them.
+``BatchProcess`` is the base class a b2luigi user subclasses for a batch system of their own (``start_job``,
+``get_job_status``, ``terminate_job``); b2batch drives such a class as a batch system (one object per task's job,
+:class:`b2batch.luigi_frontend.batch_process.ProcessSystem`) when a task names it: ``batch_system = "custom"``
+with ``process_class = MyProcess``, an entry point of ``b2luigi.batch_systems``, or the class as ``batch_system``.
+
+:func:`expand_grouped_task`, :func:`aggregate_job_status` and :func:`write_failed_jobs_log` are b2luigi's helpers
+for a process that submits one job per member of a parameter-grouped task (luigi's batching gives such a task
+a tuple for each grouped parameter).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["BatchProcess", "JobStatus"]
+from b2batch.engine import JobStatus
+from b2batch.luigi_frontend.batch_process import BatchProcess
+
+__all__ = ["BatchProcess", "JobStatus", "aggregate_job_status", "expand_grouped_task", "write_failed_jobs_log"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in __all__:
-        import b2batch
+def expand_grouped_task(task: Any) -> list[Any]:
+    """The scalar tasks a grouped ``task`` stands for that are not complete yet, one per value of its grouped
+    parameters; ``[task]`` when it has no grouped parameter or their values are no tuple (not batched)."""
+    names = list(task.grouped_param_names()) if hasattr(task, "grouped_param_names") else []
+    if not names or not isinstance(task.param_kwargs[names[0]], tuple):
+        return [task]
+    members = (task.clone(None, **{name: task.param_kwargs[name][index] for name in names})
+               for index in range(len(task.param_kwargs[names[0]])))
+    return [member for member in members if not member.complete()]
 
-        return getattr(b2batch, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def aggregate_job_status(statuses: Iterable[JobStatus]) -> JobStatus:
+    """One status for the jobs of one task: running while one runs, else aborted if one failed (or there is
+    none), else successful."""
+    found = list(statuses)
+    if not found:
+        return JobStatus.aborted
+    for status in (JobStatus.running, JobStatus.aborted):
+        if status in found:
+            return status
+    return JobStatus.successful
+
+
+def write_failed_jobs_log(task: Any, failed_jobs: Mapping[Any, str]) -> str:
+    """Write ``failed_jobs.log`` (a line ``<job id>: <log folder>`` per failed job) into the task's log folder;
+    its path."""
+    from b2batch.compat.b2luigi.core.utils import get_log_file_dir
+
+    folder = get_log_file_dir(task)
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "failed_jobs.log")
+    with open(path, "w") as log:
+        log.writelines(f"{job_id}: {job_log}\n" for job_id, job_log in failed_jobs.items())
+    return path
