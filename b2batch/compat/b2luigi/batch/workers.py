@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import importlib.metadata
 import logging
 import os
 import queue
@@ -29,27 +30,36 @@ __all__ = ["BatchSystems", "SendJobWorker", "SendJobWorkerSchedulerFactory"]
 
 _PROCESSES = {"lsf": "lsf:LSFProcess", "htcondor": "htcondor:HTCondorProcess", "slurm": "slurm:SlurmProcess",
               "test": "test:TestProcess", "gbasf2": "gbasf2:Gbasf2Process"}
+_NAMES = ("auto", "lsf", "htcondor", "slurm", "gbasf2", "local", "test", "custom")
+#: b2luigi's plugins: entry points of this group name batch systems (``name = "module:ProcessClass"``).
+ENTRY_POINT_GROUP = "b2luigi.batch_systems"
 
 
-class BatchSystems(enum.StrEnum):
-    """b2luigi's batch system names (``gbasf2`` is refused by b2batch with an explanation)."""
+def _plugins() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name not in _NAMES}
 
-    auto = "auto"
-    lsf = "lsf"
-    htcondor = "htcondor"
-    slurm = "slurm"
-    gbasf2 = "gbasf2"
-    local = "local"
-    test = "test"
-    custom = "custom"
 
-    def load_process_class(self) -> type[BatchProcess] | None:
-        """The process class of this batch system; None for ``auto``, ``local`` and ``custom``."""
-        reference = _PROCESSES.get(self.value)
-        if reference is None:
-            return None
+def _load_process_class(self: BatchSystems) -> type[BatchProcess] | None:
+    """The process class of this batch system (a plugin's is imported now); None for ``auto``, ``local`` and
+    ``custom``."""
+    reference = _PROCESSES.get(self.value)
+    if reference is not None:
         module, _, name = reference.partition(":")
         return getattr(importlib.import_module(f"b2batch.compat.b2luigi.batch.processes.{module}"), name)
+    plugin = _plugins().get(self.value)
+    if plugin is None:
+        return None
+    loaded = plugin.load()
+    if not (isinstance(loaded, type) and issubclass(loaded, BatchProcess)):
+        raise TypeError(f"Batch system '{self.value}' resolved to {loaded!r}, which is not a BatchProcess subclass.")
+    return loaded
+
+
+#: b2luigi's batch system names, then those of installed plugins (``gbasf2`` is refused by b2batch with an
+#: explanation).
+BatchSystems = enum.StrEnum("BatchSystems", [(name, name) for name in (*_NAMES, *_plugins())],  # type: ignore[misc]
+                            module=__name__)
+BatchSystems.load_process_class = _load_process_class  # type: ignore[attr-defined]
 
 
 def _make_output_folders(task: Any) -> None:
@@ -85,7 +95,8 @@ class SendJobWorker:
         apptainer process when ``apptainer_image`` is set). Grouping on a system other than LSF, HTCondor and
         Slurm is a ``RuntimeError``; ``custom`` without ``process_class`` an ``AttributeError``."""
         system = self.detect_batch_system(task)
-        if task.has_grouped_params() and task.max_grouping_size > 1:
+        grouped = getattr(task, "has_grouped_params", None)
+        if grouped is not None and grouped() and task.max_grouping_size > 1:
             if system not in (BatchSystems.htcondor, BatchSystems.slurm, BatchSystems.lsf):
                 raise RuntimeError("The grouping of tasks is currently only implemented for HTCondor, Slurm and LSF "
                                    f"processes and not for {system}!")
