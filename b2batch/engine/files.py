@@ -9,13 +9,11 @@ previous job's as ``.previous``).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import socket
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +47,9 @@ FILE_NAMES = {"spec": "job.json", "wrapper": "executable_wrapper.sh", "exit_code
               "cancelled": "cancelled", "checkpointed": "checkpointed", "usage": "usage.json"}
 
 
-def _file(name: str) -> functools.cached_property:
+def _file(name: str) -> property:
     file_name = FILE_NAMES[name]
-    return functools.cached_property(lambda self: self.folder / file_name)
+    return property(lambda self: Path(self._folder, file_name), doc=f"The job's {file_name}.")
 
 
 def _read_text(path: str) -> str:
@@ -59,23 +57,52 @@ def _read_text(path: str) -> str:
         return f.read()
 
 
-@dataclass
 class JobFiles:
-    """Paths of one job's files."""
+    """Paths of one job's files.
 
-    folder: Path
-    log_folder: Path
-    #: Whether this object made the job folder and no job of it was prepared since: it then holds nothing of
-    #: an earlier job (no journal, exit code or result to look for or remove).
-    fresh: bool = field(default=False, init=False, repr=False, compare=False)
-    _made: bool = field(default=False, init=False, repr=False, compare=False)
-    #: The exit code once read: a job writes it last and once; reset() forgets it for the next job.
-    _exit: int | None = field(default=None, init=False, repr=False, compare=False)
+    A run holds one of these per job for as long as it runs (100,000 and more), so it keeps two strings and
+    makes each ``Path`` when asked (``folder``, ``spec`` ...), and the engine's own reads and writes use
+    :meth:`path_of`'s text.
+    """
+
+    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit")
+
+    def __init__(self, folder: str | os.PathLike[str], log_folder: str | os.PathLike[str]) -> None:
+        # as Path would print them (no doubled or trailing slash), kept as text
+        self._folder = str(Path(folder))
+        self._log_folder = str(Path(log_folder))
+        #: Whether this object made the job folder and no job of it was prepared since: it then holds nothing
+        #: of an earlier job (no journal, exit code or result to look for or remove).
+        self.fresh = False
+        self._made = False
+        #: The exit code once read: a job writes it last and once; reset() forgets it for the next job.
+        self._exit: int | None = None
 
     @classmethod
     def at(cls, task_file_dir: Path, family: str, key: str, log_folder: Path) -> JobFiles:
         """The files of the job ``key`` of ``family`` under ``task_file_dir``."""
-        return cls(folder=Path(task_file_dir) / family / key, log_folder=Path(log_folder))
+        return cls(folder=Path(task_file_dir, family, key), log_folder=log_folder)
+
+    def __repr__(self) -> str:
+        return f"JobFiles(folder={self._folder!r}, log_folder={self._log_folder!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, JobFiles):
+            return NotImplemented
+        return (self.folder, self.log_folder) == (other.folder, other.log_folder)
+
+    def __hash__(self) -> int:
+        return hash((self._folder, self._log_folder))
+
+    @property
+    def folder(self) -> Path:
+        """The job folder."""
+        return Path(self._folder)
+
+    @property
+    def log_folder(self) -> Path:
+        """The folder of the job's stdout and stderr."""
+        return Path(self._log_folder)
 
     spec = _file("spec")
     wrapper = _file("wrapper")
@@ -92,18 +119,28 @@ class JobFiles:
     checkpointed = _file("checkpointed")
     #: What the job's wrapper (or a unit's worker) measured it used (engine/usage.py).
     usage = _file("usage")
-    stdout = functools.cached_property(lambda self: self.log_folder / "stdout")
-    stderr = functools.cached_property(lambda self: self.log_folder / "stderr")
+
+    @property
+    def stdout(self) -> Path:
+        return Path(self._log_folder, "stdout")
+
+    @property
+    def stderr(self) -> Path:
+        return Path(self._log_folder, "stderr")
+
+    def log_path(self, name: str) -> str:
+        """The path of the job's log ``name`` (``stdout`` or ``stderr``) as text."""
+        return f"{self._log_folder}/{name}"
 
     def path_of(self, name: str) -> str:
         """The path of the job's file ``name`` (one of :data:`FILE_NAMES`: ``spec``, ``exit_code`` ...) as text: no
         Path object is made or kept (these are read and written for every job)."""
-        return f"{os.fspath(self.folder)}/{FILE_NAMES[name]}"
+        return f"{self._folder}/{FILE_NAMES[name]}"
 
     def wrapper_paths(self) -> tuple[str, str, str, str, str]:
         """What a job's wrapper writes to, as text: its log folder, stdout, stderr, exit-code file and set-up
         failure file."""
-        logs = os.fspath(self.log_folder)
+        logs = self._log_folder
         return logs, f"{logs}/stdout", f"{logs}/stderr", self.path_of("exit_code"), self.path_of("setup_failed")
 
     def make_folders(self) -> None:
@@ -112,12 +149,12 @@ class JobFiles:
         if self._made:
             return
         try:
-            self.folder.mkdir()
+            os.mkdir(self._folder)
             self.fresh = True
         except FileExistsError:
             pass
         except FileNotFoundError:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            os.makedirs(self._folder, exist_ok=True)
             self.fresh = True
         self._made = True
 

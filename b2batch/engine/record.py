@@ -10,13 +10,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from b2batch.engine.usage import Usage, read_usage, usage_file
 
 
-@dataclass
+@dataclass(slots=True)
 class JobRecord:
     """One unit of work's job (or jobs, when it was resubmitted) in this run."""
 
@@ -41,8 +41,10 @@ class JobRecord:
     usage: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {name: getattr(self, name) for name in _RECORD_FIELDS}
 
+
+_RECORD_FIELDS = tuple(f.name for f in fields(JobRecord))
 
 Listener = Callable[[JobRecord], None]
 
@@ -102,8 +104,8 @@ class RunRecord:
         with self._lock:
             record = self.jobs.get(job.key)
             if record is None:
-                record = JobRecord(task_id=job.key, family=job.family, params=dict(job.params), system=job.system,
-                                   stdout=str(job.files.stdout), stderr=str(job.files.stderr))
+                record = JobRecord(task_id=job.key, family=job.family, params=job.params, system=job.system,
+                                   stdout=job.files.log_path("stdout"), stderr=job.files.log_path("stderr"))
                 self.jobs[job.key] = record
                 self.expected.pop(job.key, None)
         return record

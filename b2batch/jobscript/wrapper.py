@@ -79,7 +79,7 @@ def write_job_script(job_files: Any, owner: Any, label: str, lookup: Any, *, spe
         job_files.write_spec(spec)
     if not wrapper:
         return
-    arguments = command if command is not None else [str(ENTRY_POINT), str(job_files.spec)]
+    arguments = command if command is not None else [str(ENTRY_POINT), job_files.path_of("spec")]
     job_files.write_wrapper(render_job_wrapper(owner, label, lookup, job_files, [*executable_of(owner, lookup),
                                                                                   *arguments], checkpoint=checkpoint))
 
@@ -87,7 +87,7 @@ def write_job_script(job_files: Any, owner: Any, label: str, lookup: Any, *, spe
 def render_wrapper(task: Any, job_files: Any) -> str:
     """The executable wrapper of ``task``'s job."""
     return render_job_wrapper(task, task.task_id, _lookup(task), job_files,
-                              [*executable_of(task), str(ENTRY_POINT), str(job_files.spec)],
+                              [*executable_of(task), str(ENTRY_POINT), job_files.path_of("spec")],
                               checkpoint=callable(getattr(task, "checkpoint", None)))
 
 

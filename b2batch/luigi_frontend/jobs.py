@@ -31,6 +31,17 @@ from b2batch.luigi_frontend.grouping import Group, group_of, refuse
 from b2batch.luigi_frontend.layout import log_folder
 from b2batch.settings import active_profile, get_setting, settings_snapshot
 
+
+@functools.lru_cache(maxsize=64)
+def module_file(name: str) -> str | None:
+    """The file of the loaded module ``name`` when it was loaded from a file under another name (b2luigi's
+    command imports ``tasks.py`` as ``TaskClasses``): a job cannot import it by its name, it loads the file.
+    None for modules found by their name (and for ``__main__``)."""
+    file = getattr(sys.modules.get(name), "__file__", None)
+    if name == "__main__" or not file or Path(file).stem in ("__init__", name.rpartition(".")[2]):
+        return None
+    return os.path.abspath(file)
+
 logger = logging.getLogger(__name__)
 
 
@@ -224,7 +235,7 @@ class TaskJobs:
         if group is not None:
             value = self.batch_system_of(task)
             cls = systems.system_class(value if isinstance(value, type) else str(value), task)
-            if issubclass(cls, BatchProcess):
+            if issubclass(cls, BatchProcess) and not cls.engine_system:  # b2luigi's SlurmProcess ... group
                 raise refuse(task, group, value)
         self._groups[task.task_id] = group
         return group
@@ -287,7 +298,8 @@ class TaskJobs:
                    # A task that checkpoints runs as its own job: its wrapper passes the batch system's warning on.
                    unit=None if checkpoint.can_checkpoint(task) else {
                        "call": "b2batch.luigi_frontend.node:run_unit", "args": [files.path_of("spec")],
-                       "preload": [] if task.task_module == "__main__" else [task.task_module]},
+                       "preload": [] if task.task_module == "__main__" or module_file(task.task_module)
+                       else [task.task_module]},
                    bootstrap=self.bootstrap, settings_key=_settings_key(task, self._classes))
 
     @functools.cached_property
@@ -308,7 +320,8 @@ class TaskJobs:
 
         task, files = job.payload, job.files
         files.make_folders()
-        spec = {"task_module": task.task_module, "task_family": task.task_family, "task_params": task.to_str_params(),
+        spec = {"task_module": task.task_module, "task_module_file": module_file(task.task_module),
+                "task_family": task.task_family, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
                 "settings": self.settings, "result_file": files.path_of("result")}
         seen: dict[str, Any] = {}  # the wrapper's settings, each looked up once for this job

@@ -60,7 +60,7 @@ logger = logging.getLogger(__name__)
 RED, RESET = "\x1b[31m", "\x1b[0m"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """A task of the graph and what the runner knows of it."""
 
@@ -156,7 +156,9 @@ class GraphRunner(FailureBudgets, Steering):
                 self._grouping |= node.group is not None
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
-        node.needs = frozenset((task.process_resources() or {}).items())
+        needs = task.process_resources()
+        if needs:  # most tasks need none: they keep the class default, not a frozenset each
+            node.needs = frozenset(needs.items())
         node.acceptance = acceptance_of(task)  # a wrong value stops the run here
         self.summary.add(task, node.status, node.runnable)
         if self.record is not None and node.status == PENDING and node.runnable and self.jobs.runs_as_job(task):
