@@ -9,6 +9,7 @@ FAILED with the error, or PENDING with new dynamic requirements.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -57,8 +58,32 @@ class StatusReporter:
         """Resources are the batch system's business in a job."""
 
 
+def load_task_module(spec: dict[str, Any]) -> None:
+    """Import the module of the job's task: by its name, or (``task_module_file``: it was loaded from a file
+    under another name, as b2luigi's command loads ``tasks.py`` as ``TaskClasses``) from that file."""
+    name, file = spec["task_module"], spec.get("task_module_file")
+    if name in sys.modules:
+        return
+    if not file:
+        importlib.import_module(name)
+        return
+    sys.path.insert(0, str(Path(file).parent))  # as the steering process had it: its siblings import
+    module_spec = importlib.util.spec_from_file_location(name, file)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"b2batch: cannot load the task module {name} from {file}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+
+
 def run_task(spec: dict[str, Any]) -> int:
     """Run the task of ``spec`` once and write its result file; the job's exit code."""
+    if spec.get("task_module_file"):
+        load_task_module(spec)
     task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
     task = task_class.from_str_params(spec["task_params"])
     result_file = Path(spec["result_file"])
@@ -133,5 +158,5 @@ def main(argv: list[str]) -> int:
         # The script's process() call runs the task and exits; a script without one just defines tasks.
         runpy.run_path(script, run_name="__main__")
     elif spec["task_module"]:
-        importlib.import_module(spec["task_module"])
+        load_task_module(spec)
     return run_spec(spec)

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
+from b2batch import paths
 from b2batch.compat.b2luigi.cli.apps.batch_runner import batch_runner_app
 from b2batch.compat.b2luigi.cli.apps.cleanup import cleanup_app
 from b2batch.compat.b2luigi.cli.apps.graph import graph_app
@@ -63,12 +64,22 @@ app.add_typer(graph_app, name="graph")
 console = Console()
 
 
+def _base_folder() -> str:
+    """The folder relative settings (``result_dir``, ``log_dir``) are relative to, as b2luigi's command
+    has it: that of ``$B2LUIGI_TASK_FILE``, else the working directory (not the folder of the ``b2luigi``
+    script, which would be b2batch's rule for a ``__main__`` that is not a ``.py`` file)."""
+    task_file = os.environ.get("B2LUIGI_TASK_FILE")
+    return os.path.dirname(os.path.abspath(task_file)) if task_file else os.path.abspath(os.getcwd())
+
+
 @app.callback()
 def main_callback(
+    ctx: typer.Context,
     version: Annotated[Optional[bool], typer.Option("--version", "-V", "-v", callback=_print_version, is_eager=True,
                                                     help="Show the version and exit.")] = None,
 ) -> None:
     """b2luigi — Belle II extension of the Luigi workflow management framework."""
+    ctx.with_resource(paths.base_dir_pinned(_base_folder()))  # for this command only (it ends with it)
 
 
 @app.command("about")
