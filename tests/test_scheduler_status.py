@@ -44,7 +44,6 @@ class Scripted:
         self.system = self.run.add_system("slurm", SlurmSystem)
         self.system.monitor = JobMonitor("slurm", lambda ids: {i: self.queue[i] for i in ids if i in self.queue})
         self.job = make_job(self.run, Sleepy())
-        self.job.submitted_at = time.time()
         self.system._track(self.job, "42")
 
     def state(self):

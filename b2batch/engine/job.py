@@ -16,9 +16,10 @@ from b2batch.engine.files import JobFiles
 from b2batch.engine.outcome import COMMAND_NOT_FOUND, SETUP_FAILED, JobOutcome
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Job:
-    """One unit of work. Jobs compare and hash by identity."""
+    """One unit of work. Jobs compare and hash by identity. A run holds one per unit while it runs: in slots,
+    no attribute beyond these."""
 
     #: Unique in the run (for luigi tasks: the task id); names the job's record.
     key: str
