@@ -169,6 +169,8 @@ def test_parameters_and_task_names_as_b2luigi_reads_them(b2luigi, tmp_path: Path
     assert parse_kv_params(["a=1", "b=[1, 2]", "c=text", "d=x=y"]) == {"a": 1, "b": [1, 2], "c": "text", "d": "x=y"}
     with pytest.raises(CliUserError, match="Invalid --param 'a'. Use key=value."):
         parse_kv_params(["a"])
+    with pytest.raises(CliUserError, match=r"^ParameterGenerator requires at least one value\.$"):
+        b2luigi.ParameterGenerator([])
     sweep = {"x": b2luigi.ParameterGenerator([1, 2]), "y": 0}
     assert expand_parameters(sweep) == [{"x": 1, "y": 0}, {"x": 2, "y": 0}]
     monkeypatch.setenv("B2LUIGI_TASK_FILE", "mine.py")

@@ -21,8 +21,9 @@ from typing import Any
 
 
 class CliUserError(ValueError):
-    """A generator given values it cannot use. b2luigi 1.3 raises an exception of this name
-    (``b2luigi.cli.errors.CliUserError``, exit status 2 on its command line); here it is also a ``ValueError``."""
+    """A generator given values it cannot use; also every other wrong input of the shim's ``b2luigi`` command
+    (this is ``b2luigi.cli.errors.CliUserError``: its text in a red panel, exit status 2). Here it is also a
+    ``ValueError``."""
 
     exit_code = 2
 
@@ -37,7 +38,7 @@ class ParameterGenerator:
     def __init__(self, values: list[Any]) -> None:
         values = list(values)
         if not values:
-            raise CliUserError("ParameterGenerator needs at least one value.")
+            raise CliUserError("ParameterGenerator requires at least one value.")
         self.values = values
 
     def __iter__(self) -> Iterator[Any]:
@@ -52,12 +53,12 @@ class ZippedParameterGenerator:
 
     def __init__(self, **values: list[Any]) -> None:
         if not values:
-            raise CliUserError("ZippedParameterGenerator needs at least one keyword argument.")
+            raise CliUserError("ZippedParameterGenerator requires at least one keyword argument.")
         lengths = {name: len(list(v)) for name, v in values.items()}
         if len(set(lengths.values())) > 1:
-            raise CliUserError(f"ZippedParameterGenerator: the lists must be equally long, not {lengths}.")
+            raise CliUserError(f"ZippedParameterGenerator: all lists must have the same length, got {lengths}.")
         if not next(iter(lengths.values())):
-            raise CliUserError("ZippedParameterGenerator needs non-empty lists.")
+            raise CliUserError("ZippedParameterGenerator requires non-empty lists.")
         self.pairs = {name: list(v) for name, v in values.items()}
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
