@@ -105,6 +105,9 @@ class Step:
     stdout = stderr = Path("/logs")
     exit_code = Path("/nonexistent/exit_code")
 
+    def log_path(self, name: str) -> str:
+        return "/logs"
+
     def __init__(self, family: str, n: int, system: str = "local") -> None:
         self.family, self.key = family, f"{family}_{n}"
         self.params = {"n": str(n)}

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
 
+from b2batch.display.changes import Change, StateChanges
 from b2batch.display.efficiency import efficiency, summary_lines
 from b2batch.display.trace import describe, iso_time, trace
 from b2batch.engine import JobRecord, RunRecord
@@ -93,7 +94,8 @@ class RunReport:
     exits_on_failure: bool = True  # process()'s exit_on_failure: a failed run ends the script with status 1
     summarise: bool = True  # the setting run_summary: the summary on stderr, the timeline and report files
     paths: dict[str, Path] = field(default_factory=dict)
-    history: dict[str, list[tuple[float, str, str | None]]] = field(default_factory=dict)
+    #: When each job changed to which state (the timeline and the report's job histories are made of these).
+    history: StateChanges = field(default_factory=StateChanges)
     #: Where to write the run's live state for ``b2batch monitor`` while it runs (None: nowhere), with the
     #: front-end's own keys for it (engine/livestate.py).
     live_folder: Path | None = None
@@ -151,7 +153,7 @@ class RunReport:
     def _record(self, record: JobRecord) -> None:
         """The listener on the record: when each job changed to which state (the timeline is made of these)."""
         job_id = record.job_ids[-1] if record.job_ids else None
-        self.history.setdefault(record.task_id, []).append((time.time(), record.state, job_id))
+        self.history.add(record.task_id, time.time(), record.state, job_id)
 
     @property
     def exit_status(self) -> int | None:
@@ -284,9 +286,10 @@ class RunReport:
             self.paths = {"trace": folder / f"{stem}.trace.json", "report": folder / f"{stem}.report.json"}
             records = list(self.run.jobs.values())
             indent = 1 if len(records) <= 1000 else None  # large files: json's fast encoder, no indent
-            self.paths["trace"].write_text(json.dumps(trace(records, self.history, self.started_at,
+            history = self.history.by_job()
+            self.paths["trace"].write_text(json.dumps(trace(records, history, self.started_at,
                                                             self.ended_at), indent=indent))
-            text = json.dumps(self.report(outcomes), indent=indent, default=str)
+            text = json.dumps(self.report(outcomes, history), indent=indent, default=str)
             self.paths["report"].write_text(text)
         except OSError as e:
             logger.warning("Could not write the run's timeline and report: %s", e)
@@ -299,18 +302,20 @@ class RunReport:
         except Exception as e:  # noqa: BLE001 - the page must not change the run's result
             logger.warning("Could not write the run's HTML report: %s", e)
 
-    def report(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
-        """The machine-readable report: the run, its totals, every job with its history, the other tasks."""
+    def report(self, outcomes: list[TaskOutcome], history: dict[str, list[Change]] | None = None) -> dict[str, Any]:
+        """The machine-readable report: the run, its totals, every job with its history (``history``: the
+        changes by job, when the caller grouped them already), the other tasks."""
         from b2batch import __version__
 
         totals: Counter[str] = Counter(o.outcome for o in outcomes)
         by_family: dict[str, dict[str, dict[str, int]]] = {}
         for o in outcomes:
             by_family.setdefault(o.family, {}).setdefault(o.system, Counter())[o.outcome] += 1  # type: ignore[arg-type]
+        history = self.history.by_job() if history is None else history
         jobs = []
         for record in self.run.jobs.values():
             job = record.as_dict()
-            job["history"] = [{"at": t, "state": s, "job_id": j} for t, s, j in self.history.get(record.task_id, [])]
+            job["history"] = [{"at": t, "state": s, "job_id": j} for t, s, j in history.get(record.task_id, [])]
             jobs.append(job)
         return {
             "b2batch_version": __version__,
