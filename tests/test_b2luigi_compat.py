@@ -167,7 +167,7 @@ def test_parameter_generators_expand_to_every_combination(b2luigi) -> None:
         {"tag": "v1", "energy": 1, "exp": 7, "run": "a"}, {"tag": "v1", "energy": 1, "exp": 8, "run": "b"},
         {"tag": "v1", "energy": 2, "exp": 7, "run": "a"}, {"tag": "v1", "energy": 2, "exp": 8, "run": "b"}]
     assert b2luigi.expand_parameters(b2luigi.ZippedParameterGenerator(a=[1, 2])) == [{"a": 1}, {"a": 2}]
-    with pytest.raises(ValueError, match="equally long"):
+    with pytest.raises(ValueError, match="all lists must have the same length"):
         b2luigi.ZippedParameterGenerator(a=[1], b=[1, 2])
     with pytest.raises(ValueError):
         b2luigi.ParameterGenerator([])
