@@ -97,6 +97,11 @@ CASES = {
     "remove": ["remove", "LeafTask", "-y"],
     "missing-task-file": ["show", "--task-file", "nothing.py"],
     "run-dry": ["run", "RootTask", "--dry"],
+    "run-bad-param": ["run", "LeafTask", "--param", "x=1", "--dry"],
+    "graph-tree": ["graph", "RootTask", "--status", "--params"],
+    "tasks-info": ["tasks", "info", "RootTask"],
+    "cleanup": ["cleanup", "RootTask", "--with-requirements", "-y"],
+    "init": ["init"],
 }
 
 
