@@ -155,23 +155,29 @@ def job_argv(exec_script: str, output: str, input_file: str | None, force: bool,
     return argv + (["--", *extra_args] if extra_args else [])
 
 
+#: Settings of process() that differ for ``b2luigi test``: b2luigi's rule of one process() per script is not for
+#: test_task (no script's process() call), and the run's result tells whether luigi scheduled and ran everything.
+_RUN_SETTINGS = {"process_once": False, "process_returns_result": True}
+
+
 @contextlib.contextmanager
 def _for_this_run(argv: list[str]) -> Iterator[None]:
     """While ``b2luigi test`` runs its task: process() sees ``argv`` as the command line (the words a job needs to
-    rebuild the task, none of them a flag of process()'s), and b2luigi's rule of one process() per script does
-    not hold (``test_task`` is no script's process() call); both as before afterwards."""
+    rebuild the task, none of them a flag of process()'s) and :data:`_RUN_SETTINGS`; both as before afterwards."""
     saved_argv = sys.argv
     had = settings_snapshot()["code"]
     sys.argv = [saved_argv[0] if saved_argv else "b2luigi", *argv]
-    set_setting("process_once", False)
+    for key, value in _RUN_SETTINGS.items():
+        set_setting(key, value)
     try:
         yield
     finally:
         sys.argv = saved_argv
-        if "process_once" in had:
-            set_setting("process_once", had["process_once"])
-        else:
-            clear_setting("process_once")
+        for key in _RUN_SETTINGS:
+            if key in had:
+                set_setting(key, had[key])
+            else:
+                clear_setting(key)
 
 
 def test_task(exec_script: str, output: str, input_file: str | None, force: bool, batch: bool,
@@ -180,7 +186,7 @@ def test_task(exec_script: str, output: str, input_file: str | None, force: bool
     """Run ``exec_script`` as a task (see :func:`_build_fast_task`), after applying ``settings`` (``key=value``,
     JSON values) with ``set_setting``; ``batch_system`` (checked by :func:`_resolve_batch_system`) is set as the
     setting of that name and implies ``batch``. With ``input_file`` the task requires that file. Exits with
-    status 1 when the task fails."""
+    status 1 when the task fails (luigi's ``scheduling_succeeded`` is false)."""
     for key, value in parse_kv_params(settings or []).items():
         set_setting(key, value)
     if batch_system is not None:  # after --setting: the flag wins
@@ -193,5 +199,8 @@ def test_task(exec_script: str, output: str, input_file: str | None, force: bool
         fast_task = requires(_build_fast_req_task(input_file))(fast_task)
     argv = job_argv(exec_script, output, input_file, force, extra_args, literal_path, executable)
     with _for_this_run(argv):
-        process(fast_task(), batch=batch, ignore_additional_command_line_args=True, exit_on_failure=True,
-                log_level="INFO")
+        result = process(fast_task(), batch=batch, ignore_additional_command_line_args=True, exit_on_failure=False,
+                         log_level="INFO")
+    # As b2luigi: status 1 when luigi did not schedule and run everything (a missing input is no failure there).
+    if not result.scheduling_succeeded:
+        raise SystemExit(1)
