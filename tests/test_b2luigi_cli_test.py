@@ -216,18 +216,27 @@ def test_test_task_runs_here_and_leaves_the_command_line_and_settings_as_they_we
 # --- --batch: a job that reruns the command -------------------------------------------------------------------
 
 def test_batch_runs_the_task_as_a_job_that_reruns_b2luigi_test(tmp_path: Path) -> None:
-    """Under emulated HTCondor: the job runs ``b2luigi test`` again on the node, which runs only the job's task."""
+    """Under emulated HTCondor: the job runs ``b2luigi test`` again on the node, which runs only the job's task, after
+    its wrapper sourced ``--env-script``."""
     folder = scripts(tmp_path / "project")
+    (folder / "env.sh").write_text("export H2_FROM_ENV_SCRIPT=sourced\n")
+    (folder / "job.py").write_text(textwrap.dedent("""\
+        import os, pathlib, sys
+        out, given = sys.argv[sys.argv.index("-o") + 1], pathlib.Path(sys.argv[sys.argv.index("-i") + 1]).read_text()
+        pathlib.Path(out).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(out).write_text("|".join([given, os.environ.get("H2_FROM_ENV_SCRIPT", ""), *sys.argv[5:]]))
+        """))
     command = tmp_path / "b2luigi"  # the console script's part: a file, as a job reruns it
     command.write_text("import sys\nfrom b2batch.compat.b2luigi.cli import main\nsys.exit(main())\n")
     env = {**os.environ, "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
-    inner = [sys.executable, str(command), "test", "-s", "writes.py", "-o", "out/result.txt", "-i", "data/input.txt",
-             "--batch-system", "htcondor", "--", "--lr", "0.1"]
+    inner = [sys.executable, str(command), "test", "-s", "job.py", "-o", "out/result.txt", "-i", "data/input.txt",
+             "--batch-system", "htcondor", "--env-script", "env.sh", "--", "--lr", "0.1"]
     ran = subprocess.run([sys.executable, "-m", "b2batch", "emulate", "htcondor", "--", *inner], cwd=folder, env=env,
                          capture_output=True, text=True, timeout=180)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert (folder / "out" / "result.txt").read_text() == "seed|--lr 0.1"
+    # The input found on the node, the environment script sourced by the job's wrapper, the extra arguments.
+    assert (folder / "out" / "result.txt").read_text() == "seed|sourced|--lr|0.1"
     [job] = (folder / "task_files" / "FastTask").glob("*/job.json")
     spec = json.loads(job.read_text())
-    assert spec["script"] == str(command) and spec["argv"][:3] == ["test", "-s", str(folder / "writes.py")]
+    assert spec["script"] == str(command) and spec["argv"][:3] == ["test", "-s", str(folder / "job.py")]
     assert (job.parent / "condor.log").exists()  # it really was a job

@@ -17,14 +17,12 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import luigi
-
 from b2batch.compat.b2luigi.batch.workers import BatchSystems
 from b2batch.compat.b2luigi.cli.errors import CliUserError
 from b2batch.compat.b2luigi.cli.params import parse_kv_params, suggest
 from b2batch.compat.b2luigi.core.settings import get_setting, set_setting
 from b2batch.compat.b2luigi.core.utils import _UNSET
-from b2batch.luigi_frontend.task import ExternalTask, Task, requires
+from b2batch.luigi_frontend.task import ExternalTask, LocalTarget, Task, requires
 from b2batch.luigi_frontend.workflow import process
 from b2batch.settings import clear_setting, settings_snapshot
 from b2batch.systems import known_systems
@@ -54,7 +52,7 @@ def _build_fast_req_task(input_file: str) -> type:
     path = os.path.abspath(input_file)
 
     def output(self: Any) -> Iterator[dict[str, Any]]:
-        yield {input_file: luigi.LocalTarget(path)}
+        yield {input_file: LocalTarget(path)}
 
     return type("FastReqTask", (ExternalTask,), {"output": output, "__module__": TASK_MODULE})
 
@@ -134,7 +132,7 @@ def _build_fast_task(exec_script: str, output: str, input_file: str | None, forc
         attrs["env_script"] = os.path.abspath(env_script)
     if not force:
         def outputs(self: Any) -> Iterator[dict[str, Any]]:
-            yield {output: luigi.LocalTarget(output_path)} if literal_path else self.add_to_output(output)
+            yield {output: LocalTarget(output_path)} if literal_path else self.add_to_output(output)
 
         attrs["output"] = outputs
     return type("FastTask", (Task,), attrs)
