@@ -132,7 +132,9 @@ def test_a_second_run_is_skipped_and_force_runs_again(tmp_path: Path) -> None:
 
 @pytest.fixture
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder with the scripts, as the working directory, under b2luigi's profile (the shim's)."""
     monkeypatch.chdir(scripts(tmp_path))
+    settings.use_profile("b2luigi")  # conftest's isolation puts b2batch's back afterwards
     return tmp_path
 
 
@@ -175,13 +177,13 @@ def test_outputs_are_literal_paths_unless_asked_otherwise(in_tmp: Path) -> None:
 
 
 @pytest.mark.parametrize("executable", ["basf2 'oops", "   ", ""])
-def test_an_executable_without_words_is_the_users_error(executable: str) -> None:
+def test_an_executable_without_words_is_the_users_error(executable: str, in_tmp: Path) -> None:
     with pytest.raises(CliUserError) as raised:
         fast_test._build_fast_task("s.py", "o.txt", None, False, False, [], executable=executable)
     assert raised.value.exit_code == 2
 
 
-def test_batch_systems_are_checked_with_b2luigis_text() -> None:
+def test_batch_systems_are_checked_with_b2luigis_text(in_tmp: Path) -> None:
     assert fast_test._resolve_batch_system("gbasf2") == "gbasf2"
     assert fast_test._resolve_batch_system("sge") == "sge"  # b2batch's own systems are accepted too
     with pytest.raises(CliUserError, match=r"^Unknown batch system 'slrum'\. Did you mean 'slurm'\? Valid choices: "
@@ -240,3 +242,13 @@ def test_batch_runs_the_task_as_a_job_that_reruns_b2luigi_test(tmp_path: Path) -
     spec = json.loads(job.read_text())
     assert spec["script"] == str(command) and spec["argv"][:3] == ["test", "-s", str(folder / "job.py")]
     assert (job.parent / "condor.log").exists()  # it really was a job
+
+
+def test_test_task_with_jobs_is_refused_outside_the_command(in_tmp: Path) -> None:
+    """A job reruns the program: from pytest it could not rebuild the task, so nothing is submitted."""
+    with with_new_settings(), pytest.raises(CliUserError, match="run it as 'b2luigi test ... --batch'"):
+        fast_test.test_task("writes.py", "result.txt", None, False, False, [], batch_system="htcondor")
+    assert not (in_tmp / "task_files").exists() and not (in_tmp / "result.txt").exists()
+    with with_new_settings():  # the local system runs the task here, as b2luigi does
+        fast_test.test_task("writes.py", "result.txt", None, False, True, [], batch_system="local")
+    assert (in_tmp / "result.txt").read_text() == "done|"
