@@ -239,3 +239,19 @@ def test_statuses_that_fail_the_run_are_luigis() -> None:
     from b2batch.luigi_frontend.outcomes import FAILED_STATUSES
 
     assert set(FAILED_STATUSES) < set(LuigiStatusCode.__members__)
+
+
+def test_large_json_files_are_written_item_by_item_and_read_back_whole(tmp_path) -> None:
+    """The report and timeline of a large run are encoded one job (event) at a time: the file reads back as the
+    whole object would have been written, with an empty head or list too."""
+    from b2batch.display.jsonfile import write_json
+
+    items = [{"n": i, "path": Path("/x") / str(i), "h": [{"at": 1.5, "state": "done", "job_id": None}]}
+             for i in range(3)]
+    cases = [({"a": 1, "b": [1, 2]}, items), ({}, items), ({"a": "x"}, []), ({}, [])]
+    for head, listed in cases:
+        streamed, whole = tmp_path / "streamed.json", tmp_path / "whole.json"
+        write_json(streamed, head, "jobs", iter(listed), indent=None, default=str)
+        write_json(whole, head, "jobs", iter(listed), indent=1, default=str)
+        assert json.loads(streamed.read_text()) == json.loads(whole.read_text()) == \
+            json.loads(json.dumps({**head, "jobs": listed}, default=str))

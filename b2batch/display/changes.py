@@ -8,10 +8,17 @@ job only when the run is over and its timeline and report are written.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import fields
+from typing import Any
+
+from b2batch.engine import JobRecord
 
 #: One change as the timeline and the report read it: when, the new state, the batch job id (or None).
 Change = tuple[float, str, "str | None"]
+
+#: The keys of a job in the report, besides its history: the record's fields.
+_FIELDS = tuple(f.name for f in fields(JobRecord))
 
 
 class StateChanges:
@@ -42,3 +49,28 @@ class StateChanges:
         for key, change in self:
             grouped.setdefault(key, []).append(change)
         return grouped
+
+
+class JobView(Mapping[str, Any]):
+    """One job of the report as the HTML page reads it (``job["family"]``, ``job.get("history")``), from the
+    run's record itself: no copy of its values per job. Its ``history`` holds (at, state, job_id) tuples where
+    the report's file has objects."""
+
+    __slots__ = ("_record", "_history")
+
+    def __init__(self, record: Any, history: list[Change]) -> None:
+        self._record = record
+        self._history = history
+
+    def __getitem__(self, name: str) -> Any:
+        if name == "history":
+            return self._history
+        if name not in _FIELDS:
+            raise KeyError(name)
+        return getattr(self._record, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*_FIELDS, "history"))
+
+    def __len__(self) -> int:
+        return len(_FIELDS) + 1

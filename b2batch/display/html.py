@@ -142,7 +142,9 @@ def _families(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 
 def _history(job: dict[str, Any]) -> list[tuple[float, str, str | None]]:
-    return [(float(h["at"]), str(h["state"]), h.get("job_id")) for h in job.get("history") or []]
+    # the report's file holds objects; a run's own page gets (at, state, job_id) tuples (display/changes.JobView)
+    return [(float(h["at"]), str(h["state"]), h.get("job_id")) if isinstance(h, dict) else h
+            for h in job.get("history") or []]
 
 
 def _timeline_rows(jobs: list[dict[str, Any]], t1: float) -> tuple[list[charts.Row], dict[str, list[Any]]]:

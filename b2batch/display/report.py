@@ -13,14 +13,16 @@ import logging
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TextIO
 
-from b2batch.display.changes import Change, StateChanges
+from b2batch.display.changes import Change, JobView, StateChanges
+from b2batch.display.jsonfile import write_json
 from b2batch.display.efficiency import efficiency, summary_lines
-from b2batch.display.trace import describe, iso_time, trace
+from b2batch.display.trace import describe, iso_time, trace_events, trace_head
 from b2batch.engine import JobRecord, RunRecord
 from b2batch.errors import StoppedBySignal
 
@@ -287,36 +289,43 @@ class RunReport:
             records = list(self.run.jobs.values())
             indent = 1 if len(records) <= 1000 else None  # large files: json's fast encoder, no indent
             history = self.history.by_job()
-            self.paths["trace"].write_text(json.dumps(trace(records, history, self.started_at,
-                                                            self.ended_at), indent=indent))
-            text = json.dumps(self.report(outcomes, history), indent=indent, default=str)
-            self.paths["report"].write_text(text)
+            write_json(self.paths["trace"], trace_head(self.started_at, self.ended_at), "traceEvents",
+                       trace_events(records, history, self.started_at, self.ended_at), indent)
+            head = self._report_head(outcomes)
+            write_json(self.paths["report"], head, "jobs", self._job_entries(history), indent, default=str)
         except OSError as e:
             logger.warning("Could not write the run's timeline and report: %s", e)
             self.paths = {}
             return
-        try:  # the page is made from the report as written, as `b2batch report` makes it later
+        try:  # the page shows what the report's file holds (its head as JSON reads it back, the jobs from the
+            # record), as `b2batch report` shows it later from the file
             from b2batch.display.html import write_html
 
-            self.paths["html"] = write_html(json.loads(text), self.paths["report"])
+            jobs = [JobView(record, history.get(record.task_id, [])) for record in records]
+            as_written = json.loads(json.dumps(head, default=str))
+            self.paths["html"] = write_html({**as_written, "jobs": jobs}, self.paths["report"])
         except Exception as e:  # noqa: BLE001 - the page must not change the run's result
             logger.warning("Could not write the run's HTML report: %s", e)
 
-    def report(self, outcomes: list[TaskOutcome], history: dict[str, list[Change]] | None = None) -> dict[str, Any]:
-        """The machine-readable report: the run, its totals, every job with its history (``history``: the
-        changes by job, when the caller grouped them already), the other tasks."""
+    def report(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
+        """The machine-readable report: the run, its totals, every job with its history, the other tasks."""
+        return {**self._report_head(outcomes), "jobs": list(self._job_entries(self.history.by_job()))}
+
+    def _job_entries(self, history: dict[str, list[Change]]) -> Iterator[dict[str, Any]]:
+        """Each job of the report, made when its turn comes (:func:`write_json` holds one at a time)."""
+        for record in self.run.jobs.values():
+            job = record.as_dict()
+            job["history"] = [{"at": t, "state": s, "job_id": j} for t, s, j in history.get(record.task_id, [])]
+            yield job
+
+    def _report_head(self, outcomes: list[TaskOutcome]) -> dict[str, Any]:
+        """The report without its jobs."""
         from b2batch import __version__
 
         totals: Counter[str] = Counter(o.outcome for o in outcomes)
         by_family: dict[str, dict[str, dict[str, int]]] = {}
         for o in outcomes:
             by_family.setdefault(o.family, {}).setdefault(o.system, Counter())[o.outcome] += 1  # type: ignore[arg-type]
-        history = self.history.by_job() if history is None else history
-        jobs = []
-        for record in self.run.jobs.values():
-            job = record.as_dict()
-            job["history"] = [{"at": t, "state": s, "job_id": j} for t, s, j in history.get(record.task_id, [])]
-            jobs.append(job)
         return {
             "b2batch_version": __version__,
             "script": self.script,
@@ -338,7 +347,6 @@ class RunReport:
             "efficiency": efficiency(self.run.jobs.values()),
             "accounting": dict(self.run.accounting),
             "job_shapes": {family: dict(entry) for family, entry in sorted(self.run.shapes.items())},
-            "jobs": jobs,
             "policies": self.policies(),
             "other_tasks": [{"task_id": o.task_id, "task": o.name, "outcome": o.outcome, "reason": o.reason}
                             for o in outcomes if o.record is None],

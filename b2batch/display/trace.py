@@ -7,6 +7,7 @@ their own per worker. It reads the run's record and the history of states :class
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +77,26 @@ def trace(records: list[JobRecord], history: dict[str, list[tuple[float, str, st
     """The timeline in Chrome's Trace Event Format: a process per batch system, a thread (row) per task;
     per job a ``job`` span holding a ``queued`` span and, if it started, a ``running`` span. Times are
     microseconds since the start of the run."""
+    return {**trace_head(started_at, ended_at), "traceEvents": list(trace_events(records, history, started_at,
+                                                                                   ended_at))}
+
+
+def trace_head(started_at: float, ended_at: float) -> dict[str, Any]:
+    """The timeline's keys other than its events."""
+    return {"displayTimeUnit": "ms",
+            "otherData": {"started": iso_time(started_at), "ended": iso_time(ended_at), "tool": "b2batch"}}
+
+
+def trace_events(records: list[JobRecord], history: dict[str, list[tuple[float, str, str | None]]],
+                 started_at: float, ended_at: float) -> Iterator[dict[str, Any]]:
+    """The timeline's events one at a time (:func:`trace`), so that a writer need not hold them all."""
     def us(t: float) -> int:
         return round((t - started_at) * 1e6)
 
-    events: list[dict[str, Any]] = []
     systems = sorted({r.system for r in records})
     pids = {system: i + 1 for i, system in enumerate(systems)}
     for system, pid in pids.items():
-        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": system}})
+        yield {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": system}}
     rows = [(r, attempts(history.get(r.task_id) or _history_of(r), ended_at)) for r in records]
     rows.sort(key=lambda row: min([a.submitted or a.ended or ended_at for a in row[1]], default=ended_at))
     pooled = [row for row in rows if row[0].carrier]
@@ -91,8 +104,8 @@ def trace(records: list[JobRecord], history: dict[str, list[tuple[float, str, st
     for tid, (record, jobs) in enumerate(rows, 1):
         pid = pids[record.system]
         name = describe(record.family, record.params)
-        events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}})
-        events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+        yield {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
+        yield {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
         resubmissions = iter(record.resubmissions)
         for job in jobs:
             end = job.ended if job.ended is not None else ended_at
@@ -103,28 +116,25 @@ def trace(records: list[JobRecord], history: dict[str, list[tuple[float, str, st
                     "reason": reason.splitlines()[0] if reason else "", "stdout": record.stdout,
                     "stderr": record.stderr}
             if job.submitted is None:  # no job: an instant at the failed submission
-                events.append({"name": f"{name}: submission failed", "cat": "submission", "ph": "i", "s": "t",
-                               "ts": us(end), "pid": pid, "tid": tid, "args": args})
+                yield {"name": f"{name}: submission failed", "cat": "submission", "ph": "i", "s": "t",
+                       "ts": us(end), "pid": pid, "tid": tid, "args": args}
                 continue
             begin, start, finish = us(job.submitted), us(job.started) if job.started else None, us(end)
-            events.append({"name": name, "cat": "job", "ph": "X", "ts": begin, "dur": finish - begin, "pid": pid,
-                           "tid": tid, "cname": COLOURS.get(job.state, "generic_work"), "args": args})
+            yield {"name": name, "cat": "job", "ph": "X", "ts": begin, "dur": finish - begin, "pid": pid,
+                   "tid": tid, "cname": COLOURS.get(job.state, "generic_work"), "args": args}
             queued_end = start if start is not None else finish
-            events.append({"name": "queued", "cat": "queued", "ph": "X", "ts": begin, "dur": queued_end - begin,
-                           "pid": pid, "tid": tid, "args": {"job_id": job.job_id}})
+            yield {"name": "queued", "cat": "queued", "ph": "X", "ts": begin, "dur": queued_end - begin,
+                   "pid": pid, "tid": tid, "args": {"job_id": job.job_id}}
             if start is not None:
-                events.append({"name": "running", "cat": "running", "ph": "X", "ts": start, "dur": finish - start,
-                               "pid": pid, "tid": tid, "args": {"job_id": job.job_id, "state": job.state}})
-    events += _worker_tracks(pooled, pids, len(rows) + 1, us, ended_at)
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"started": iso_time(started_at), "ended": iso_time(ended_at), "tool": "b2batch"}}
+                yield {"name": "running", "cat": "running", "ph": "X", "ts": start, "dur": finish - start,
+                       "pid": pid, "tid": tid, "args": {"job_id": job.job_id, "state": job.state}}
+    yield from _worker_tracks(pooled, pids, len(rows) + 1, us, ended_at)
 
 
 def _worker_tracks(rows: list[tuple[JobRecord, list[Attempt]]], pids: dict[str, int], first_tid: int, us: Any,
-                   ended_at: float) -> list[dict[str, Any]]:
+                   ended_at: float) -> Iterator[dict[str, Any]]:
     """Units that ran in worker jobs (pilots, bundles): one track per worker job, each unit a slice of it from
     its start to its end as the worker saw them."""
-    events: list[dict[str, Any]] = []
     tids: dict[tuple[str, str], int] = {}
     for record, _jobs in rows:
         if record.started_at is None or not record.job_ids:
@@ -133,19 +143,18 @@ def _worker_tracks(rows: list[tuple[JobRecord, list[Attempt]]], pids: dict[str, 
         tid = tids.get((record.system, job_id))
         if tid is None:
             tid = tids[(record.system, job_id)] = first_tid + len(tids)
-            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                           "args": {"name": record.carrier.split(" (")[0]}})
-            events.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                           "args": {"sort_index": tid}})
+            yield {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                   "args": {"name": record.carrier.split(" (")[0]}}
+            yield {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
+                   "args": {"sort_index": tid}}
         begin = us(record.started_at)
         finish = us(record.ended_at if record.ended_at is not None else ended_at)
         state = record.state if record.state in ("done", "failed") else "unfinished"
-        events.append({"name": describe(record.family, record.params), "cat": "task", "ph": "X", "ts": begin,
-                       "dur": max(0, finish - begin), "pid": pid, "tid": tid, "cname": COLOURS.get(state, "generic_work"),
-                       "args": {"task_id": record.task_id, "job_id": job_id, "state": state, "carrier": record.carrier,
-                                "reason": record.reason.splitlines()[0] if record.reason else "",
-                                "stdout": record.stdout, "stderr": record.stderr}})
-    return events
+        yield {"name": describe(record.family, record.params), "cat": "task", "ph": "X", "ts": begin,
+               "dur": max(0, finish - begin), "pid": pid, "tid": tid, "cname": COLOURS.get(state, "generic_work"),
+               "args": {"task_id": record.task_id, "job_id": job_id, "state": state, "carrier": record.carrier,
+                        "reason": record.reason.splitlines()[0] if record.reason else "",
+                        "stdout": record.stdout, "stderr": record.stderr}}
 
 
 def iso_time(t: float) -> str:
