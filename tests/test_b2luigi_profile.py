@@ -108,6 +108,16 @@ def test_the_profile_is_chosen_by_the_import_and_shown_by_b2batch_settings(b2lui
     assert plain["result_dir"] == "results" and "_profile" not in plain
 
 
+
+def test_a_scheduler_that_keeps_failing_fails_the_tasks_as_soon_as_b2luigis_retries_would(b2luigi) -> None:
+    """b2luigi fails a task when its submit command fails, or after its 2 + 6 + 18 s of status retries; the run
+    under the profile gives up after those 26 s, not after b2batch's 10 minutes."""
+    from b2batch.runconfig import run_config
+
+    assert run_config().scheduler_unreachable_timeout == 26.0
+    b2luigi.set_setting("scheduler_unreachable_timeout", 120)
+    assert run_config().scheduler_unreachable_timeout == 120.0  # an explicit setting wins
+
 # --- settings ----------------------------------------------------------------------------------------------
 
 def test_get_setting_takes_b2luigis_arguments_and_raises_its_value_error(b2luigi) -> None:

@@ -273,7 +273,10 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True, "job_shape": "job_per_task",
-                "process_once": True, "local_runs_send_jobs": True, "max_task_failures": None, "live_state": False},
+                "process_once": True, "local_runs_send_jobs": True, "max_task_failures": None, "live_state": False,
+                # b2luigi fails a task when its submit command fails, and when 4 status queries failed over
+                # 2 + 6 + 18 s: not after b2batch's 10 minutes of waiting for the scheduler to come back
+                "scheduler_unreachable_timeout": 26.0},
 }
 
 
