@@ -15,7 +15,7 @@ unchanged. ``cause`` and ``node`` come from the batch system's last answer (:mod
 from __future__ import annotations
 
 import signal as signals
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,22 @@ class JobOutcome:
     cancelled: str = ""
     #: The work's JSON result (``result.json``) when it wrote one, e.g. a luigi task's status.
     result: dict[str, Any] | None = None
-    stdout: Path | None = None
-    stderr: Path | None = None
-    #: The file of a result that is not JSON (e.g. a pickled value of a Python call), for the front-end to load
-    #: when ``exit_code`` is not None (a job cut short may have left a partial one).
-    result_bytes: Path | None = None
+    #: The job's files (the job's own object: an outcome keeps no paths of its own).
+    files: JobFiles | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def stdout(self) -> Path | None:
+        return self.files.stdout if self.files is not None else None
+
+    @property
+    def stderr(self) -> Path | None:
+        return self.files.stderr if self.files is not None else None
+
+    @property
+    def result_bytes(self) -> Path | None:
+        """The file of a result that is not JSON (e.g. a pickled value of a Python call), for the front-end to
+        load when ``exit_code`` is not None (a job cut short may have left a partial one)."""
+        return self.files.result_bytes if self.files is not None else None
 
     @classmethod
     def read(cls, files: JobFiles, state: JobState | None = None) -> JobOutcome:
@@ -70,7 +81,7 @@ class JobOutcome:
                    node=state.node, exit_code=code,
                    signal=_signal_name(code), setup_failure=files.read_setup_failure() if code != 0 else "",
                    cancelled=files.read_cancel() if code != 0 else "", result=files.read_result(),
-                   stdout=files.stdout, stderr=files.stderr, result_bytes=files.result_bytes)
+                   files=files)
 
     @property
     def final(self) -> bool:

@@ -242,18 +242,7 @@ class TaskJobs:
 
     def _settings_of(self, task: Any) -> Any:
         """``settings(name)`` of the task's job: its settings, where a group's size is its tasks_per_job."""
-        group = self.group_of(task)
-
-        def lookup(name: str) -> Any:
-            if name == "batch_system":
-                return self.batch_system_of(task)
-            if name == "job_shape":
-                return self.job_shape_of(task)
-            if group is not None and name == "tasks_per_job":
-                return group.size
-            return checkpoint.with_warning(task, name, get_setting(name, task=task))  # checkpoint(): a warning
-
-        return lookup
+        return _TaskSettings(self, task, self.group_of(task))
 
     def job_shape_of(self, task: Any) -> str:
         """The task's job_shape: ``job_per_task`` where pilot_jobs or tasks_per_job is set for it (0 and 1: their
@@ -506,6 +495,25 @@ class TaskJobs:
         self._awaiting_outputs.pop(task.task_id, None)
         self.run.settle(job, status == DONE, explanation)
         self._results.append(TaskResult(task, status, explanation))
+
+
+class _TaskSettings:
+    """``settings(name)`` of a task's job (:meth:`TaskJobs._settings_of`): one small object per job while it
+    runs, rather than a closure and its cells."""
+
+    __slots__ = ("jobs", "task", "group")
+
+    def __init__(self, jobs: TaskJobs, task: Any, group: Group | None) -> None:
+        self.jobs, self.task, self.group = jobs, task, group
+
+    def __call__(self, name: str) -> Any:
+        if name == "batch_system":
+            return self.jobs.batch_system_of(self.task)
+        if name == "job_shape":
+            return self.jobs.job_shape_of(self.task)
+        if self.group is not None and name == "tasks_per_job":
+            return self.group.size
+        return checkpoint.with_warning(self.task, name, get_setting(name, task=self.task))  # checkpoint(): a warning
 
 
 class JobTaskProcess:
