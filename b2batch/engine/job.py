@@ -37,6 +37,8 @@ class Job:
     payload: Any = None
     #: How a worker job (pilot or bundle) runs this unit in a child process: ``{"call": "module:function",
     #: "args": [...]}`` or ``{"command": [...]}`` (see :mod:`b2batch.engine.worker`); None: own jobs only.
+    #: ``"job_files": ["spec", ...]`` adds the paths of those files of the job (:data:`~b2batch.engine.files.
+    #: FILE_NAMES`) to the call's arguments, so that one unit dict may serve every job of a front-end.
     unit: dict[str, Any] | None = None
     #: What a worker loads once before it runs such units (e.g. the workflow script); part of what decides
     #: which units may share a worker.

@@ -174,7 +174,11 @@ class PooledSystem(BatchSystem):
         files = job.files
         files.make_folders()
         _logs, stdout, stderr, exit_code, _setup_failed = files.wrapper_paths()
-        return {"key": job.key, "name": job.name, "unit": job.unit,
+        unit = job.unit
+        if "job_files" in unit:  # arguments that are the unit's own files (a front-end's unit shared by its jobs)
+            unit = {**{k: v for k, v in unit.items() if k != "job_files"},
+                    "args": [*unit.get("args", ()), *(files.path_of(name) for name in unit["job_files"])]}
+        return {"key": job.key, "name": job.name, "unit": unit,
                 "files": {"exit_code": exit_code, "stdout": stdout, "stderr": stderr}}
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:

@@ -186,6 +186,7 @@ class TaskJobs:
         self.jobs: dict[str, Job] = {}  # by task id, while the task is a job
         self._awaiting_outputs: dict[str, float] = {}  # task id -> deadline
         self._results: list[TaskResult] = []
+        self._units: dict[str, dict[str, Any]] = {}  # task module -> how a pilot runs its tasks (_unit_of)
         #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs; the run's
         #: batch_system (--batch-system) too, which lives in the run's configuration, not in the store.
         self.settings = settings_snapshot()
@@ -285,11 +286,17 @@ class TaskJobs:
                    files=files, settings=self._settings_of(task), bundle=group.key if group else None,
                    params=task.to_str_params(only_significant=True), payload=task,
                    # A task that checkpoints runs as its own job: its wrapper passes the batch system's warning on.
-                   unit=None if checkpoint.can_checkpoint(task) else {
-                       "call": "b2batch.luigi_frontend.node:run_unit", "args": [files.path_of("spec")],
-                       "preload": [] if task.task_module == "__main__" or module_file(task.task_module)
-                       else [task.task_module]},
+                   unit=None if checkpoint.can_checkpoint(task) else self._unit_of(task.task_module),
                    bootstrap=self.bootstrap, settings_key=_settings_key(task, self._classes))
+
+    def _unit_of(self, module: str) -> dict[str, Any]:
+        """How a pilot or bundle runs a task of ``module`` (its spec file is the call's argument): one dict for
+        all tasks of the module, which nobody changes."""
+        unit = self._units.get(module)
+        if unit is None:
+            unit = self._units[module] = {"call": "b2batch.luigi_frontend.node:run_unit", "job_files": ["spec"],
+                                          "preload": [] if module == "__main__" or module_file(module) else [module]}
+        return unit
 
     @functools.cached_property
     def bootstrap(self) -> dict[str, Any]:
