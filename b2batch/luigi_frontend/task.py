@@ -70,6 +70,14 @@ class LocalTarget(luigi.LocalTarget):
             if scratch:
                 shutil.rmtree(folder, ignore_errors=True)
 
+    def get_temporary_input(self, task: Any = None, **tmp_file_kwargs: Any) -> Any:
+        """``with target.get_temporary_input() as path:`` read ``path``, a copy of the target's file (or
+        folder) under a :attr:`tmp_name` in a new folder under scratch_dir (the setting, of ``task``; without
+        it the system's temporary folder), removed when the block ends."""
+        from b2batch.luigi_frontend.staging import local_copy
+
+        return local_copy(str(self.path), self.tmp_name, task, **tmp_file_kwargs)
+
 
 # --- parameters with path options -------------------------------------------------------------------------
 
@@ -206,6 +214,10 @@ class TaskHelpers:
         if key not in outputs:
             raise KeyError(f"Task {self} has no output {key!r}; its outputs are {sorted(outputs)}.")
         temporary = getattr(self, "_b2batch_temporary", None)
+        if temporary is not None:  # a remote target on a file system written for b2luigi writes itself
+            own = temporary.path_for_own_target(_collect_targets(self.output(), {})[key][0], self)
+            if own is not None:
+                return own
         if is_remote(outputs[key][0]):  # a local file inside on_temporary_files, uploaded when run() ends
             return str(temporary.path_for_remote(outputs[key][0])) if temporary is not None else outputs[key][0]
         path = outputs[key][0]  # as the target has it (b2luigi's "<folder>/./<file>" stays)
@@ -286,6 +298,12 @@ class TaskHelpers:
     def _get_input_targets(self, key: str) -> list[Any]:
         """The input targets of ``key`` across the requirements (a ``KeyError`` when there are none)."""
         return _collect_targets(self.input(), {})[key]
+
+    def _get_input_targets_by_key(self, requirement_key: str | None = None) -> dict[Any, list[Any]]:
+        """``{key: [targets]}`` of the inputs; of the requirement stored under ``requirement_key`` when
+        ``requires()`` returns a dict and it is given."""
+        inputs = self.input()
+        return _collect_targets(inputs if requirement_key is None else inputs[requirement_key], {})
 
     def _get_output_target(self, key: str) -> Any:
         """The output target of ``key`` (a ``KeyError`` when there is none)."""

@@ -9,12 +9,12 @@ import os
 import random
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from b2batch import paths
-from b2batch.settings import get_setting
+from b2batch.settings import active_profile, get_setting
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,6 +46,17 @@ class _TemporaryOutputs:
         self._made: dict[Path, Path] = {}
         self._folders: list[Path] = []  # the temporary folders made under scratch_dir
         self._remote: dict[str, Path] = {}  # remote URL: local temporary file
+        self._own: dict[str, str] = {}  # path of a target that uploads itself: its local temporary path
+        self._own_contexts = contextlib.ExitStack()
+
+    def path_for_own_target(self, target: Any, task: Any) -> str | None:
+        """For a remote target on a file system written for b2luigi (``on_foreign_system``): the local path
+        of its own ``temporary_path()``, which uploads it on commit; None for any other target."""
+        if not getattr(target, "on_foreign_system", False):
+            return None
+        if target.path not in self._own:
+            self._own[target.path] = self._own_contexts.enter_context(target.temporary_path(task=task))
+        return self._own[target.path]
 
     def path_for_remote(self, url: str) -> Path:
         if url not in self._remote:
@@ -71,6 +82,7 @@ class _TemporaryOutputs:
         return self._made[final]
 
     def commit(self) -> None:
+        self._own_contexts.close()
         if self._remote:
             from b2batch.remote import outputs
 
@@ -91,6 +103,8 @@ class _TemporaryOutputs:
             shutil.rmtree(folder, ignore_errors=True)
 
     def discard(self) -> None:
+        failed = RuntimeError("run() failed")
+        self._own_contexts.__exit__(RuntimeError, failed, None)  # the targets' contexts do not upload
         for local in self._remote.values():
             shutil.rmtree(local.parent, ignore_errors=True)
         for temporary in self._made.values():
@@ -104,27 +118,45 @@ def on_temporary_files(run: F | None = None, *, inputs: bool = True, outputs: bo
     it returns normally; when it raises, the temporary files are removed and no partial output remains.
 
     Also with b2luigi 1.3's options, ``@on_temporary_files(outputs=False)``: outputs are then written in
-    place. ``inputs`` is accepted; b2batch reads inputs where they are (b2luigi copies them to scratch)."""
+    place. ``inputs``: b2batch reads inputs where they are; under the b2luigi profile (a workflow that
+    imports b2luigi) they are read from copies under scratch_dir, as b2luigi does (:mod:`.staging`),
+    unless ``inputs=False``."""
     if run is None:
         return functools.partial(on_temporary_files, inputs=inputs, outputs=outputs)
     if not callable(run):  # @on_temporary_files(False): the options are keywords only
         raise TypeError(f"on_temporary_files() takes the decorated run() as its only positional argument, not "
                         f"{run!r}; give the options as keywords, e.g. @on_temporary_files(outputs=False).")
-    if not outputs:
-        return run
 
     @functools.wraps(run)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        temporary = _TemporaryOutputs(get_setting("scratch_dir", task=self))
-        self._b2batch_temporary = temporary
-        try:
-            result = run(self, *args, **kwargs)
-        except BaseException:
-            temporary.discard()
-            raise
-        finally:
-            self._b2batch_temporary = None
-        temporary.commit()
-        return result
+        with temporary_files(self, inputs=inputs and active_profile() == "b2luigi", outputs=outputs):
+            return run(self, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def temporary_files(task: Any, inputs: bool, outputs: bool) -> Iterator[None]:
+    """Within the block, ``task``'s outputs are temporary paths (``outputs``), moved into place when it ends
+    without an exception and removed when it raises; and its inputs are copies under scratch_dir
+    (``inputs``), removed at the end."""
+    from b2batch.luigi_frontend.staging import StagedInputs
+
+    temporary = _TemporaryOutputs(get_setting("scratch_dir", task=task)) if outputs else None
+    with contextlib.ExitStack() as stack:
+        staged = StagedInputs(task, stack).install() if inputs else None
+        if temporary is not None:
+            task._b2batch_temporary = temporary
+        try:
+            yield
+        except BaseException:
+            if temporary is not None:
+                temporary.discard()
+            raise
+        finally:
+            if temporary is not None:
+                task._b2batch_temporary = None
+            if staged is not None:
+                staged.restore()
+        if temporary is not None:
+            temporary.commit()

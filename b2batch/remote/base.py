@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import luigi.target
 
-from b2batch.remote import checks, urls
+from b2batch.remote import checks, plain, urls
 from b2batch.remote.retry import RemoteError, RetryPolicy
 
 
@@ -34,8 +34,13 @@ class RemoteFileSystem(luigi.target.FileSystem):
 
     def __init__(self, server_path: str, *, retry: RetryPolicy | None = None) -> None:
         self.server_path = server_path
-        self._server = urls.server_of(server_path)
         self.retry = retry or RetryPolicy()
+        try:
+            self._server = urls.server_of(server_path)
+        except ValueError:
+            if speaks_b2batch(self):
+                raise
+            self._server = None  # a subclass written for b2luigi may name its server as it likes
 
     # --- paths -------------------------------------------------------------------------------------------
     def path_of(self, path_or_url: str) -> str:
@@ -188,7 +193,11 @@ class RemoteFileSystem(luigi.target.FileSystem):
                 (self._remove_empty_dir if kind else self._remove_file)(temporary)
 
     def rename_dont_move(self, path: str, dest: str) -> None:
-        """luigi's atomic-write hook: ``path`` is a local file, uploaded to ``dest`` atomically."""
+        """luigi's atomic-write hook: ``path`` is a local file, uploaded to ``dest`` atomically (by a file
+        system written for b2luigi: its ``copy_file_to_remote`` with ``force=True``, as b2luigi does)."""
+        if not speaks_b2batch(self):
+            self.copy_file_to_remote(path, dest, force=True)
+            return
         self.put_atomically(path, dest)
 
     def copy_file_from_remote(self, remote_path: str, local_path: str, force: bool = False) -> None:
@@ -241,36 +250,60 @@ class RemoteFileSystem(luigi.target.FileSystem):
         checks.forget(self, path)
 
 
+def speaks_b2batch(file_system: Any) -> bool:
+    """Whether ``file_system`` is a :class:`RemoteFileSystem` that implements b2batch's single attempts (the
+    XRootD and WebDAV ones do); a subclass written for b2luigi implements the public methods only."""
+    return isinstance(file_system, RemoteFileSystem) and type(file_system)._stat is not RemoteFileSystem._stat
+
+
 class RemoteTarget(luigi.target.FileSystemTarget):
     """A file on a remote file system: ``RemoteTarget(path, file_system)`` as in b2luigi. ``path`` is the
     path on the server or a URL; the target's ``path`` is always the full URL (``root://host//a/b.root``)."""
 
     def __init__(self, path: str, file_system: RemoteFileSystem, root: str | None = None) -> None:
         self._file_system = file_system
-        super().__init__(file_system.url(path))
+        #: Whether ``file_system`` is one of b2batch's (its single attempts implemented); any other (a
+        #: b2luigi-style subclass that implements the public methods, a mock) gets the path as given, and the
+        #: target calls its public methods as b2luigi's RemoteTarget does (:mod:`b2batch.remote.plain`).
+        self._native = speaks_b2batch(file_system)
+        super().__init__(file_system.url(path) if self._native else os.fspath(path))
         #: The result folder the target lies in, if known: bulk checks list it at once.
-        self.root = file_system.path_of(root) if root is not None else None
+        self.root = file_system.path_of(root) if root is not None and self._native else None
 
     @property
     def fs(self) -> RemoteFileSystem:
         return self._file_system
 
     @property
+    def on_foreign_system(self) -> bool:
+        """Whether the file system is not one of b2batch's (see ``__init__``): ``on_temporary_files`` then
+        writes the output through the target's own :meth:`temporary_path`, as b2luigi does."""
+        return not self._native
+
+    @property
     def base_name(self) -> str:
+        if not self._native:
+            return plain.base_name(self)
         return self.path.rsplit("/", 1)[-1]
 
     def exists(self) -> bool:
+        if not self._native:
+            return self.fs.exists(self.path)
         session = checks.current()
         if session is not None:
             return session.exists(self.fs, self.fs.path_of(self.path), self.root)
         return self.fs.exists(self.path)
 
     def makedirs(self) -> None:
+        if not self._native:
+            return plain.makedirs(self)
         self.fs.mkdir(urls.parent(self.path))
 
     def get(self, path: str = "~") -> str:
         """Download the file (or the folder, with everything in it) into the local folder ``path``; the local
         file's (folder's) path."""
+        if not self._native:
+            return plain.get(self, path)
         local = str(Path(os.path.expanduser(path)) / self.base_name)
         if self.fs.isdir(self.path):
             Path(local).mkdir(parents=True, exist_ok=True)
@@ -279,16 +312,26 @@ class RemoteTarget(luigi.target.FileSystemTarget):
             self.fs.copy_file_from_remote(self.path, local, force=True)
         return local
 
-    @contextlib.contextmanager
-    def get_temporary_input(self, task: Any = None, **kwargs: Any) -> Iterator[str]:
+    def get_temporary_input(self, task: Any = None, **kwargs: Any) -> Any:
         """A local copy of the file (or folder), removed when the context ends."""
+        if not self._native:
+            return plain.get_temporary_input(self, task, **kwargs)
+        return self._downloaded(task)
+
+    @contextlib.contextmanager
+    def _downloaded(self, task: Any) -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix="b2batch-input-", dir=_scratch(task)) as folder:
             yield self.get(folder)
 
-    @contextlib.contextmanager
-    def temporary_path(self) -> Iterator[str]:
+    def temporary_path(self, task: Any = None, **kwargs: Any) -> Any:
         """A local path to write the file (or make the folder) to; uploaded atomically when the context ends
         without error."""
+        if not self._native:
+            return plain.temporary_path(self, task, **kwargs)
+        return self._uploaded()
+
+    @contextlib.contextmanager
+    def _uploaded(self) -> Iterator[str]:
         with tempfile.TemporaryDirectory(prefix="b2batch-output-", dir=_scratch(None)) as folder:
             local = os.path.join(folder, self.base_name)
             yield local
@@ -296,6 +339,8 @@ class RemoteTarget(luigi.target.FileSystemTarget):
 
     def open(self, mode: str = "r") -> IO[Any]:
         """Read a local copy (``"r"``, ``"rb"``), or write a local file uploaded on close (``"w"``, ``"wb"``)."""
+        if not self._native:
+            return plain.open_(self, mode)
         folder = tempfile.mkdtemp(prefix="b2batch-open-", dir=_scratch(None))
         local = os.path.join(folder, self.base_name)
         if mode.startswith("r"):

@@ -64,6 +64,11 @@ class XRootDSystem(RemoteFileSystem):
             self._client = (os.getpid(), self._bindings.FileSystem(self._server.server))
         return self._client[1]
 
+    @client.setter
+    def client(self, value: Any) -> None:
+        """Use ``value`` as this process's client (b2luigi's attribute, which code and tests may replace)."""
+        self._client = (os.getpid(), value)
+
     def _check(self, status: Any, operation: str, path: str, missing_ok: bool = False) -> bool:
         """True if the operation succeeded, False if ``missing_ok`` and the path does not exist."""
         if status.ok:
@@ -78,7 +83,7 @@ class XRootDSystem(RemoteFileSystem):
     def _kind(self, status: Any, info: Any, path: str) -> bool | None:
         if not self._check(status, "stat", path, missing_ok=True):
             return None
-        return bool(info.flags & self._flags[2].IS_DIR)
+        return info is not None and bool(info.flags & self._flags[2].IS_DIR)
 
     def _stat(self, path: str) -> bool | None:
         status, info = self.client.stat(path, timeout=self.timeout)

@@ -16,8 +16,19 @@ from b2batch.compat.b2luigi.core.settings import get_setting  # noqa: F401  (b2l
 from b2batch.compat.b2luigi.core.settings import _setting_file_iterator  # noqa: F401  (b2luigi exports it)
 
 
+#: b2luigi's WebDAV classes, through webdavclient3 when it is installed (b2luigi.core.remote_target.webdav);
+#: looked up when first asked for, as that client takes a while to import.
+_WEBDAV = ("WebDAVSystem", "WebDAVTarget")
+for _name in _WEBDAV:
+    globals().pop(_name, None)
+
+
 def __getattr__(name: str) -> Any:
     """Anything else of b2batch's (looked up when asked for, so that later b2batch names are there too)."""
+    if name in _WEBDAV:
+        from b2batch.compat.b2luigi.core.remote_target import webdav
+
+        return getattr(webdav, name)
     return getattr(b2batch, name)
 
 
