@@ -43,6 +43,20 @@ KNOWN: dict[str, dict[str, str]] = {
     "remote/checks.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},
     "jobscript/templating.py": {"_environment": "the jinja environment of the job-script templates: configured once, never "
                                    "changed after import"},
+    # b2luigi 1.3's own module-level API, which its users' code and tests import or patch by these names; b2batch's
+    # engine never reads them (its runs query schedulers through their own monitors).
+    **{f"compat/b2luigi/batch/processes/{system}.py": {
+        "_batch_job_status_cache": f"b2luigi's process-wide status cache of {system} jobs, for its process classes"}
+       for system in ("htcondor", "lsf", "slurm")},
+    "compat/b2luigi/batch/workers.py": {"BatchSystems": "b2luigi's enum of batch systems (with installed plugins), made "
+                                                        "once at import"},
+    **{f"compat/b2luigi/cli/apps/{name}.py": {f"{name}_app": "b2luigi's typer sub-application of this command"}
+       for name in ("batch_runner", "cleanup", "graph", "remove", "run", "show", "tasks", "test")},
+    "compat/b2luigi/cli/command.py": {"app": "b2luigi's typer application (the b2luigi command)",
+                                      "console": "the rich console the command prints to, as b2luigi's"},
+    "compat/b2luigi/cli/errors.py": {"console": "the rich console b2luigi's command errors are printed to"},
+    "compat/b2luigi/cli/runner.py": {"console": "the rich consoles of b2luigi's runner module",
+                                     "stderr_console": "the rich consoles of b2luigi's runner module"},
 }
 
 
