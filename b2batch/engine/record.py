@@ -30,7 +30,7 @@ class JobRecord:
     started_at: float | None = None
     ended_at: float | None = None
     reason: str = ""
-    resubmissions: list[str] = field(default_factory=list)  # the reason of each
+    resubmissions: list[str] | tuple[()] = ()  # the reason of each (a list from the first one)
     stdout: str = ""
     stderr: str = ""
     stderr_tail: str = ""
@@ -142,7 +142,7 @@ class RunRecord:
                 known = Usage.of(record.usage)
                 record.usage = (known.merged(wrapper) if known else wrapper).as_dict()
         elif state == "resubmitted":
-            record.resubmissions.append(reason)
+            record.resubmissions = [*record.resubmissions, reason]
             record.usage = None
             record.started_at = None
         if record.state == state:

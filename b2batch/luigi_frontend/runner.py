@@ -32,7 +32,7 @@ import os
 import time
 import traceback
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import luigi
@@ -69,8 +69,9 @@ class Node:
     runnable: bool = True
     priority: int = 0
     waiting_on: int = 0  # requirements not done
-    dependents: list[Node] = field(default_factory=list)
-    deps: list[Node] = field(default_factory=list)
+    # () until the first one: most of a large graph's tasks have no requirements, or no task needing them yet
+    dependents: list[Node] | tuple[()] = ()
+    deps: list[Node] | tuple[()] = ()
     needs: frozenset[tuple[str, int]] = frozenset()
     failures: int = 0
     queued: bool = False
@@ -243,8 +244,12 @@ class GraphRunner(FailureBudgets, Steering):
             if id(dep) in present:
                 continue
             present.add(id(dep))
-            node.deps.append(dep)
-            dep.dependents.append(node)
+            if not node.deps:
+                node.deps = []
+            node.deps.append(dep)  # type: ignore[union-attr]
+            if not dep.dependents:
+                dep.dependents = []
+            dep.dependents.append(node)  # type: ignore[union-attr]
             if dep.status != DONE:
                 node.waiting_on += 1
             if dep.lost:
