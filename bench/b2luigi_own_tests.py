@@ -28,6 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_TOOLS = ["pytest>=7", "typer>=0.12", "click>=8", "rich>=13", "shellingham>=1.5"]
+#: b2luigi 1.3.0's own requirements for remote targets, which every b2luigi user has installed: through the
+#: shim, b2luigi.WebDAVSystem then works through webdavclient3 as b2luigi's does, and the XRootD tests run.
+SHIM_USER_PACKAGES = ["webdavclient3>=3.14.7", "xrootd>=5.7.0"]
 
 
 def peers_root() -> Path:
@@ -45,7 +48,7 @@ def ensure_venvs(root: Path) -> dict[str, Path]:
     shim = shim_venv / "bin" / "python"
     if not shim.exists():
         subprocess.run([sys.executable, "-m", "venv", str(shim_venv)], check=True)
-    subprocess.run([str(shim), *pip, "-e", str(ROOT), *TEST_TOOLS], check=True)
+    subprocess.run([str(shim), *pip, "-e", str(ROOT), *TEST_TOOLS, *SHIM_USER_PACKAGES], check=True)
     subprocess.run([str(shim), *pip, "--no-deps", "--force-reinstall", str(ROOT / "compat" / "b2luigi-shim")],
                    check=True)
     return {"b2luigi 1.3.0": real, "b2batch shim": shim}
