@@ -19,7 +19,8 @@ from typing import Any
 from b2batch.engine import JobStatus
 from b2batch.luigi_frontend.batch_process import BatchProcess
 
-__all__ = ["BatchProcess", "JobStatus", "aggregate_job_status", "expand_grouped_task", "write_failed_jobs_log"]
+__all__ = ["BatchProcess", "JobStatus", "MemberJobsProcess", "aggregate_job_status", "expand_grouped_task", "status_of",
+           "write_failed_jobs_log"]
 
 
 def expand_grouped_task(task: Any) -> list[Any]:
@@ -56,3 +57,36 @@ def write_failed_jobs_log(task: Any, failed_jobs: Mapping[Any, str]) -> str:
     with open(path, "w") as log:
         log.writelines(f"{job_id}: {job_log}\n" for job_id, job_log in failed_jobs.items())
     return path
+
+
+def status_of(state: Any, successful: Iterable[Any], running: Iterable[Any], aborted: Iterable[Any],
+              system: str) -> JobStatus:
+    """The JobStatus of a scheduler's job state, by the states that mean each; ValueError for another state."""
+    for states, status in ((successful, JobStatus.successful), (running, JobStatus.running),
+                           (aborted, JobStatus.aborted)):
+        if state in states:
+            return status
+    raise ValueError(f"Unknown {system} Job status: {state}")
+
+
+class MemberJobsProcess(BatchProcess):
+    """A b2luigi process that submits one job per member of its task (Slurm's, LSF's): their status together,
+    with a ``failed_jobs.log`` naming the failed ones and their log folders."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._batch_job_ids: list[Any] = []
+        self._job_log_dirs: dict[Any, str] = {}
+
+    @staticmethod
+    def _get_job_status_for_id(job_id: Any) -> JobStatus:
+        raise NotImplementedError
+
+    def get_job_status(self) -> JobStatus:
+        """The status of all the task's jobs together; a ``failed_jobs.log`` names the failed ones."""
+        statuses = {job_id: self._get_job_status_for_id(job_id) for job_id in self._batch_job_ids}
+        status = aggregate_job_status(statuses.values())
+        if status == JobStatus.aborted:
+            write_failed_jobs_log(self.task, {job_id: self._job_log_dirs.get(job_id, "")
+                                              for job_id, one in statuses.items() if one == JobStatus.aborted})
+        return status

@@ -24,7 +24,8 @@ from luigi.scheduler import DONE
 
 from b2batch.compat.b2luigi.batch.cache import BatchJobStatusCache
 from b2batch.compat.b2luigi.batch.helpers import one_line, option_name, retried, wrapper_for
-from b2batch.compat.b2luigi.batch.processes import BatchProcess, JobStatus, aggregate_job_status, expand_grouped_task
+from b2batch.compat.b2luigi.batch.processes import (BatchProcess, JobStatus, aggregate_job_status, expand_grouped_task,
+                                                    status_of)
 from b2batch.compat.b2luigi.core.settings import get_setting
 from b2batch.compat.b2luigi.core.utils import get_log_file_dir, get_task_file_dir
 
@@ -110,11 +111,7 @@ class HTCondorProcess(BatchProcess):
             state, _ = _batch_job_status_cache[job_id]
         except KeyError:
             return JobStatus.aborted
-        for states, status in ((_SUCCESSFUL, JobStatus.successful), (_RUNNING, JobStatus.running),
-                               (_ABORTED, JobStatus.aborted)):
-            if state in states:
-                return status
-        raise ValueError(f"Unknown HTCondor Job status: {state}")
+        return status_of(state, _SUCCESSFUL, _RUNNING, _ABORTED, "HTCondor")
 
     def get_job_status(self) -> JobStatus:
         """The status of all the task's jobs together; once they ended, a ``failed_jobs.log`` names the failed

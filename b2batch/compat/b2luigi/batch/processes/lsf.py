@@ -19,8 +19,7 @@ from luigi.scheduler import DONE
 
 from b2batch.compat.b2luigi.batch.cache import BatchJobStatusCache
 from b2batch.compat.b2luigi.batch.helpers import retried, wrapper_for
-from b2batch.compat.b2luigi.batch.processes import (BatchProcess, JobStatus, aggregate_job_status,
-                                                    expand_grouped_task, write_failed_jobs_log)
+from b2batch.compat.b2luigi.batch.processes import JobStatus, MemberJobsProcess, expand_grouped_task
 from b2batch.compat.b2luigi.core.settings import get_setting
 from b2batch.compat.b2luigi.core.utils import get_log_file_dir
 
@@ -40,24 +39,10 @@ class LSFJobStatusCache(BatchJobStatusCache):
 _batch_job_status_cache = LSFJobStatusCache()
 
 
-class LSFProcess(BatchProcess):
+class LSFProcess(MemberJobsProcess):
     """b2luigi's LSF batch process; as ``batch_system``, b2batch's LSF system."""
 
     name = system_name = engine_system = "lsf"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._batch_job_ids: list[str] = []
-        self._job_log_dirs: dict[str, str] = {}
-
-    def get_job_status(self) -> JobStatus:
-        """The status of all the task's jobs together; a ``failed_jobs.log`` names the failed ones."""
-        statuses = {job_id: self._get_job_status_for_id(job_id) for job_id in self._batch_job_ids}
-        status = aggregate_job_status(statuses.values())
-        if status == JobStatus.aborted:
-            write_failed_jobs_log(self.task, {job_id: self._job_log_dirs.get(job_id, "")
-                                              for job_id, one in statuses.items() if one == JobStatus.aborted})
-        return status
 
     @staticmethod
     def _get_job_status_for_id(job_id: str) -> JobStatus:

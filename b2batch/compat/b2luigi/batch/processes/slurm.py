@@ -22,8 +22,7 @@ from luigi.scheduler import DONE
 
 from b2batch.compat.b2luigi.batch.cache import BatchJobStatusCache
 from b2batch.compat.b2luigi.batch.helpers import one_line, option_name, retried, wrapper_for
-from b2batch.compat.b2luigi.batch.processes import (BatchProcess, JobStatus, aggregate_job_status,
-                                                    expand_grouped_task, write_failed_jobs_log)
+from b2batch.compat.b2luigi.batch.processes import JobStatus, MemberJobsProcess, expand_grouped_task, status_of
 from b2batch.compat.b2luigi.core.settings import get_setting
 from b2batch.compat.b2luigi.core.utils import get_log_file_dir, get_task_file_dir
 
@@ -118,24 +117,10 @@ class SlurmJobStatusCache(BatchJobStatusCache):
 _batch_job_status_cache = SlurmJobStatusCache()
 
 
-class SlurmProcess(BatchProcess):
+class SlurmProcess(MemberJobsProcess):
     """b2luigi's Slurm batch process; as ``batch_system``, b2batch's Slurm system."""
 
     name = system_name = engine_system = "slurm"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._batch_job_ids: list[int] = []
-        self._job_log_dirs: dict[int, str] = {}
-
-    def get_job_status(self) -> JobStatus:
-        """The status of all the task's jobs together; a ``failed_jobs.log`` names the failed ones."""
-        statuses = {job_id: self._get_job_status_for_id(job_id) for job_id in self._batch_job_ids}
-        status = aggregate_job_status(statuses.values())
-        if status == JobStatus.aborted:
-            write_failed_jobs_log(self.task, {job_id: self._job_log_dirs.get(job_id, "")
-                                              for job_id, one in statuses.items() if one == JobStatus.aborted})
-        return status
 
     @staticmethod
     def _get_job_status_for_id(job_id: int) -> JobStatus:
@@ -143,11 +128,7 @@ class SlurmProcess(BatchProcess):
             state = _batch_job_status_cache[job_id]
         except KeyError:
             return JobStatus.aborted
-        for states, status in ((_SUCCESSFUL, JobStatus.successful), (_RUNNING, JobStatus.running),
-                               (_ABORTED, JobStatus.aborted)):
-            if state in states:
-                return status
-        raise ValueError(f"Unknown Slurm Job status: {state}")
+        return status_of(state, _SUCCESSFUL, _RUNNING, _ABORTED, "Slurm")
 
     def start_job(self) -> None:
         """``sbatch`` a ``slurm_parameters.sh`` for each member of the task not complete yet (a plain task is
