@@ -67,10 +67,19 @@ def load_task_module(spec: dict[str, Any]) -> None:
     if not file:
         importlib.import_module(name)
         return
-    sys.path.insert(0, str(Path(file).parent))  # as the steering process had it: its siblings import
+    import_file_as(name, file, f"b2batch: cannot load the task module {name} from {file}")
+
+
+def import_file_as(name: str, file: str, unloadable: str) -> Any:
+    """Execute ``file`` as the module ``name``, registered in ``sys.modules`` (luigi finds batched tasks there)
+    and with its folder on ``sys.path`` (its siblings import, as they did for the steering process); an
+    ImportError saying ``unloadable`` when it is no Python file, and no module left behind when it raises."""
+    folder = str(Path(file).parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     module_spec = importlib.util.spec_from_file_location(name, file)
     if module_spec is None or module_spec.loader is None:
-        raise ImportError(f"b2batch: cannot load the task module {name} from {file}")
+        raise ImportError(unloadable)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
     try:
@@ -78,6 +87,7 @@ def load_task_module(spec: dict[str, Any]) -> None:
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    return module
 
 
 def run_task(spec: dict[str, Any]) -> int:

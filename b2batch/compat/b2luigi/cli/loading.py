@@ -6,7 +6,6 @@ its folder (the *project*), with b2luigi's rules for naming them on the command 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
 import os
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 from b2batch.compat.b2luigi.cli.errors import CliUserError
 from b2batch.compat.b2luigi.core.utils import SYNTHETIC_TASK_MODULE
+from b2batch.luigi_frontend.node import import_file_as
 from b2batch.luigi_frontend.task import ExternalTask, Task, WrapperTask
 
 __all__ = ["TaskIndex", "build_task_index_from", "import_from_file", "is_from_task_classes", "load_task_class_from",
@@ -34,20 +34,7 @@ def import_from_file(filename: str, module_name: str) -> Any:
     if not os.path.exists(path):
         raise CliUserError(f"'{filename}' not found in the current directory. Run 'b2luigi init' to create a "
                            f"starter project.")
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"Could not load spec for {filename}")
-    folder = os.path.dirname(path)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(module_name, None)
-        raise
-    return module
+    return import_file_as(module_name, path, f"Could not load spec for {filename}")
 
 
 def task_generator(task_file: str = "tasks.py") -> Iterator[tuple[str, Any]]:
