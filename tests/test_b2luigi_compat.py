@@ -17,7 +17,7 @@ from pathlib import Path
 
 import luigi.task
 import pytest
-from conftest import clean_env
+from conftest import clean_env, tree
 
 import b2batch
 from b2batch import settings
@@ -219,7 +219,7 @@ def test_core_utils_behave_as_b2luigi_documents(b2luigi, tmp_path: Path) -> None
     assert utils.create_output_file_name(part, "a.txt") == f"{tmp_path}/./n=1/a.txt"
     assert utils.create_output_file_name(part, "a.txt", result_dir="/else") == "/else/n=1/a.txt"
     assert utils.get_log_file_dir(part) == str(tmp_path / "logs" / "n=1" / "Part") + os.sep
-    assert utils.get_task_file_dir(part).startswith(str(tmp_path / "task_files" / "Part"))
+    assert utils.get_task_file_dir(part) == str(tmp_path / "task_files" / "n=1" / "Part") + os.sep  # b2luigi's place
     assert utils.map_folder("data") == str(tmp_path / "data") and utils.map_folder("/abs") == "/abs"
 
 
@@ -244,16 +244,18 @@ def test_renamed_settings_are_read_with_a_deprecation_warning(b2luigi, tmp_path:
     assert "result_path" in settings.RENAMED_SETTINGS
 
 
-def test_create_executable_wrapper_writes_a_runnable_wrapper(b2luigi, tmp_path: Path) -> None:
-    from b2luigi.core.executable import create_executable_wrapper
-
-    class Job(b2luigi.Task):
-        n = b2luigi.IntParameter()
-
-    wrapper = Path(create_executable_wrapper(Job(n=1)))
-    assert wrapper.is_file() and wrapper.stat().st_mode & stat.S_IXUSR
-    assert (wrapper.parent / "job.json").is_file()
-    assert wrapper.read_text().startswith("#!/usr/bin/env bash")
+def test_create_executable_wrapper_writes_a_runnable_wrapper(workflow) -> None:
+    """b2luigi's wrapper, run as a user's own batch process would run it: it runs that one task (through
+    ``--batch-runner --task-id``) and nothing else of the graph."""
+    flow = workflow("b2luigi_batch_worker.py")
+    done = flow.run("wrapper", "part1", env=shim_env())
+    assert done.returncode == 0 and "wrapper exit status 0" in done.stdout, done.stderr
+    assert tree(flow.folder / "results") == ["n=1/part.txt"]
+    wrapper = next(flow.folder.rglob("executable_wrapper.sh"))
+    assert wrapper.stat().st_mode & stat.S_IXUSR
+    lines = wrapper.read_text().splitlines()
+    assert lines[:3] == ["#!/bin/bash", "set -e", f"cd {flow.folder}"]
+    assert lines[-1].endswith(" b2luigi_batch_worker.py --batch-runner --task-id Part_1_f4fe3360f0")
 
 
 # --- a b2luigi script, end to end ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ with the task's result put on ``result_queue``, for code that drives a process a
 from __future__ import annotations
 
 import abc
+import json
 import logging
 import time
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ from typing import Any
 from luigi.scheduler import DONE, FAILED
 
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus
+from b2batch.engine.files import atomic_write
 from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
@@ -178,6 +180,8 @@ class ProcessSystem(BatchSystem):
             if not isinstance(status, JobStatus):
                 status = JobStatus(getattr(status, "value", status))  # b2luigi's own JobStatus enum
             found[job] = JobState(status, process.failure_reason(), process.scheduler_side_failure())
+            if status.final:
+                _word_for_wrapper(job.files, status, found[job].reason)
         return found
 
     def cancel(self, jobs: list[Job]) -> None:
@@ -191,3 +195,15 @@ class ProcessSystem(BatchSystem):
 
     def forget(self, job: Job) -> None:
         self.processes.pop(id(job), None)
+
+
+def _word_for_wrapper(files: JobFiles, status: JobStatus, reason: str) -> None:
+    """A plugin's job that ran a command of its own rather than b2batch's wrapper (b2luigi's
+    ``create_executable_wrapper``, whose ``--batch-runner`` runs the task) wrote no exit code nor result: the
+    plugin's word stands for them, as it does in b2luigi (successful: exit code 0, and the task's outputs decide;
+    aborted: exit code 1)."""
+    if files.read_exit_code() is not None:
+        return
+    done = status == JobStatus.successful
+    atomic_write(files.result, json.dumps({"status": DONE if done else FAILED, "error": "" if done else reason}))
+    atomic_write(files.exit_code, "0\n" if done else "1\n")

@@ -103,7 +103,8 @@ B2LUIGI_FLAGS: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
     (("--show-output",), {"action": "store_true", "help": "List every task with its output files and exit."}),
     (("--test",), {"action": "store_true", "help": "Run here, one task at a time, output to the terminal."}),
     (("--batch",), {"action": "store_true", "help": "Run each task as a job on its batch system."}),
-    (("--batch-runner",), {"action": "store_true", "help": "b2luigi's job runner (no effect in b2batch)."}),
+    (("--batch-runner",), {"action": "store_true", "help": "Run only the task of --task-id, here (the command "
+                                                          "of b2luigi's executable wrapper)."}),
     (("--dry-run",), {"action": "store_true", "help": "List the tasks that would run."}),
     (("--scheduler-host",), {"default": "", "help": "Host of a luigi central scheduler (luigid)."}),
     (("--scheduler-port",), {"type": int, "default": 0, "help": "Port of the luigi central scheduler."}),
@@ -115,7 +116,7 @@ B2LUIGI_FLAGS: tuple[tuple[tuple[str, ...], dict[str, object]], ...] = (
     (("-y", "--yes"), {"action": "store_true", "help": "Do not ask before removing outputs."}),
     (("--tui",), {"action": "store_true", "help": "Write the run's live state for 'b2batch monitor' "
                                                  "(b2luigi's progress TUI)."}),
-    (("--task-id",), {"default": "", "help": "b2luigi's job runner's task (no effect in b2batch)."}),
+    (("--task-id",), {"default": "", "help": "The id of the task --batch-runner runs."}),
     (("--batch-system",), {"help": argparse.SUPPRESS}),
     (("--workers",), {"type": int, "help": argparse.SUPPRESS}),
     (("--retry-failed",), {"action": "store_true", "help": argparse.SUPPRESS}),
@@ -142,6 +143,9 @@ def parse_as_b2luigi(argv: Sequence[str], ignore_unknown: bool | None,
     if (args.test or args.dry_run) and (args.scheduler_host or args.scheduler_port):
         raise AttributeError("--test and --dry-run cannot be used with a central scheduler "
                              "(--scheduler-host/--scheduler-port): drop one of them.")
+    if args.batch_runner and not args.task_id:
+        raise AttributeError("--batch-runner runs one task of the graph: give its id with --task-id (the command "
+                             "of b2luigi's executable wrapper has both).")
     others = args.scheduler_host or args.scheduler_port or args.batch or args.test
     if args.show_output and others:
         print("Ignoring all other parameters, as you have given the --show-output parameter.")
@@ -151,7 +155,8 @@ def parse_as_b2luigi(argv: Sequence[str], ignore_unknown: bool | None,
     return argparse.Namespace(
         batch=args.batch, batch_system=args.batch_system, test=args.test, dry_run=args.dry_run,
         show_output=args.show_output, remove=args.remove or None, remove_only=args.remove_only or None,
-        keep=args.keep or None, yes=args.yes, workers=args.workers,
+        keep=args.keep or None, yes=args.yes, workers=args.workers, batch_runner=args.batch_runner,
+        task_id=args.task_id,
         scheduler_host=args.scheduler_host or None, scheduler_port=args.scheduler_port or None,
     ), rest
 

@@ -17,7 +17,7 @@ from b2batch.console import confirm
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
-from b2batch.luigi_frontend import b2luigi_cli, cli, node, seam
+from b2batch.luigi_frontend import b2luigi_cli, batch_worker, cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
@@ -261,14 +261,16 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     status 1, unless ``exit_on_failure=False`` (or the setting ``exit_on_failure`` is false): then, as in
     b2luigi, luigi's run result is returned either way. ``--dry-run`` exits 1 when some task would run and 0
     when all is complete. b2luigi 1.3's ``auto_confirm`` is ``yes``; ``remove`` and ``remove_only`` also take task
-    class names (as ``--remove TASK ...`` does) and ``keep_tasks`` the classes to keep (``--keep``); its
-    ``batch_runner`` is accepted and has no effect; ``progress_tui=True`` (or ``--tui``) writes the run's live
+    class names (as ``--remove TASK ...`` does) and ``keep_tasks`` the classes to keep (``--keep``); with
+    ``batch_runner=True`` (b2luigi's ``batch-runner`` command) only the first task runs, here, as b2luigi's batch
+    worker runs it, and so does the task of ``--task-id`` with ``--batch-runner`` (the command of b2luigi's
+    executable wrapper; see :mod:`.batch_worker`); ``progress_tui=True`` (or ``--tui``) writes the run's live
     state for ``b2batch monitor`` (as the setting ``live_state`` does) and prints how to follow it.
     """
     yes = yes or bool(env_params.pop("auto_confirm", False))
     keep_tasks = _names(env_params.pop("keep_tasks", None))
     retry_failed = bool(env_params.pop("retry_failed", False))  # --retry-failed: poison tasks go again
-    env_params.pop("batch_runner", None)
+    runs_first_task = bool(env_params.pop("batch_runner", False))
     progress_tui = bool(env_params.pop("progress_tui", False))
     spec = node.active_spec()
     if spec is not None:
@@ -288,6 +290,9 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         _process_called = True
 
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
+    if runs_first_task:  # the task was made from its class and parameters: no command line to read
+        batch_worker.run_here(tasks[0])
+        return None
     args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
     context = RunContext.of_main(rest)
 
@@ -306,6 +311,9 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
             if as_b2luigi:
                 b2luigi_cli.dry_run(tasks)
             sys.exit(1 if print_dry_run(tasks) else 0)
+        if getattr(args, "batch_runner", False) and not test:  # b2luigi's flag, after --test as there
+            batch_worker.run_task_of_id(tasks, args.task_id)
+            return None
         if as_b2luigi and (args.remove or remove or args.remove_only or remove_only):
             only = not (args.remove or remove)  # b2luigi: --remove wins over --remove-only
             b2luigi_cli.remove(tasks, _names(args.remove or remove or args.remove_only or remove_only), only,

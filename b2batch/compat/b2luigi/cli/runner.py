@@ -23,7 +23,7 @@ from b2batch.compat.b2luigi.cli.render import (_build_parent_map, _render_task_o
 from b2batch.compat.b2luigi.cli.utils import parse_kv_params, suggest  # noqa: F401
 from b2batch.compat.b2luigi.core.settings import get_setting, set_setting
 from b2batch.compat.b2luigi.core.utils import task_iterator
-from b2batch.luigi_frontend import b2luigi_cli
+from b2batch.luigi_frontend import b2luigi_cli, batch_worker
 
 console = Console()
 #: Warnings, apart from stdout (``show --paths`` and ``graph --format dot`` are piped).
@@ -70,28 +70,13 @@ def create_output_dirs(task: Any) -> None:
             os.makedirs(os.path.dirname(path), exist_ok=True)
 
 
-def run_batch_worker(task: Any) -> None:
-    """Run one task here, as a batch job does: its output folders, ``run()``, then ``on_success()`` (or
-    ``on_failure(exception)`` and the exception again)."""
-    set_setting("_dispatch_local_execution", True)
-    try:
-        create_output_dirs(task)
-        task.run()
-        task.on_success()
-    except BaseException as e:
-        task.on_failure(e)
-        raise
+#: Run one task here, as a batch job does (``b2luigi batch-runner``): b2batch's batch worker.
+run_batch_worker = batch_worker.run_here
 
 
 def run_as_batch_worker(task_list: list[Any], cli_args: Any) -> None:
     """:func:`run_batch_worker` for the task of id ``cli_args.task_id`` in the graphs of ``task_list``."""
-    for root in task_list:
-        for task in task_iterator(root):
-            if task.task_id == cli_args.task_id:
-                run_batch_worker(task)
-                return
-    raise ValueError(f"The task id {cli_args.task_id} to be executed by this batch worker does not exist in the "
-                     f"locally reproduced task graph.")
+    batch_worker.run_task_of_id(task_list, cli_args.task_id)
 
 
 def dry_run(task_list: list[Any]) -> NoReturn:
