@@ -9,7 +9,14 @@ not in the CPU time, which counts from just before the call to just after it):
   pool              ``b2batch.Pool(batch_system=S, settings={"pilot_jobs": P}).map(f, range(N))``;
   joblib            ``Parallel()(delayed(f)(i) for i in range(N))`` under ``parallel_config(backend="b2batch",
                     batch_system=S)`` (its default: pilots);
-  farm              ``b2batch farm LIST --batch-system S --jobs P`` of ``--farm-n`` lines of ``true``.
+  farm              ``b2batch farm LIST --batch-system S --jobs P`` of ``--farm-n`` lines of ``true``;
+  percall           the cost of one trivial call inside a pilot: ``b2batch.Pool(...).imap(f, range(M),
+                    chunksize=1)`` with M = ``--per-call-n`` (default 1,000), one unit per call. Each call
+                    notes the time and the CPU time so far of its pilot's worker (with the children it reaped)
+                    and of the process that runs it; per worker, the interval from its first call to its last
+                    over the calls in between is the time per call (claim, hand over, load and run the call,
+                    write its result and exit code, hand back), likewise the CPU. Target (issue 28): at most
+                    1 ms per trivial call.
 
 S is ``local`` (``--slurm``: the local Slurm). The steering process's CPU time is its own (user + system, its
 threads included, its child processes not: the local batch system's pilots are children and do the units'
@@ -39,11 +46,43 @@ import time
 from pathlib import Path
 from typing import Any
 
-KINDS = ("idle", "multiprocessing", "pool", "joblib", "farm")
+KINDS = ("idle", "multiprocessing", "pool", "joblib", "farm", "percall")
 
 
 def trivial(x: int) -> int:
     return 2 * x
+
+
+def stamped(x: int) -> tuple[int, float, str, float]:
+    """A trivial call that notes when and where it ran, and the CPU time so far of its pilot's worker (with its
+    reaped children) and of the process that runs it."""
+    import os
+    import time
+
+    def cpu(pid: int) -> float:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+    return 2 * x, time.time(), str(os.getppid()), cpu(os.getppid()) + cpu(os.getpid())
+
+
+def per_runner(stamps: list[tuple[float, str, float]]) -> dict[str, Any]:
+    """Time and CPU per call of each pilot worker, from the stamps of the calls it ran."""
+    by_runner: dict[str, list[tuple[float, float]]] = {}
+    for when, runner, cpu in stamps:
+        by_runner.setdefault(runner, []).append((when, cpu))
+    span = cpu_span = 0.0
+    intervals = 0
+    for runs in by_runner.values():
+        runs.sort()
+        if len(runs) > 1:
+            span += runs[-1][0] - runs[0][0]
+            cpu_span += runs[-1][1] - runs[0][1]
+            intervals += len(runs) - 1
+    return {"runners": len(by_runner), "calls_per_runner": sorted((len(r) for r in by_runner.values()), reverse=True),
+            "s_per_call": span / intervals if intervals else None,
+            "cpu_per_call": cpu_span / intervals if intervals else None}
 
 
 class Sampler:
@@ -84,6 +123,7 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
     sampler = Sampler()
     quarter = max(1, n // 4)
     ok = True
+    inside: dict[str, Any] = {}
     cpu0 = sampler.cpu()
     start = time.monotonic()
     if kind == "idle":
@@ -125,6 +165,19 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
                 if got == quarter:
                     sampler.mark("quarter")
         ok = ok and got == n
+    elif kind == "percall":
+        import b2batch
+
+        stamps = []
+        with b2batch.Pool(batch_system=system, work_dir=work, verbose=False, polling_interval=0.5,
+                          settings={"pilot_jobs": pilots}) as pool:
+            for i, (value, when, runner, used) in enumerate(pool.imap(stamped, range(n), chunksize=1)):
+                ok = ok and value == 2 * i
+                stamps.append((when, runner, used))
+                if i + 1 == quarter:
+                    sampler.mark("quarter")
+            ok = ok and len(stamps) == n
+        inside = per_runner(stamps)
     elif kind == "farm":
         tasklist = work / "lines.txt"
         tasklist.write_text("true\n" * n)
@@ -140,7 +193,8 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
     sampler.stop()
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"kind": kind, "n": n, "ok": ok, "wall": wall, "cpu": cpu, "peak_rss": max(sampler.peak, maxrss),
-            "rss_quarter": sampler.marks.get("quarter"), "rss_end": sampler.marks.get("end")}
+            "rss_quarter": sampler.marks.get("quarter"), "rss_end": sampler.marks.get("end"),
+            **({"inside": inside} if kind == "percall" else {})}
 
 
 def _mark_farm(sampler: Sampler, tasklist: Path, quarter: int) -> None:
@@ -180,6 +234,8 @@ def main() -> int:
     parser.add_argument("--pilots", type=int, default=2)
     parser.add_argument("--chunksize", type=int, default=None,
                         help="items per unit of the pool (default: Pool.map's, N / (4 x slots))")
+    parser.add_argument("--per-call-n", type=int, default=1000,
+                        help="calls of the percall row, one unit each (default 1000)")
     parser.add_argument("--only", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--timeout", type=float, default=7200)
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
@@ -195,7 +251,8 @@ def main() -> int:
     rows, ok = [], True
     try:
         for kind in args.only:
-            units = args.farm_n if kind == "farm" and args.farm_n else n
+            units = (args.farm_n if kind == "farm" and args.farm_n else args.per_call_n if kind == "percall"
+                     else n)
             result = row(kind, units, system, args.pilots, folder, args.timeout, args.chunksize)
             rows.append(result)
             ok = ok and result.get("ok", False)
@@ -207,6 +264,13 @@ def main() -> int:
             print(f"{kind:<16} N={units:>9,}  wall {result['wall']:7.1f} s  steering CPU {result['cpu']:7.2f} s = "
                   f"{1000 * result['cpu'] / units:7.4f} ms/unit  peak RSS {result['peak_rss'] / 2**20:7.1f} MB  "
                   f"RSS growth 1/4 -> end {growth:+7.1f} MB", flush=True)
+            if kind == "percall":
+                inside = result["inside"]
+                per_call = inside["s_per_call"]
+                print(f"{'':<16} per trivial call inside a pilot ({inside['runners']} worker(s), calls each "
+                      f"{inside['calls_per_runner']}): {1000 * (per_call or 0):.2f} ms (CPU "
+                      f"{1000 * (inside['cpu_per_call'] or 0):.2f} ms); target at most 1 ms: "
+                      f"{'met' if per_call is not None and per_call <= 0.001 else 'NOT met'}", flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps({"system": system, "rows": rows}))

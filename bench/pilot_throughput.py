@@ -33,10 +33,11 @@ Three parts (``--parts``), each against a reference measured in the same run:
 
 3. overhead: the time per task inside a pilot against plain luigi running the same N tasks in one fresh
    process (``luigi.build([...], local_scheduler=True, workers=1)``). Every trivial task writes, at the
-   start of its ``run()``, the time and the CPU time used so far by the process that runs it (a pilot's
-   worker process including the children it forked and reaped, or luigi's process); per runner, the
+   start of its ``run()``, the time and the CPU time used so far by the processes that run it (a pilot's
+   worker process including the children it reaped, plus the child that runs the task: the worker's
+   runner, which runs task after task, or a child of the task's own; or luigi's process); per runner, the
    interval from its first task to its last divided by the tasks in between is its time per task (claim,
-   fork, load and run the task, exit code, hand back; for luigi: its scheduler and worker loop). Taken
+   hand over, load and run the task, exit code, hand back; for luigi: its scheduler and worker loop). Taken
    from the pilots row of part 1 (and of part 2).
 
 The last lines are a compact table, the ratios, and one JSON line of all figures. The machine is shared:
@@ -77,8 +78,9 @@ PARTS = ("throughput", "steering", "overhead")
 
 TASKS = textwrap.dedent('''
     """The benchmark's tasks: N trivial ones and an aggregate of them. A trivial task notes, at the start of
-    its run(), when and in which process it runs and that process's CPU time so far (with its reaped
-    children): a pilot's worker forks one child per task, luigi's worker runs tasks in its own process."""
+    its run(), when and in which process it runs and the CPU time so far of the processes that run it (with
+    their reaped children): a pilot's worker and its child that runs the task (a runner that runs task after
+    task, or a child of the task's own), luigi's worker that runs tasks in its own process."""
     import json
     import os
     import time
@@ -102,9 +104,13 @@ TASKS = textwrap.dedent('''
             yield self.add_to_output("trivial.txt")
 
         def run(self):
-            runner = os.getpid() if os.environ.get("B2BENCH_IN_PROCESS") else os.getppid()
+            in_process = bool(os.environ.get("B2BENCH_IN_PROCESS"))
+            runner = os.getpid() if in_process else os.getppid()
             job = os.environ.get("SLURM_JOB_ID") or os.environ.get("B2BATCH_LOCAL_JOB_ID") or ""
-            stamp = [time.time(), f"{job}:{runner}", process_cpu(runner)]
+            # In a pilot: its worker (with the children it reaped) and the process running the task (a child
+            # of its own, or the worker's runner that runs task after task)
+            cpu = process_cpu(runner) + (0 if in_process else process_cpu(os.getpid()))
+            stamp = [time.time(), f"{job}:{runner}", cpu]
             with open(self.get_output_file_name("trivial.txt"), "w") as f:
                 f.write(f"{self.i}\\n{json.dumps(stamp)}\\n")
 

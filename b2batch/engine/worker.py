@@ -1,9 +1,11 @@
 """The node side of a worker job (a pilot, or a bundle): claim units from a :class:`WorkQueue` and run each in
 a child process of its own, until the work is done, the allocation ends, or nothing came for a while.
 
-What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; each unit then
-runs in a forked child, so a unit that crashes (a segfault, ``os._exit``) takes nothing else down, and each
-has its own stdout and stderr log, result and exit code.
+What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; units then run
+in a child process, a long-lived *runner* that runs one unit after another (or, for a command and a unit that
+asks for it, a child forked for that unit alone): a unit that crashes (a segfault, ``os._exit``) takes
+nothing else down, and each has its own stdout and stderr log, result and exit code
+(:mod:`b2batch.engine.unitrunner` says what is reset between the units of a runner).
 
 A unit is one of:
 
@@ -19,7 +21,6 @@ running unit and put it back in the queue; it is not counted as failed.
 
 from __future__ import annotations
 
-import ctypes  # here, not in each unit's child: importing it there cost ~4 ms of CPU per unit
 import importlib
 import json
 import logging
@@ -30,22 +31,21 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from b2batch.engine.files import atomic_write
 from b2batch.engine.processes import signal_group
+from b2batch.engine.unitrunner import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
 from b2batch.engine.usage import measured
-from b2batch.engine.unwinding import unwind_on_sigterm
 from b2batch.engine.workqueue import DRAIN_GRACE, WorkQueue
 
 logger = logging.getLogger(__name__)
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+__all__ = ["STOP_SIGNALS", "Worker", "WorkerConfig", "main", "run_unit", "serve"]
+
 #: Seconds a unit has to end after SIGTERM before its process group gets SIGKILL.
 KILL_GRACE = 10.0
 #: Environment variables in which batch systems give the job's id.
@@ -107,19 +107,6 @@ def allocation_end(walltime: float | None, started: float) -> float | None:
     return None
 
 
-def run_unit(unit: dict[str, Any]) -> int:
-    """Run one unit in this (child) process; its exit code."""
-    for module in unit.get("preload", []):
-        importlib.import_module(module)  # loaded by the worker already, unless that failed
-    if "command" in unit:
-        command = [str(part) for part in unit["command"]]
-        os.execvp(command[0], command)
-    module, _, name = unit["call"].partition(":")
-    function = getattr(importlib.import_module(module), name)
-    code = function(*unit.get("args", []))
-    return int(code or 0)
-
-
 class Worker:
     """One worker process: its queue, its lease and the unit it runs."""
 
@@ -136,8 +123,11 @@ class Worker:
         self.last_beat = 0.0  # monotonic time of the last heartbeat written
         self.stop_signal: int | None = None
         self.child: int | None = None
-        #: The resource usage of the unit's process when it ended (os.wait4), for its usage.json.
-        self.rusage: Any = None
+        #: Whether the running unit's process was sent a signal (a runner is then replaced after the unit).
+        self.signalled = False
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.runner = Runner(self.job_id)
         self.current: str | None = None
         self.longest = 0.0
         self.ran = 0
@@ -214,6 +204,7 @@ class Worker:
                     return 0
                 idle_since = time.monotonic()
         finally:
+            self.close()
             for signum in STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
         if self.stop_signal is None:
@@ -224,25 +215,13 @@ class Worker:
     def run(self, name: str, entry: dict[str, Any]) -> bool:
         """Run one claimed unit in a child; whether the worker may go on."""
         self.current = name
-        self.heartbeat(force=True)
+        self.heartbeat()  # a unit that runs longer gets a heartbeat naming it from _wait
         begin = time.monotonic()
         started = time.time()
-        files = entry["files"]
-        for module in entry["unit"].get("preload", []):
-            try:
-                importlib.import_module(module)  # once in the worker, not once per unit
-            except Exception:
-                logger.exception("Cannot preload %s for %s (the unit fails)", module, name)
-                break  # the child imports it again, into the unit's stderr log
-        call = entry["unit"].get("call")
-        if call:  # its module too, once here: each unit's child finds it loaded (a trivial call: 85 -> 28 ms CPU)
-            try:
-                importlib.import_module(call.partition(":")[0])
-            except Exception:  # noqa: BLE001 - the child imports it again, its error into the unit's stderr log
-                logger.debug("Cannot import %s in the worker (the unit's child tries again)", call)
+        files, unit = entry["files"], entry["unit"]
+        _preload(name, unit)
         sys.stdout.flush()
         sys.stderr.flush()
-        parent = os.getpid()
         # A stop signal from here on reaches the child: blocked until self.child is set (and in the child until
         # its own handlers are in place); one that came since the claim puts the unit back at once.
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
@@ -251,19 +230,25 @@ class Worker:
             self.current = None
             self.queue.release(self.name, name)
             return False
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            _child(entry, self.job_id, parent, blocked)
+        runner = None if needs_fresh_process(unit) else self.runner
+        if runner is None:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                run_forked(entry, self.job_id, self.pid, blocked)
+        else:
+            pid = self._hand_over(runner, entry, blocked)
         self.child = pid
-        self.rusage = None
+        self.signalled = False
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        status = self._wait(pid, name)
+        outcome = self._wait(pid, name, runner)
         self.child = None
         self.current = None
         self.longest = max(self.longest, time.monotonic() - begin)
-        if status is None:  # the lease was lost: leave the claim, the steering process decides
+        if outcome is None:  # the lease was lost: leave the claim, the steering process decides
             return False
-        code = os.waitstatus_to_exitcode(status)
+        code, cpu, max_rss = outcome
+        if runner is not None and runner.pid is not None and (self.signalled or self.stop_signal is not None):
+            runner.close()  # it was sent a signal: a fresh runner for the next unit
         if code < 0 and self.stop_signal is None and -code in STOP_SIGNALS:
             time.sleep(0.2)  # a signal to the whole job reached the child first: let ours arrive
         if self.stop_signal is not None:
@@ -273,94 +258,130 @@ class Worker:
         code = 128 - code if code < 0 else code
         # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
         # numbers even where the batch system's accounting is off (b2batch.engine.usage).
-        usage = self.rusage
-        if usage is not None:
-            atomic_write(Path(files["exit_code"]).with_name("usage.json"),
-                         measured(time.monotonic() - begin, usage.ru_utime + usage.ru_stime, usage.ru_maxrss,
-                                  socket.gethostname()))
-        atomic_write(Path(files["exit_code"]), f"{code}\n")
+        exit_code = files["exit_code"]
+        _write(os.path.join(os.path.dirname(exit_code), "usage.json"),
+               measured(time.monotonic() - begin, cpu, max_rss, self.host))
+        _write(exit_code, f"{code}\n")
         self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
-                                                   "ended": time.time(), "exit_code": code})
+                                            "ended": time.time(), "exit_code": code})
         self.ran += 1
         return True
 
-    def _wait(self, pid: int, name: str) -> int | None:
-        """Wait for the child, keeping the lease and watching for a cancellation; its wait status, or None when
-        the lease was lost (the child was stopped)."""
-        try:
-            handle = os.pidfd_open(pid)
-        except (AttributeError, OSError):
+    def _hand_over(self, runner: Runner, entry: dict[str, Any], blocked: set[int]) -> int:
+        """Send the unit to the runner (started first if there is none, or it ended); the runner's pid."""
+        for _attempt in range(2):
+            if not runner.alive():
+                runner.start(self.pid, blocked)
+            try:
+                runner.send(entry)
+                break
+            except OSError:  # it ended just now (e.g. a signal to the whole job): a fresh one
+                runner.close(grace=0.5)
+        assert runner.pid is not None
+        return runner.pid
+
+    def _wait(self, pid: int, name: str, runner: Runner | None) -> tuple[int, float, int] | None:
+        """Wait for the unit's end, keeping the lease and watching for a cancellation: its exit code (negative:
+        the signal that killed its process), CPU seconds and peak RSS (KiB); None when the lease was lost (the
+        unit's process was stopped)."""
+        if runner is not None:
+            waitables = runner.waitables()
             handle = None
-        cancelled = False
+        else:
+            try:
+                handle = os.pidfd_open(pid)
+            except (AttributeError, OSError):
+                handle = None
+            waitables = [handle] if handle is not None else []
         try:
             while True:
-                if handle is not None:
+                ready: list[Any] = []
+                if waitables:
                     try:
-                        select.select([handle], [], [], self.beat_interval)
+                        ready = select.select(waitables, [], [], self.beat_interval)[0]
                     except InterruptedError:
                         pass
-                done, status, self.rusage = os.wait4(pid, os.WNOHANG)
-                if done:
-                    return status
-                if handle is None:
+                else:
                     time.sleep(0.02)
+                ended = _ended(runner, pid, ready) if runner is not None else _reaped(pid)
+                if ended is not None:
+                    return ended
                 if not self.heartbeat():
                     _stop(pid)
+                    if runner is not None:
+                        runner.forget()
                     return None
-                if not cancelled and self.queue.is_cancelled(name):
+                if not self.signalled and self.queue.is_cancelled(name):
                     logger.info("%s was cancelled by the steering process", name)
-                    cancelled = True
+                    self.signalled = True
                     signal_group(pid, signal.SIGTERM)
         finally:
             if handle is not None:
                 os.close(handle)
 
+    def close(self) -> None:
+        """End the runner, if any."""
+        self.runner.close()
 
-def _child(entry: dict[str, Any], job_id: str, parent: int, mask: set[int]) -> None:
-    """Run the unit ``entry`` in this forked child, with its own logs; exit with its exit code."""
-    code = 1
-    try:
-        os.setpgid(0, 0)  # a cancelled unit is stopped with everything it started
-        _die_with_parent(parent)
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, signal.SIG_DFL)
-        # Stopped, the unit unwinds (e.g. removing its temporary outputs) and exits with 128 + the signal.
-        unwind_on_sigterm()
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        files = entry["files"]
-        Path(files["stdout"]).parent.mkdir(parents=True, exist_ok=True)
-        for fd, path in ((1, files["stdout"]), (2, files["stderr"])):
-            log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            os.dup2(log, fd)
-            os.close(log)
-        print(f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {socket.gethostname()} "
-              f"at {datetime.now().astimezone().isoformat(timespec='seconds')}", flush=True)
-        code = run_unit(entry["unit"])
-    except SystemExit as e:
-        if e.code is not None and not isinstance(e.code, int):
-            print(e.code, file=sys.stderr)  # as Python does
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:  # noqa: BLE001 - the unit's child reports whatever ended it, then exits
-        traceback.print_exc()
-        code = 1
-    finally:
+
+def _preload(name: str, unit: dict[str, Any]) -> None:
+    """Import what the unit needs once in the worker, so that each child (a runner too) finds it loaded (a
+    trivial call: 85 -> 28 ms CPU when each unit had a child of its own); an error is the unit's, in its
+    stderr log, when its child imports it again."""
+    for module in unit.get("preload", []):
+        if module in sys.modules:
+            continue
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+            importlib.import_module(module)
+        except Exception:
+            logger.exception("Cannot preload %s for %s (the unit fails)", module, name)
+            return
+    call = unit.get("call")
+    if call:
+        module = call.partition(":")[0]
+        if module not in sys.modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - the child imports it again, its error into the unit's stderr log
+                logger.debug("Cannot import %s in the worker (the unit's child tries again)", call)
 
 
-def _die_with_parent(parent: int) -> None:
-    """Linux: the unit is killed when its worker dies (SIGKILL, OOM), so that it never runs on while the
-    steering process gives it to another worker."""
+def _ended(runner: Runner, pid: int, ready: list[Any]) -> tuple[int, float, int] | None:
+    """The outcome of the runner's unit, once it answered or ended."""
+    replies = runner.waitables()[0]
+    if replies not in ready and ready:  # the runner ended: an answer it wrote just before is read first
+        ready = select.select([replies], [], [], 0)[0] or ready
+    if replies in ready:
+        reply = runner.reply()
+        if reply is not None:
+            if reply["retire"]:
+                runner.close()
+            return reply["code"], reply["cpu"], reply["max_rss"]
+    elif not ready:
+        return None
+    status, usage = runner.reap()  # it ended with the unit (a segfault, os._exit, a signal)
+    cpu = max(0.0, usage.ru_utime + usage.ru_stime - runner.reported_cpu)
+    return os.waitstatus_to_exitcode(status), cpu, usage.ru_maxrss
+
+
+def _reaped(pid: int) -> tuple[int, float, int] | None:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if not done:
+        return None
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def _write(path: str, text: str) -> None:
+    """Write a small file so that a reader sees the old file or the whole new one (plain system calls: once
+    per unit)."""
+    temporary = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.getpid()}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the worker died before prctl took effect
-            os._exit(137)
-    except (OSError, AttributeError):
-        pass
+        os.write(descriptor, text.encode())
+        os.fchmod(descriptor, 0o644)
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
 
 
 def _stop(pid: int) -> None:

@@ -132,8 +132,44 @@ def _without_signal_traceback(explanation: str | None) -> str | None:
 
 
 def run_unit(spec_file: str) -> int:
-    """Run one task in a pilot or bundle job (in the child the worker forked for it)."""
-    return run_task(json.loads(Path(spec_file).read_text()))
+    """Run one task in a pilot or bundle job: in the worker's runner, a process that runs task after task
+    (:mod:`b2batch.engine.unitrunner`). What the task changed of its task classes' attributes is put back after
+    it and luigi's cache of task instances emptied, so that the next task finds its classes as they were
+    loaded (as a task that had a process of its own would); what it changed inside a mutable class attribute
+    (a list it appended to) is not put back."""
+    classes = _ClassState()
+    try:
+        return run_task(json.loads(Path(spec_file).read_text()))
+    finally:
+        classes.restore()
+        luigi.task_register.Register.clear_instance_cache()
+
+
+_MISSING = object()
+
+
+class _ClassState:
+    """The attributes of every loaded task class (luigi's own excepted), to put back after a task ran."""
+
+    def __init__(self) -> None:
+        self.saved: list[tuple[type, dict[str, Any]]] = []
+        pending = list(type.__subclasses__(luigi.Task))
+        while pending:
+            cls = pending.pop()
+            pending.extend(type.__subclasses__(cls))
+            if not cls.__module__.startswith("luigi."):
+                self.saved.append((cls, dict(cls.__dict__)))
+
+    def restore(self) -> None:
+        for cls, saved in self.saved:
+            current = cls.__dict__
+            if len(current) == len(saved) and all(current.get(k, _MISSING) is v for k, v in saved.items()):
+                continue
+            for name in [name for name in current if name not in saved]:
+                delattr(cls, name)
+            for name, value in saved.items():
+                if current.get(name, _MISSING) is not value and name not in ("__dict__", "__weakref__"):
+                    setattr(cls, name, value)
 
 
 def run_spec(spec: dict[str, Any]) -> int:
