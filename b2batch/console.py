@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch import paths
-from b2batch.engine.files import JobFiles
+from b2batch.engine.files import JobFiles, job_folders
 from b2batch.engine.outcome import JobOutcome, last_outcome
 from b2batch.settings import get_setting
 
@@ -103,13 +103,14 @@ def task_file_dir(script: Path, override: str | None = None) -> Path:
 def collect(folder: Path) -> list[RecordedJob]:
     """The jobs in a task_file_dir, with the state their files tell (those not ended: ``unknown``)."""
     jobs = []
-    for spec_file in sorted(folder.glob("*/*/job.json")):
-        files = JobFiles(folder=spec_file.parent, log_folder=spec_file.parent)
+    for job_folder in job_folders(folder):
+        spec_file = job_folder / "job.json"
+        files = JobFiles(folder=job_folder, log_folder=job_folder)
         try:
             spec = json.loads(spec_file.read_text())
         except (OSError, ValueError):
             spec = {}
-        family = spec.get("task_family", spec_file.parent.parent.name)
+        family = spec.get("task_family", spec_file.parent.parent.name)  # <family>/<key>/ when the spec is lost
         params = ", ".join(f"{k}={v}" for k, v in (spec.get("task_params") or {}).items())
         job = RecordedJob(folder=spec_file.parent, task=f"{family}({params})", family=family)
         submission = files.read_submission()
@@ -265,15 +266,25 @@ def last_arguments(script: Path) -> list[str] | None:
     return None
 
 
+def _place(job_folder: Path, root: Path) -> tuple[str, ...]:
+    """Where ``job_folder`` is in the task_file_dir ``root``: its path below it (its last two names if it is not
+    below it: ``<family>/<task_id>``)."""
+    try:
+        return job_folder.resolve().relative_to(root.resolve()).parts
+    except ValueError:
+        return job_folder.parts[-2:]
+
+
 def status(script: str, override: str | None = None, as_json: bool = False,
            current: set[Path] | None = None) -> int:
     """Print the jobs of the workflow with their states and the counts per state. ``current``: the job
     folders of the workflow's tasks; jobs in other folders (earlier parameters) are only counted."""
     folder = task_file_dir(Path(script).resolve(), override)
     every = collect(folder)
-    if current is not None:  # by <family>/<task_id>: the same with another task_file_dir (--task-file-dir)
-        wanted = {(f.parent.name, f.name) for f in current}
-        jobs = [job for job in every if (job.folder.parent.name, job.folder.name) in wanted]
+    if current is not None:  # by the place in the task_file_dir: the same with another one (--task-file-dir)
+        own = task_file_dir(Path(script).resolve())
+        wanted = {_place(f, own) for f in current}
+        jobs = [job for job in every if _place(job.folder, folder) in wanted]
     else:
         jobs = every
     others = len(every) - len(jobs)

@@ -1,6 +1,7 @@
 """The files of one job, and the one place that knows the layout of job folders.
 
-A job's files live in ``<task_file_dir>/<family>/<key>/``: the wrapper the batch system runs
+A job's files live in its job folder, ``<task_file_dir>/<family>/<key>/`` (a front-end may choose another place
+under its task_file_dir, such as b2luigi's ``<parameters>/<family>/``; :func:`job_folders` finds both): the wrapper the batch system runs
 (``executable_wrapper.sh``), the front-end's description of the work (``job.json``), the exit code the
 wrapper writes (``exit_code``), the work's result (``result.json``) and the journal of the submission
 (``submission.json``). Its logs live in a folder the front-end chooses (``stdout``, ``stderr``, and the
@@ -45,6 +46,30 @@ def _write_new(path: str, text: str, mode: int = 0o644) -> None:
 FILE_NAMES = {"spec": "job.json", "wrapper": "executable_wrapper.sh", "exit_code": "exit_code", "result": "result.json",
               "result_bytes": "result.pkl", "submission": "submission.json", "setup_failed": "setup_failed",
               "cancelled": "cancelled", "checkpointed": "checkpointed", "usage": "usage.json"}
+
+
+def job_folders(root: str | os.PathLike[str], marker: str = FILE_NAMES["spec"]) -> list[Path]:
+    """The job folders under ``root`` (a task_file_dir) that hold the file ``marker``, sorted, at any depth: the
+    folders of a job folder are not searched, nor those of the run itself at the top (the work queues of pilots
+    and bundles, ``_<kind>s``, and ``arrays``)."""
+    top = os.fspath(root)
+    found, stack = [], [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                entries = list(entries)
+        except OSError:
+            continue
+        names = {entry.name for entry in entries}
+        if marker in names:
+            found.append(Path(folder))
+        if marker in names or FILE_NAMES["spec"] in names:
+            continue
+        at_top = folder == top
+        stack += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)
+                  and not (at_top and (entry.name.startswith("_") or entry.name == "arrays"))]
+    return sorted(found)
 
 
 def _file(name: str) -> property:
@@ -192,11 +217,16 @@ class JobFiles:
         # the batch system took the job); a journal of an earlier job is replaced atomically.
         _write_new(self.path_of("submission"), json.dumps(record))
 
-    def unfinished_submissions(self, system: str) -> list[str]:
-        """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` and
-        wrote no exit code yet: the jobs an earlier steering process may have left queued or running."""
+    def unfinished_submissions(self, system: str, task_file_dir: str | os.PathLike[str] | None = None) -> list[str]:
+        """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` (default:
+        the folder two above the job folder's) and wrote no exit code yet: the jobs an earlier steering process
+        may have left queued or running."""
+        root = Path(task_file_dir) if task_file_dir is not None else self.folder.parent.parent
+        if not self.folder.is_relative_to(root):
+            root = self.folder.parent.parent
         ids = []
-        for journal in self.folder.parent.parent.glob("*/*/submission.json"):  # <dir>/<family>/<key>/
+        for folder in job_folders(root, FILE_NAMES["submission"]):
+            journal = folder / FILE_NAMES["submission"]
             try:
                 record = json.loads(journal.read_text())
             except (OSError, ValueError):

@@ -20,9 +20,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
 from b2batch.engine import preemption
-from b2batch.engine.files import JobFiles
+from b2batch.luigi_frontend import layout
 from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
@@ -38,9 +37,7 @@ def can_checkpoint(task: Any) -> bool:
 
 def checkpoint_path(task: Any) -> Path:
     """The file in which ``task`` keeps its checkpoint: ``checkpoint`` in its job folder."""
-    folder = JobFiles.at(paths.resolve(get_setting("task_file_dir", task=task)), task.task_family, task.task_id,
-                         Path(".")).folder
-    return folder / "checkpoint"
+    return layout.job_folder(task) / "checkpoint"
 
 
 def remove_checkpoint(task: Any) -> None:

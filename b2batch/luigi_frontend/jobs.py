@@ -28,7 +28,7 @@ from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
-from b2batch.luigi_frontend.layout import log_folder
+from b2batch.luigi_frontend.layout import job_folder, log_folder
 from b2batch.settings import active_profile, get_setting, settings_snapshot
 
 
@@ -102,10 +102,9 @@ class TaskResult:
 
 
 def task_files(task: Any) -> JobFiles:
-    """The job files of ``task``: in ``<task_file_dir>/<TaskFamily>/<task_id>/``, logs in
-    ``<log_dir>/<parameters>/<TaskFamily>/``."""
-    return JobFiles.at(paths.resolve(get_setting("task_file_dir", task=task)), task.task_family, task.task_id,
-                       log_folder(task))
+    """The job files of ``task``: in its job folder (:func:`~b2batch.luigi_frontend.layout.job_folder`, by default
+    ``<task_file_dir>/<TaskFamily>/<task_id>/``), logs in ``<log_dir>/<parameters>/<TaskFamily>/``."""
+    return JobFiles(folder=job_folder(task), log_folder=log_folder(task))
 
 
 def _last_job(files: JobFiles) -> tuple[str, JobOutcome | None] | None:
@@ -317,7 +316,7 @@ class TaskJobs:
         task, files = job.payload, job.files
         files.make_folders()
         spec = {"task_module": task.task_module, "task_module_file": module_file(task.task_module),
-                "task_family": task.task_family, "task_params": task.to_str_params(),
+                "task_family": task.task_family, "task_id": task.task_id, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
                 "settings": self.settings, "result_file": files.path_of("result")}
         seen: dict[str, Any] = {}  # the wrapper's settings, each looked up once for this job

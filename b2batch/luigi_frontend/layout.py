@@ -16,20 +16,20 @@ from b2batch.errors import OutputPathError
 from b2batch.settings import get_setting, profiled_error
 
 
-def parameter_parts(task: Any, strict: bool = True) -> list[str]:
+def parameter_parts(task: Any, strict: bool = True, hidden: bool = False) -> list[str]:
     """The path components that stand for the task's parameters, e.g. ``["energy=10", "seed=3"]``.
 
     Parameters declared with ``hidden=True`` are left out, those with ``hashed=True`` become
     ``hashed_<md5 of the value>`` (or what their ``hash_function`` makes of the value). A value that cannot be a folder name (one with a path separator, or ``.`` or
     ``..`` without the parameter's name) is an error; with ``strict=False`` (log and job folders, which the
-    task does not choose) it is hashed instead.
+    task does not choose) it is hashed instead. ``hidden``: the hidden parameters too (b2luigi's task files).
     """
     separator = str(get_setting("parameter_separator", task=task))
     with_names = bool(get_setting("use_parameter_name_in_output", task=task))
     as_b2luigi = bool(get_setting("b2luigi_hashing", task=task))
     parts = []
     for name, param in task.get_params():
-        if not param.significant or getattr(param, "hidden", False):
+        if not param.significant or (getattr(param, "hidden", False) and not hidden):
             continue
         value = path_value(param, getattr(task, name), as_b2luigi)
         has_separator = os.sep in value or bool(os.altsep and os.altsep in value)
@@ -95,3 +95,13 @@ def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str
 def log_folder(task: Any) -> Path:
     """Folder of the task's job logs: ``<log_dir>/<parameter parts>/<TaskFamily>``."""
     return task_folder(task, "log_dir") / task.task_family
+
+
+def job_folder(task: Any) -> Path:
+    """Folder of the task's job files under ``task_file_dir``, by the setting ``job_folder_layout``:
+    ``<TaskFamily>/<task_id>`` (b2batch), or ``<parameter parts, hidden ones too>/<TaskFamily>`` (b2luigi, whose
+    task files are there)."""
+    root = paths.resolve(get_setting("task_file_dir", task=task))
+    if get_setting("job_folder_layout", task=task) == "b2luigi":
+        return root.joinpath(*parameter_parts(task, strict=False, hidden=True), task.task_family)
+    return root / task.task_family / task.task_id

@@ -2,7 +2,8 @@
 failed ``max_task_failures`` times is not submitted again until the user asks (``--retry-failed``, or
 ``b2batch retry``).
 
-The count lives in ``<task_file_dir>/<TaskFamily>/<task_id>/failures.json`` beside the task's other job files:
+The count lives in ``failures.json`` in the task's job folder (``<task_file_dir>/<TaskFamily>/<task_id>/`` by
+default) beside the task's other job files:
 ``{"count": 3, "last_error": "...", "log": "<stderr path>", "at": <epoch seconds>}``. It is written atomically
 (a reader sees the old file or the new one), counts failures of the task's own jobs (not jobs the batch system
 lost, nor cancelled ones, nor tasks that were not submitted), and is removed when the task succeeds.
@@ -18,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from b2batch.engine.files import atomic_write
+from b2batch.engine.files import FILE_NAMES, atomic_write, job_folders
 
 #: The file that holds a task's failure count, in its job folder.
 FILE_NAME = "failures.json"
@@ -96,12 +97,23 @@ def held_back(task: Any, folder: Path, limit: int | None) -> tuple[Failures, str
     return failures, message
 
 
+def _identity(folder: Path) -> tuple[str, str]:
+    """The task family and task id of the job folder ``folder``: from its spec, else from its place
+    (``<TaskFamily>/<task_id>``)."""
+    try:
+        spec = json.loads((folder / FILE_NAMES["spec"]).read_text())
+        return str(spec["task_family"]), str(spec["task_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return folder.parent.name, folder.name
+
+
 def reset(task_file_dir: Path, patterns: list[str] | None = None) -> list[tuple[str, Failures]]:
     """Forget the failures of every task under ``task_file_dir`` whose family or task id matches one of the
     shell-style ``patterns`` (all tasks without patterns); the task ids and what was counted, sorted."""
     reset_ones = []
-    for path in sorted(Path(task_file_dir).glob(f"*/*/{FILE_NAME}")):  # <dir>/<family>/<task_id>/
-        family, task_id = path.parent.parent.name, path.parent.name
+    for folder in job_folders(task_file_dir, FILE_NAME):
+        path = folder / FILE_NAME
+        family, task_id = _identity(folder)
         if patterns and not any(fnmatch.fnmatchcase(family, p) or fnmatch.fnmatchcase(task_id, p)
                                 for p in patterns):
             continue

@@ -111,6 +111,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("log_dir", "logs", "Folder of the per-task job logs (stdout, stderr).", kind=FOLDER),
         Setting("task_file_dir", "task_files", "Folder of the job files: wrappers, submit files, exit-code "
                 "and result files, the run journal.", kind=FOLDER),
+        Setting("job_folder_layout", "b2batch", "Where in task_file_dir a task's job folder is: b2batch "
+                "(<TaskFamily>/<task_id>/) or b2luigi (<parameters, hidden ones too>/<TaskFamily>/, as b2luigi 1.3 "
+                "puts its task files; the b2luigi profile's).", kind=_choice("b2batch", "b2luigi")),
         Setting("scratch_dir", None, "Folder for temporary files of on_temporary_files(); default: next to "
                 "each output.", kind=PATH),
         Setting("parameter_separator", "=", "Text between a parameter's name and value in output paths.", kind=TEXT),
@@ -274,6 +277,7 @@ PROFILES: dict[str, dict[str, Any]] = {
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True, "job_shape": "job_per_task",
                 "process_once": True, "local_runs_send_jobs": True, "max_task_failures": None, "live_state": False,
+                "job_folder_layout": "b2luigi",
                 # b2luigi fails a task when its submit command fails, and when 4 status queries failed over
                 # 2 + 6 + 18 s: not after b2batch's 10 minutes of waiting for the scheduler to come back
                 "scheduler_unreachable_timeout": 26.0},

@@ -409,7 +409,8 @@ class SchedulerSystem(BatchSystem):
         re-attaches: a job that ended since is then found over by the usual status queries."""
         known = self._earlier
         if job_id not in known:
-            ids = list(dict.fromkeys([job_id, *job.files.unfinished_submissions(self.name)]))
+            task_file_dir = self.run.config.resolve(job.setting("task_file_dir") or ".")
+            ids = list(dict.fromkeys([job_id, *job.files.unfinished_submissions(self.name, task_file_dir)]))
             ids = [i for i in ids if i not in known]
             chunks = [ids] if self.lists_all_jobs else [ids[k:k + self.lookup_chunk]
                                                          for k in range(0, len(ids), self.lookup_chunk)]

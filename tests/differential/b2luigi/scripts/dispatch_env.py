@@ -1,5 +1,6 @@
 # env settings apply to a dispatched child (b2luigi's documented MY_SECRET_VARIABLE).
 # args:
+# allowed: D2: files: missing task_files/\S+/executable_wrapper\.sh$
 import os
 
 import b2luigi

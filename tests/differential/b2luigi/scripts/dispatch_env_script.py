@@ -1,5 +1,6 @@
 # env_script: sourced before a dispatched run() (b2luigi runs the child through its executable wrapper).
 # args:
+# allowed: D2: files: missing task_files/\S+/executable_wrapper\.sh$
 import os
 
 import b2luigi

@@ -1,5 +1,6 @@
 # @b2luigi.dispatch: run() in a child process, its prints in the task's log files.
 # args:
+# allowed: D2: files: missing task_files/\S+/executable_wrapper\.sh$
 import b2luigi
 
 
