@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Mapping
-from dataclasses import fields
 from typing import Any
 
-from b2batch.engine import JobRecord
+from b2batch.engine.record import RECORD_FIELDS
 
 #: One change as the timeline and the report read it: when, the new state, the batch job id (or None).
 Change = tuple[float, str, "str | None"]
 
 #: The keys of a job in the report, besides its history: the record's fields.
-_FIELDS = tuple(f.name for f in fields(JobRecord))
+_FIELDS = RECORD_FIELDS
 
 
 class StateChanges:

@@ -153,6 +153,11 @@ class JobFiles:
     def stderr(self) -> Path:
         return Path(self._log_folder, "stderr")
 
+    @property
+    def log_folder_text(self) -> str:
+        """The log folder as text (the string this object keeps: no copy)."""
+        return self._log_folder
+
     def log_path(self, name: str) -> str:
         """The path of the job's log ``name`` (``stdout`` or ``stderr``) as text."""
         return f"{self._log_folder}/{name}"

@@ -31,8 +31,9 @@ class JobRecord:
     ended_at: float | None = None
     reason: str = ""
     resubmissions: list[str] | tuple[()] = ()  # the reason of each (a list from the first one)
-    stdout: str = ""
-    stderr: str = ""
+    #: The folder of the job's logs ``stdout`` and ``stderr`` (the job files' own text, not a copy: a run keeps
+    #: a record per job); empty while unknown.
+    logs: str = ""
     stderr_tail: str = ""
     #: The worker job (pilot or bundle) that ran the unit, e.g. "pilot job 123 on slurm"; empty for own jobs.
     carrier: str = ""
@@ -40,11 +41,23 @@ class JobRecord:
     #: system's accounting where it answered; None while neither is known.
     usage: dict[str, Any] | None = None
 
+    @property
+    def stdout(self) -> str:
+        """The path of the job's stdout log ("" while unknown)."""
+        return f"{self.logs}/stdout" if self.logs else ""
+
+    @property
+    def stderr(self) -> str:
+        """The path of the job's stderr log ("" while unknown)."""
+        return f"{self.logs}/stderr" if self.logs else ""
+
     def as_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _RECORD_FIELDS}
+        return {name: getattr(self, name) for name in RECORD_FIELDS}
 
 
-_RECORD_FIELDS = tuple(f.name for f in fields(JobRecord))
+#: What a record says of its job (its fields, with the two log paths in place of their folder).
+RECORD_FIELDS = tuple(name for f in fields(JobRecord)
+                       for name in (("stdout", "stderr") if f.name == "logs" else (f.name,)))
 
 Listener = Callable[[JobRecord], None]
 
@@ -105,7 +118,7 @@ class RunRecord:
             record = self.jobs.get(job.key)
             if record is None:
                 record = JobRecord(task_id=job.key, family=job.family, params=job.params, system=job.system,
-                                   stdout=job.files.log_path("stdout"), stderr=job.files.log_path("stderr"))
+                                   logs=job.files.log_folder_text)
                 self.jobs[job.key] = record
                 self.expected.pop(job.key, None)
         return record
