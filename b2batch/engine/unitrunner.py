@@ -65,10 +65,10 @@ def needs_fresh_process(unit: dict[str, Any]) -> bool:
     return "command" in unit or bool(unit.get("fresh_process"))
 
 
-def _run_logged(entry: dict[str, Any], job_id: str) -> int:
+def _run_logged(entry: dict[str, Any], job_id: str, host: str) -> int:
     """Run the unit of ``entry`` with fds 1 and 2 on its logs (already redirected); its exit code (0-255)."""
     try:
-        print(f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {socket.gethostname()} "
+        print(f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {host} "
               f"at {datetime.now().astimezone().isoformat(timespec='seconds')}", flush=True)
         code = run_unit(entry["unit"])
     except SystemExit as e:
@@ -88,10 +88,13 @@ def _run_logged(entry: dict[str, Any], job_id: str) -> int:
 
 
 def _redirect(files: dict[str, str]) -> None:
-    """Point file descriptors 1 and 2 at the unit's stdout and stderr logs (appending)."""
-    os.makedirs(os.path.dirname(files["stdout"]), exist_ok=True)
+    """Point file descriptors 1 and 2 at the unit's stdout and stderr logs (appending; their folder is made)."""
     for fd, path in ((1, files["stdout"]), (2, files["stderr"])):
-        log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except FileNotFoundError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(log, fd)
         os.close(log)
 
@@ -112,7 +115,7 @@ def run_forked(entry: dict[str, Any], job_id: str, parent: int, mask: set[int]) 
         unwind_on_sigterm()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _redirect(entry["files"])
-        code = _run_logged(entry, job_id)
+        code = _run_logged(entry, job_id, socket.gethostname())
     except BaseException:  # noqa: BLE001 - whatever happens, the child ends here
         traceback.print_exc()
     finally:
@@ -124,6 +127,7 @@ class _Baseline:
 
     def __init__(self) -> None:
         self.environ = dict(os.environ)
+        self.raw_environ = dict(_raw(os.environ))
         self.cwd = os.getcwd()
         self.argv = list(sys.argv)
         self.path = list(sys.path)
@@ -135,7 +139,7 @@ class _Baseline:
         self.threads = threading.active_count()
 
     def restore(self) -> None:
-        if os.environ != self.environ:
+        if _raw(os.environ) != self.raw_environ:
             for name in [name for name in os.environ if name not in self.environ]:
                 del os.environ[name]
             for name, value in self.environ.items():
@@ -162,28 +166,36 @@ class _Baseline:
         return threading.active_count() > self.threads
 
 
-def _cpu_and_rss() -> tuple[float, int]:
-    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime, max(me.ru_maxrss, children.ru_maxrss)
+def _raw(environ: Any) -> Any:
+    """``os.environ`` as the bytes mapping it keeps (compared without decoding every value), else itself."""
+    return getattr(environ, "_data", environ)
+
+
+def _max_rss(children: bool) -> int:
+    """Peak RSS in KiB: this process's, or its waited-for children's where larger."""
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return max(rss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) if children else rss
 
 
 def _serve(requests: int, replies: int, job_id: str, parent: int, mask: set[int]) -> None:
     """The runner's loop: run each unit the worker sends, answer with its exit code, CPU time and peak RSS;
     end when the worker closes the pipe or the runner is to be replaced."""
     _child_setup(parent)
+    unwind_on_sigterm()  # also while it waits for a unit: a SIGTERM then ends it
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     baseline = _Baseline()
     saved = os.dup(1), os.dup(2)
     reader = os.fdopen(requests, "rb", buffering=0)
+    host = socket.gethostname()
     for served in range(1, RUNNER_UNITS + 1):
         entry = _receive(reader)
         if entry is None:
             return
-        unwind_on_sigterm()
-        cpu, _ = _cpu_and_rss()
+        before = os.times()
         try:
             _redirect(entry["files"])
-            code = _run_logged(entry, job_id)
+            code = _run_logged(entry, job_id, host)
         except OSError:  # its logs cannot be opened
             traceback.print_exc()
             code = 1
@@ -191,13 +203,16 @@ def _serve(requests: int, replies: int, job_id: str, parent: int, mask: set[int]
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             stopped = signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # it was stopped and unwound
-            for signum in STOP_SIGNALS:
-                signal.signal(signum, signal.SIG_DFL)
+            for signum, handler in handlers.items():
+                if signal.getsignal(signum) is not handler:
+                    signal.signal(signum, handler)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             baseline.restore()
-        after, rss = _cpu_and_rss()
+        after = os.times()
+        cpu = after.user + after.system - before.user - before.system
+        waited = after.children_user + after.children_system - before.children_user - before.children_system
         retire = stopped or served == RUNNER_UNITS or baseline.misbehaved()
-        _send(replies, {"code": code, "cpu": after - cpu, "max_rss": rss, "retire": retire})
+        _send(replies, {"code": code, "cpu": cpu + waited, "max_rss": _max_rss(waited > 0), "retire": retire})
         if retire:
             return
 

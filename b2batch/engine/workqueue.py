@@ -222,18 +222,20 @@ class WorkQueue:
                 relisted = True
                 continue
             name = self._listing.popleft()
-            target = self.claimed / worker / f"{name}.json"
+            # Plain strings and system calls: a worker claims every unit it runs (pathlib cost ~0.1 ms a unit).
+            target = f"{os.fspath(self.claimed)}/{worker}/{name}.json"
             try:
-                os.rename(self.todo / f"{name}.json", target)
+                os.rename(f"{os.fspath(self.todo)}/{name}.json", target)
             except FileNotFoundError:
                 # Another worker took it, or the steering process took it back. On NFS a retried rename
                 # that had in fact succeeded also ends up here: the unit is then ours.
-                if not target.exists():
+                if not os.path.exists(target):
                     continue
             try:
-                return name, json.loads(target.read_text())
+                with open(target, "rb") as f:
+                    return name, json.loads(f.read())
             except (OSError, ValueError):
-                target.unlink(missing_ok=True)  # taken back between the rename and the read
+                _unlink(target)  # taken back between the rename and the read
                 continue
 
     def release(self, worker: str, name: str) -> None:
@@ -254,16 +256,16 @@ class WorkQueue:
         the end of the run) to the worker's log of finished runs, then drop the claim. Each worker appends to
         a log of its own, so no two writers share a file."""
         line = json.dumps({"name": name, **ran}).encode() + b"\n"
-        descriptor = os.open(self.done / f"{worker}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        descriptor = os.open(f"{os.fspath(self.done)}/{worker}.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(descriptor, line)
         finally:
             os.close(descriptor)
-        (self.claimed / worker / f"{name}.json").unlink(missing_ok=True)
-        (self.cancelled / name).unlink(missing_ok=True)
+        _unlink(f"{os.fspath(self.claimed)}/{worker}/{name}.json")
+        _unlink(f"{os.fspath(self.cancelled)}/{name}")
 
     def is_cancelled(self, name: str) -> bool:
-        return (self.cancelled / name).exists()
+        return os.path.exists(f"{os.fspath(self.cancelled)}/{name}")
 
     def is_revoked(self, worker: str) -> bool:
         return (self.workers / f"{worker}.revoked").exists()
@@ -277,3 +279,10 @@ class WorkQueue:
 
     def beat(self, worker: str, content: dict[str, Any]) -> None:
         atomic_write(self.workers / f"{worker}.json", json.dumps(content))
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
