@@ -22,7 +22,7 @@ from b2batch.compat.b2luigi.cli.render import (_build_parent_map, _render_task_o
                                                 show_all_outputs, show_task_outputs)
 from b2batch.compat.b2luigi.cli.utils import parse_kv_params, suggest  # noqa: F401
 from b2batch.compat.b2luigi.core.settings import get_setting, set_setting
-from b2batch.compat.b2luigi.core.utils import task_iterator
+from b2batch.compat.b2luigi.core.utils import task_iterator  # noqa: F401 - a name of b2luigi's runner
 from b2batch.luigi_frontend import b2luigi_cli, batch_worker
 
 console = Console()
