@@ -16,7 +16,14 @@ not in the CPU time, which counts from just before the call to just after it):
                     and of the process that runs it; per worker, the interval from its first call to its last
                     over the calls in between is the time per call (claim, hand over, load and run the call,
                     write its result and exit code, hand back), likewise the CPU. Target (issue 28): at most
-                    1 ms per trivial call.
+                    1 ms per trivial call. The steering process queues the calls while the pilots run
+                    them: on 2 shared cores its own cost per unit can bound the time per call;
+  floor             the pilot alone: ONE worker process (``python -m b2batch.engine.worker``) serving a work
+                    queue into which M trivial calls (``operator.mul``, each a unit run by ``b2batch.calls.node``
+                    as a Pool's or joblib's call is) were put before it started; its
+                    wall and CPU time (with its children) per unit: claim, hand over,
+                    run, exit code, usage and log, hand back, with no steering process to wait for; less the
+                    same worker serving one unit (its start-up, the imports of the first unit), over M - 1.
 
 S is ``local`` (``--slurm``: the local Slurm). The steering process's CPU time is its own (user + system, its
 threads included, its child processes not: the local batch system's pilots are children and do the units'
@@ -46,7 +53,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-KINDS = ("idle", "multiprocessing", "pool", "joblib", "farm", "percall")
+KINDS = ("idle", "multiprocessing", "pool", "joblib", "farm", "percall", "floor")
 
 
 def trivial(x: int) -> int:
@@ -64,7 +71,50 @@ def stamped(x: int) -> tuple[int, float, str, float]:
             fields = f.read().rpartition(")")[2].split()
         return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
-    return 2 * x, time.time(), str(os.getppid()), cpu(os.getppid()) + cpu(os.getpid())
+    own = os.times()
+    return 2 * x, time.time(), str(os.getppid()), cpu(os.getppid()) + own.user + own.system + own.children_user + \
+        own.children_system
+
+
+def worker_floor(n: int, work: Path) -> dict[str, Any]:
+    """One worker process serving ``n`` trivial call units queued before it started, less one serving 1 unit
+    (its start-up): wall and CPU per unit."""
+    one, many = _serve_queue(1, work / "one"), _serve_queue(n, work / "many")
+    return {"runners": 1, "calls_per_runner": [n], "s_per_call": (many["wall"] - one["wall"]) / max(1, n - 1),
+            "cpu_per_call": (many["cpu"] - one["cpu"]) / max(1, n - 1), "ok": one["ok"] and many["ok"],
+            "startup_wall": one["wall"], "startup_cpu": one["cpu"]}
+
+
+def _serve_queue(n: int, work: Path) -> dict[str, Any]:
+    import operator
+    import os
+
+    import cloudpickle
+
+    from b2batch.engine.workqueue import WorkQueue
+
+    queue = WorkQueue(work / "queue")
+    queue.create()
+    for i in range(n):
+        folder = work / "units" / f"u{i:07d}"
+        folder.mkdir(parents=True)
+        (folder / "call.pkl").write_bytes(cloudpickle.dumps([(operator.mul, (2, i), {})]))
+        unit = {"call": "b2batch.calls.node:run_calls", "args": [str(folder / "call.pkl"), str(folder / "result.pkl"),
+                                                                 [], False, str(work)]}
+        queue.put(f"u{i:07d}", {"key": f"u{i}", "name": f"u{i}", "unit": unit,
+                                "files": {"exit_code": str(folder / "exit_code"), "stdout": str(folder / "stdout"),
+                                          "stderr": str(folder / "stderr")}})
+    spec = work / "worker.json"
+    spec.write_text(json.dumps({"worker": {"queue": str(queue.root), "idle_timeout": 0, "heartbeat_timeout": 60,
+                                           "worker": "floor"}}))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "b2batch.engine.worker", str(spec)], check=True, env=dict(os.environ),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = sum(1 for i in range(n) if (work / "units" / f"u{i:07d}" / "exit_code").read_text() == "0\n")
+    return {"wall": wall, "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, "ok": done == n}
 
 
 def per_runner(stamps: list[tuple[float, str, float]]) -> dict[str, Any]:
@@ -178,6 +228,9 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
                     sampler.mark("quarter")
             ok = ok and len(stamps) == n
         inside = per_runner(stamps)
+    elif kind == "floor":
+        inside = worker_floor(n, work)
+        ok = inside["ok"]
     elif kind == "farm":
         tasklist = work / "lines.txt"
         tasklist.write_text("true\n" * n)
@@ -194,7 +247,7 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"kind": kind, "n": n, "ok": ok, "wall": wall, "cpu": cpu, "peak_rss": max(sampler.peak, maxrss),
             "rss_quarter": sampler.marks.get("quarter"), "rss_end": sampler.marks.get("end"),
-            **({"inside": inside} if kind == "percall" else {})}
+            **({"inside": inside} if inside else {})}
 
 
 def _mark_farm(sampler: Sampler, tasklist: Path, quarter: int) -> None:
@@ -251,8 +304,8 @@ def main() -> int:
     rows, ok = [], True
     try:
         for kind in args.only:
-            units = (args.farm_n if kind == "farm" and args.farm_n else args.per_call_n if kind == "percall"
-                     else n)
+            units = (args.farm_n if kind == "farm" and args.farm_n else args.per_call_n
+                     if kind in ("percall", "floor") else n)
             result = row(kind, units, system, args.pilots, folder, args.timeout, args.chunksize)
             rows.append(result)
             ok = ok and result.get("ok", False)
@@ -264,10 +317,11 @@ def main() -> int:
             print(f"{kind:<16} N={units:>9,}  wall {result['wall']:7.1f} s  steering CPU {result['cpu']:7.2f} s = "
                   f"{1000 * result['cpu'] / units:7.4f} ms/unit  peak RSS {result['peak_rss'] / 2**20:7.1f} MB  "
                   f"RSS growth 1/4 -> end {growth:+7.1f} MB", flush=True)
-            if kind == "percall":
+            if kind in ("percall", "floor"):
                 inside = result["inside"]
                 per_call = inside["s_per_call"]
-                print(f"{'':<16} per trivial call inside a pilot ({inside['runners']} worker(s), calls each "
+                where = "inside a pilot" if kind == "percall" else "in one worker, queued before it started"
+                print(f"{'':<16} per trivial call {where} ({inside['runners']} worker(s), calls each "
                       f"{inside['calls_per_runner']}): {1000 * (per_call or 0):.2f} ms (CPU "
                       f"{1000 * (inside['cpu_per_call'] or 0):.2f} ms); target at most 1 ms: "
                       f"{'met' if per_call is not None and per_call <= 0.001 else 'NOT met'}", flush=True)

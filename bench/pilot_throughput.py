@@ -109,7 +109,9 @@ TASKS = textwrap.dedent('''
             job = os.environ.get("SLURM_JOB_ID") or os.environ.get("B2BATCH_LOCAL_JOB_ID") or ""
             # In a pilot: its worker (with the children it reaped) and the process running the task (a child
             # of its own, or the worker's runner that runs task after task)
-            cpu = process_cpu(runner) + (0 if in_process else process_cpu(os.getpid()))
+            own = os.times()
+            own = own.user + own.system + own.children_user + own.children_system
+            cpu = own if in_process else process_cpu(runner) + own
             stamp = [time.time(), f"{job}:{runner}", cpu]
             with open(self.get_output_file_name("trivial.txt"), "w") as f:
                 f.write(f"{self.i}\\n{json.dumps(stamp)}\\n")

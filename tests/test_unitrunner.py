@@ -89,6 +89,19 @@ def test_what_a_unit_changes_of_its_process_does_not_reach_the_next_unit(workers
     assert "out:after" in workers.stdout("c")  # sys.stdout was put back too
 
 
+def test_a_unit_that_asks_for_a_fresh_process_gets_one(workers: Workers) -> None:
+    seen = workers.folder / "seen.jsonl"
+    workers.put("a", {"call": "unitrunner_units:report", "args": [str(seen), "a"]})
+    workers.put("b", {"call": "unitrunner_units:report", "args": [str(seen), "b"], "fresh_process": True})
+    workers.put("c", {"call": "unitrunner_units:report", "args": [str(seen), "c"]})
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    assert [workers.exit_code(name) for name in "abc"] == [0, 0, 0]
+    pid = {tag: line["pid"] for tag, line in reports(seen).items()}
+    assert pid["a"] == pid["c"] != pid["b"]
+    assert workers.stdout("b").endswith("out:b\n") and workers.stderr("b") == "err:b\n"
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
 def test_stop_signal_puts_a_call_unit_back(workers: Workers, signum: int) -> None:
     marker = workers.folder / "unwound"
