@@ -44,6 +44,8 @@ def test_a_unit_that_kills_its_runner_takes_no_other_unit_down(workers: Workers)
         "i-leaves-a-thread": ({"call": "unitrunner_units:leave_thread", "args": [str(seen)]}, 0),
         "j-after-thread": ({"call": "unitrunner_units:report", "args": [str(seen), "j"]}, 0),
         "k-sys-exit-big": ({"call": "workqueue_units:exits", "args": [300]}, 300 & 0xFF),
+        "l-closes-stdout": ({"call": "unitrunner_units:close_stdout", "args": [str(seen)]}, 0),
+        "m-after-close": ({"call": "unitrunner_units:report", "args": [str(seen), "m"]}, 0),
     }
     for name, (unit, _) in units.items():
         workers.put(name, unit)
@@ -62,13 +64,14 @@ def test_a_unit_that_kills_its_runner_takes_no_other_unit_down(workers: Workers)
     for name in units:
         usage = json.loads((Path(workers.files(name)["exit_code"]).parent / "usage.json").read_text())
         assert usage["cpu"] >= 0 and usage["max_rss"] > 0
-    # One runner ran units in turn; it was replaced after each unit that ended it and after the stray thread,
-    # and not after a unit that merely raised.
+    # One runner ran units in turn; it was replaced after each unit that ended it, after the stray thread and
+    # the closed stdout, and not after a unit that merely raised.
     pid = {tag: line["pid"] for tag, line in reports(seen).items()}
     assert pid["a"] == pid["b"]
     assert len({pid["b"], pid["d"], pid["f"]}) == 3
     assert pid["f"] == pid["h"] == pid["threads"]
     assert pid["j"] != pid["threads"]
+    assert pid["m"] != pid["closer"] and workers.stdout("m-after-close").endswith("out:m\n")
 
 
 def test_what_a_unit_changes_of_its_process_does_not_reach_the_next_unit(workers: Workers) -> None:

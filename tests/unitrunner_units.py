@@ -44,3 +44,10 @@ def leave_thread(path: str) -> int:
     report(path, "threads")
     threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
     return 0
+
+
+def close_stdout(path: str) -> int:
+    """Close the process's stdout (a next unit in the same process could not print)."""
+    report(path, "closer")
+    sys.stdout.close()
+    return 0

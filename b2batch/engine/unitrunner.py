@@ -146,9 +146,10 @@ class _Baseline:
                 if os.environ.get(name) != value:
                     os.environ[name] = value
         try:
-            if os.getcwd() != self.cwd:
-                os.chdir(self.cwd)
-        except OSError:  # its working directory was removed
+            cwd: str | None = os.getcwd()
+        except OSError:  # the unit removed its working directory
+            cwd = None
+        if cwd != self.cwd:
             os.chdir(self.cwd)
         if sys.argv != self.argv:
             sys.argv[:] = self.argv
@@ -162,8 +163,9 @@ class _Baseline:
             root.setLevel(self.level)
 
     def misbehaved(self) -> bool:
-        """Whether the unit left threads that still run (they could write into the next unit's logs)."""
-        return threading.active_count() > self.threads
+        """Whether the unit left what cannot be put back: threads that still run (they could write into the next
+        unit's logs), or the process's stdout or stderr closed."""
+        return threading.active_count() > self.threads or any(stream.closed for stream in self.streams)
 
 
 def _raw(environ: Any) -> Any:

@@ -1,5 +1,5 @@
 """The node side of a worker job (a pilot, or a bundle): claim units from a :class:`WorkQueue` and run each in
-a child process of its own, until the work is done, the allocation ends, or nothing came for a while.
+a child process, until the work is done, the allocation ends, or nothing came for a while.
 
 What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; units then run
 in a child process, a long-lived *runner* that runs one unit after another (or, for a command and a unit that
@@ -269,16 +269,18 @@ class Worker:
 
     def _hand_over(self, runner: Runner, entry: dict[str, Any], blocked: set[int]) -> int:
         """Send the unit to the runner (started first if there is none, or it ended); the runner's pid."""
-        for _attempt in range(2):
+        for attempt in range(3):
             if not runner.alive():
                 runner.start(self.pid, blocked)
             try:
                 runner.send(entry)
-                break
+                assert runner.pid is not None
+                return runner.pid
             except OSError:  # it ended just now (e.g. a signal to the whole job): a fresh one
                 runner.close(grace=0.5)
-        assert runner.pid is not None
-        return runner.pid
+                if attempt == 2:
+                    raise
+        raise AssertionError("not reached")
 
     def _wait(self, pid: int, name: str, runner: Runner | None) -> tuple[int, float, int] | None:
         """Wait for the unit's end, keeping the lease and watching for a cancellation: its exit code (negative:
