@@ -238,7 +238,7 @@ def test_batch_runs_the_task_as_a_job_that_reruns_b2luigi_test(tmp_path: Path) -
     assert ran.returncode == 0, ran.stdout + ran.stderr
     # The input found on the node, the environment script sourced by the job's wrapper, the extra arguments.
     assert (folder / "out" / "result.txt").read_text() == "seed|sourced|--lr|0.1"
-    [job] = (folder / "task_files" / "FastTask").glob("*/job.json")
+    [job] = (folder / "task_files").glob("**/FastTask/job.json")  # b2luigi's <parameters>/<TaskFamily>/
     spec = json.loads(job.read_text())
     assert spec["script"] == str(command) and spec["argv"][:3] == ["test", "-s", str(folder / "job.py")]
     assert (job.parent / "condor.log").exists()  # it really was a job

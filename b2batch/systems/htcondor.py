@@ -262,9 +262,9 @@ class HTCondorSystem(SchedulerSystem):
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name,
                                          config=self.run.config, overlay=self.overlay(job))
-        submit_file = job.files.folder / "job.sub"
-        submit_file.write_text(description)
-        return ["condor_submit", *place(job), "-terse", str(submit_file)], None
+        (job.files.folder / "job.sub").write_text(description)  # kept for the user to read
+        # on stdin: condor_submit takes an argument with "=" (a b2luigi folder "n=1") for a submit command
+        return ["condor_submit", *place(job), "-terse", "-"], description
 
     def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
@@ -272,9 +272,8 @@ class HTCondorSystem(SchedulerSystem):
         description = submit_description(first, str(dispatch), str(folder), self.batch_name, count=count,
                                           arguments="$(Process)", suffix=".$(Process)",
                                           config=self.run.config, overlay=self.overlay(first))
-        submit_file = folder / "array.sub"
-        submit_file.write_text(description)
-        return ["condor_submit", *place(first), "-terse", str(submit_file)], None
+        (folder / "array.sub").write_text(description)
+        return ["condor_submit", *place(first), "-terse", "-"], description
 
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
         for line in stdout.splitlines():
