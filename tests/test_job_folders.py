@@ -61,3 +61,13 @@ def test_b2luigi_layout_puts_job_files_where_b2luigi_does_and_status_finds_them(
     every = subprocess.run([sys.executable, "-m", "b2batch", "status", "--all", str(flow.script)], cwd=tmp_path,
                            env=clean_env(), capture_output=True, text=True, timeout=120)
     assert every.stdout.splitlines()[-1] == "3 job(s): 3 done", every.stdout
+
+
+def test_a_pilots_own_job_asks_about_the_other_pilots_of_its_queue(tmp_path: Path) -> None:
+    root = tmp_path / "task_files"
+    jobs = root / "_pilots" / "local-pilots-1" / "jobs"
+    _job(jobs / "p1", {"system": "slurm", "job_id": "21"})
+    _job(jobs / "p2", {"system": "slurm", "job_id": "22"})
+    _job(root / "n=1" / "Part", {"system": "slurm", "job_id": "11"})  # a task's: not in the pilots' queue
+    files = JobFiles(folder=jobs / "p1", log_folder=tmp_path / "logs")
+    assert sorted(files.unfinished_submissions("slurm", root)) == ["21", "22"]

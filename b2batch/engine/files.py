@@ -68,8 +68,14 @@ def job_folders(root: str | os.PathLike[str], marker: str = FILE_NAMES["spec"]) 
             continue
         at_top = folder == top
         stack += [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)
-                  and not (at_top and (entry.name.startswith("_") or entry.name == "arrays"))]
+                  and not (at_top and _run_folder(entry.name))]
     return sorted(found)
+
+
+def _run_folder(name: str) -> bool:
+    """Whether the folder ``name`` at the top of a task_file_dir is the run's own (a work queue of pilots or
+    bundles, ``_<kind>s``, or ``arrays``), not a task's."""
+    return name.startswith("_") or name == "arrays"
 
 
 def _file(name: str) -> property:
@@ -226,9 +232,11 @@ class JobFiles:
         """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` (default:
         the folder two above the job folder's) and wrote no exit code yet: the jobs an earlier steering process
         may have left queued or running."""
-        root = Path(task_file_dir) if task_file_dir is not None else self.folder.parent.parent
-        if not self.folder.is_relative_to(root):
-            root = self.folder.parent.parent
+        root = self.folder.parent.parent  # <dir>/<family>/<key>/, also a pilot's or bundle's own job
+        if task_file_dir is not None and self.folder.is_relative_to(task_file_dir):
+            top = self.folder.relative_to(task_file_dir).parts[0]
+            if not _run_folder(top):
+                root = Path(task_file_dir)
         ids = []
         for folder in job_folders(root, FILE_NAMES["submission"]):
             journal = folder / FILE_NAMES["submission"]
