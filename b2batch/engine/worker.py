@@ -48,6 +48,8 @@ __all__ = ["STOP_SIGNALS", "Worker", "WorkerConfig", "main", "run_unit", "serve"
 
 #: Seconds a unit has to end after SIGTERM before its process group gets SIGKILL.
 KILL_GRACE = 10.0
+#: Seconds the worker first waits when it found nothing to claim (doubled while it finds nothing, up to 1 s)
+FIRST_PAUSE = 0.005
 #: Environment variables in which batch systems give the job's id.
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "LSB_JOBID", "JOB_ID", "CONDOR_JOB_ID", "B2BATCH_LOCAL_JOB_ID")
 
@@ -181,7 +183,7 @@ class Worker:
         self.heartbeat(force=True)
         logger.info("Worker %s (job %s) serves %s", self.name, self.job_id, self.queue.root)
         idle_since = time.monotonic()
-        pause = 0.05
+        pause = FIRST_PAUSE
         try:
             while self.stop_signal is None:
                 if not self.heartbeat():
@@ -199,7 +201,7 @@ class Worker:
                     time.sleep(max(0.0, min(pause, self.config.idle_timeout - idle)))
                     pause = min(pause * 2, 1.0, self.beat_interval)
                     continue
-                pause = 0.05
+                pause = FIRST_PAUSE
                 if not self.run(*claimed):
                     return 0
                 idle_since = time.monotonic()
