@@ -24,6 +24,7 @@ not in the CPU time, which counts from just before the call to just after it):
                     wall and CPU time (with its children) per unit: claim, hand over,
                     run, exit code, usage and log, hand back, with no steering process to wait for; less the
                     same worker serving one unit (its start-up, the imports of the first unit), over M - 1.
+                    Its "steering CPU" is the CPU of putting the units into the queue.
 
 S is ``local`` (``--slurm``: the local Slurm). The steering process's CPU time is its own (user + system, its
 threads included, its child processes not: the local batch system's pilots are children and do the units'
