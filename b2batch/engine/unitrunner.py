@@ -10,7 +10,9 @@ CPU time. A unit still cannot take another down:
   the unit as failed with that exit code and forks a fresh runner for the next unit;
 - the runner is also replaced after a unit that was stopped by a signal (cancelled; it unwound), that left
   threads running, and after :data:`RUNNER_UNITS` units (what a unit's code leaks stays bounded);
-- each unit's stdout and stderr (file descriptors 1 and 2, so also its subprocesses') go to its own logs.
+- each unit's stdout and stderr (file descriptors 1 and 2, so also its subprocesses') go to its own logs;
+- each unit's CPU time is its own (its runner's and its waited-for children's during the unit); its peak RSS
+  in ``usage.json`` is its runner's peak so far (an earlier unit's, where that was higher).
 
 What a unit changes in its process is put back after it, before the next unit runs: ``os.environ``, the
 working directory, ``sys.argv``, ``sys.path``, ``sys.stdout``/``sys.stderr``, the umask, the root logger's
