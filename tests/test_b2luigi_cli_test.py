@@ -244,11 +244,22 @@ def test_batch_runs_the_task_as_a_job_that_reruns_b2luigi_test(tmp_path: Path) -
     assert (job.parent / "condor.log").exists()  # it really was a job
 
 
-def test_test_task_with_jobs_is_refused_outside_the_command(in_tmp: Path) -> None:
-    """A job reruns the program: from pytest it could not rebuild the task, so nothing is submitted."""
-    with with_new_settings(), pytest.raises(CliUserError, match="run it as 'b2luigi test ... --batch'"):
-        fast_test.test_task("writes.py", "result.txt", None, False, False, [], batch_system="htcondor")
-    assert not (in_tmp / "task_files").exists() and not (in_tmp / "result.txt").exists()
-    with with_new_settings():  # the local system runs the task here, as b2luigi does
-        fast_test.test_task("writes.py", "result.txt", None, False, True, [], batch_system="local")
-    assert (in_tmp / "result.txt").read_text() == "done|"
+def test_test_task_with_jobs_from_another_program_reruns_the_command(tmp_path: Path) -> None:
+    """Called from another program (here a script; b2luigi's own tests call it from pytest), test_task(batch=True)
+    submits a job that runs the ``b2luigi`` command as a file of b2batch's, which rebuilds and runs the task."""
+    folder = scripts(tmp_path / "project")
+    (folder / "caller.py").write_text(textwrap.dedent("""\
+        import b2luigi  # the shim's profile, as in b2luigi's tests
+        from b2luigi.cli.runner import test_task
+        test_task("writes.py", "result.txt", None, False, True, ["--lr", "0.1"], batch_system="htcondor")
+        print("test_task returned")
+        """))
+    env = {**os.environ, "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
+    ran = subprocess.run([sys.executable, "-m", "b2batch", "emulate", "htcondor", "--", sys.executable, "caller.py"],
+                         cwd=folder, env=env, capture_output=True, text=True, timeout=180)
+    assert ran.returncode == 0 and "test_task returned" in ran.stdout, ran.stdout + ran.stderr
+    assert (folder / "result.txt").read_text() == "done|--lr 0.1"
+    [job] = (folder / "task_files").glob("**/FastTask/job.json")
+    spec = json.loads(job.read_text())
+    assert spec["script"] == fast_test.COMMAND_FILE and spec["argv"][:3] == ["test", "-s", str(folder / "writes.py")]
+    assert (job.parent / "condor.log").exists()  # it really was a job

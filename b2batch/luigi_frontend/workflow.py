@@ -272,6 +272,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     retry_failed = bool(env_params.pop("retry_failed", False))  # --retry-failed: poison tasks go again
     runs_first_task = bool(env_params.pop("batch_runner", False))
     progress_tui = bool(env_params.pop("progress_tui", False))
+    job_script = env_params.pop("_job_script", None)  # what jobs run again instead of __main__ (b2luigi test)
     spec = node.active_spec()
     if spec is not None:
         sys.exit(node.run_spec(spec))
@@ -294,7 +295,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         batch_worker.run_here(tasks[0])
         return None
     args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
-    context = RunContext.of_main(rest)
+    context = RunContext.of_main(rest) if job_script is None else RunContext(script=str(job_script), argv=rest)
 
     test = bool(args.test or test)
     batch = bool(args.batch or batch) and not test

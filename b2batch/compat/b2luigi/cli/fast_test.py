@@ -22,7 +22,6 @@ from b2batch.compat.b2luigi.cli.errors import CliUserError
 from b2batch.compat.b2luigi.cli.params import parse_kv_params, suggest
 from b2batch.compat.b2luigi.core.settings import get_setting, set_setting
 from b2batch.compat.b2luigi.core.utils import _UNSET
-from b2batch.luigi_frontend.jobs import runs_as_job
 from b2batch.luigi_frontend.task import ExternalTask, LocalTarget, Task, requires
 from b2batch.luigi_frontend.workflow import process
 from b2batch.settings import clear_setting, settings_snapshot
@@ -186,14 +185,8 @@ def _rerun_by_the_command() -> bool:
     return getattr(entry, "__module__", "").startswith(__name__.rpartition(".")[0])
 
 
-def _check_jobs_can_rebuild(task: Any) -> None:
-    """A :class:`CliUserError` when ``task`` would be a job (a batch system other than ``local``) of a program that
-    is not the ``b2luigi`` command: the job would run that program again, which cannot rebuild the task."""
-    if _rerun_by_the_command() or not runs_as_job(task):
-        return
-    program = getattr(sys.modules.get("__main__"), "__file__", None) or "this interpreter"
-    raise CliUserError(f"test_task(batch=True) submits a job that runs the b2luigi command again to rebuild the "
-                       f"task; run it as 'b2luigi test ... --batch', not from {program}.")
+#: What a job of test_task runs again when this program is not the ``b2luigi`` command: the command as a file.
+COMMAND_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "entry", "b2luigi_command.py")
 
 
 def test_task(exec_script: str, output: str, input_file: str | None, force: bool, batch: bool,
@@ -203,7 +196,7 @@ def test_task(exec_script: str, output: str, input_file: str | None, force: bool
     JSON values) with ``set_setting``; ``batch_system`` (checked by :func:`_resolve_batch_system`) is set as the
     setting of that name and implies ``batch``. With ``input_file`` the task requires that file. Exits with
     status 1 when the task fails (luigi's ``scheduling_succeeded`` is false). Jobs rebuild the task by running the
-    ``b2luigi`` command again: with a batch system that makes jobs, only the command may call this."""
+    ``b2luigi`` command again (:data:`COMMAND_FILE` when this program is not the command) with the same arguments."""
     for key, value in parse_kv_params(settings or []).items():
         set_setting(key, value)
     if batch_system is not None:  # after --setting: the flag wins
@@ -215,12 +208,11 @@ def test_task(exec_script: str, output: str, input_file: str | None, force: bool
     if input_file is not None:
         fast_task = requires(_build_fast_req_task(input_file))(fast_task)
     task = fast_task()
-    if batch:
-        _check_jobs_can_rebuild(task)
     argv = job_argv(exec_script, output, input_file, force, extra_args, literal_path, executable)
+    rerun = {} if _rerun_by_the_command() else {"_job_script": COMMAND_FILE}
     with _for_this_run(argv):
         result = process(task, batch=batch, ignore_additional_command_line_args=True, exit_on_failure=False,
-                         log_level="INFO")
+                         log_level="INFO", **rerun)
     # As b2luigi: status 1 when luigi did not schedule and run everything (a missing input is no failure there).
     if not result.scheduling_succeeded:
         raise SystemExit(1)
