@@ -42,8 +42,8 @@ PARTS = ("short", "long")
 
 #: The benchmark's tasks: pilot_throughput's, whose trivial task first sleeps B2BENCH_SLEEP seconds (0: none).
 SLEEPING_TASKS = TASKS.replace(
-    "    def run(self):\n        runner =",
-    "    def run(self):\n        time.sleep(float(os.environ.get(\"B2BENCH_SLEEP\", \"0\")))\n        runner =")
+    "    def run(self):\n",
+    "    def run(self):\n        time.sleep(float(os.environ.get(\"B2BENCH_SLEEP\", \"0\")))\n", 1)
 assert SLEEPING_TASKS != TASKS, "pilot_throughput's trivial task changed: adapt the sleep"
 
 #: The workflow script, which also prints the run's job shapes into its stats.
