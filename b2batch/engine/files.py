@@ -248,6 +248,15 @@ class JobFiles:
                 ids.append(str(record["job_id"]))
         return ids
 
+    def stand_in_for_wrapper(self, succeeded: bool, result: dict[str, Any]) -> None:
+        """A job whose command was not b2batch's wrapper (a plugin that submitted a command of its own) wrote no exit
+        code: write the exit code (0 when ``succeeded``, else 1) and ``result`` that the wrapper would have
+        written, so that its outcome is read as any job's. Nothing is written when the job wrote an exit code."""
+        if self.read_exit_code() is not None:
+            return
+        atomic_write(Path(self.path_of("result")), json.dumps(result))
+        atomic_write(Path(self.path_of("exit_code")), "0\n" if succeeded else "1\n")
+
     def read_submission(self) -> dict[str, Any] | None:
         if self.fresh:
             return None

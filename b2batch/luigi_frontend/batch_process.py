@@ -26,7 +26,6 @@ with the task's result put on ``result_queue``, for code that drives a process a
 from __future__ import annotations
 
 import abc
-import json
 import logging
 import time
 from collections.abc import Iterable
@@ -35,7 +34,6 @@ from typing import Any
 from luigi.scheduler import DONE, FAILED
 
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus
-from b2batch.engine.files import atomic_write
 from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
@@ -202,8 +200,5 @@ def _word_for_wrapper(files: JobFiles, status: JobStatus, reason: str) -> None:
     ``create_executable_wrapper``, whose ``--batch-runner`` runs the task) wrote no exit code nor result: the
     plugin's word stands for them, as it does in b2luigi (successful: exit code 0, and the task's outputs decide;
     aborted: exit code 1)."""
-    if files.read_exit_code() is not None:
-        return
     done = status == JobStatus.successful
-    atomic_write(files.result, json.dumps({"status": DONE if done else FAILED, "error": "" if done else reason}))
-    atomic_write(files.exit_code, "0\n" if done else "1\n")
+    files.stand_in_for_wrapper(done, {"status": DONE if done else FAILED, "error": "" if done else reason})
