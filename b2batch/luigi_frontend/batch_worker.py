@@ -15,11 +15,12 @@ requirement not complete is an error: the worker runs only its own task).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import luigi.task
 
+from b2batch.luigi_frontend.b2luigi_cli import task_iterator
 from b2batch.settings import set_setting
 
 logger = logging.getLogger(__name__)
@@ -43,25 +44,12 @@ def run_here(task: Any) -> None:
 def run_task_of_id(tasks: Iterable[Any], task_id: str) -> None:
     """:func:`run_here` for the task of id ``task_id`` among ``tasks`` and all they require; a ``ValueError``
     (b2luigi's text) when the graph has no such task."""
-    for task in _graph(tasks):
+    for task in task_iterator(tasks):
         if task.task_id == task_id:
             run_here(task)
             return
     raise ValueError(f"The task id {task_id} to be executed by this batch worker does not exist in the locally "
                      f"reproduced task graph.")
-
-
-def _graph(tasks: Iterable[Any]) -> Iterator[Any]:
-    """Each task of the graph once, each before what it requires."""
-    seen: set[str] = set()
-    stack = list(reversed(list(tasks)))
-    while stack:
-        task = stack.pop()
-        if task.task_id in seen:
-            continue
-        seen.add(task.task_id)
-        yield task
-        stack.extend(reversed(task.deps()))
 
 
 def _drive(task: Any, returned: Any) -> None:
