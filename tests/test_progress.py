@@ -159,6 +159,43 @@ def test_counts_follow_the_run_record_and_render_as_a_table() -> None:
     assert sum(1 for line in text.splitlines() if re.match(r"^\W+all\b", line)) == 2  # a row per system
 
 
+def test_a_record_that_keeps_the_last_ended_jobs_folds_older_ones_into_the_counts() -> None:
+    """A run of a million units must not keep a record per unit (issue 28): with keep_ended=N the record holds
+    the last N ended jobs; the progress counts and the monitor's live state still count every job."""
+    from b2batch.engine.livestate import Tally
+
+    run = RunRecord(keep_ended=10)
+    tally = Tally(run)
+    run.listeners.append(tally.changed)
+    run.forgetters.append(tally.forget)
+    progress = Progress(run, live=False, interval=60)
+    steps = [Step("Unit", n) for n in range(1000)]
+    for n, step in enumerate(steps):
+        step.job_id = str(n)
+        run.update(step, "submitted")
+        run.update(step, "running")
+        if n == 500:
+            run.update(step, "resubmitted", "lost")
+            run.update(step, "running")
+        run.update(step, "failed" if n % 100 == 7 else "done", "broken" if n % 100 == 7 else "")
+    assert len(run.jobs) == 10 and set(run.jobs) == {f"Unit_{n}" for n in range(990, 1000)}
+    assert progress.counts() == {("Unit", "local"): Counter(done=990, failed=10, resubmitted=1)}
+    assert run.folded[("Unit", "local")].jobs == 990
+    assert len(tally._seen) == 10 and not tally._running  # the live state's index lets them go too
+    assert tally.snapshot()["counts"]["Unit"]["local"] == {"done": 990, "failed": 10, "resubmitted": 1}
+    late = Tally(run)  # a monitor that starts later counts the folded ones as well
+    assert late.snapshot()["counts"]["Unit"]["local"] == {"done": 990, "failed": 10, "resubmitted": 1}
+    # A job resubmitted before its turn to be let go stays until it ends again.
+    again = RunRecord(keep_ended=1)
+    first, second = Step("A", 1), Step("A", 2)
+    again.update(first, "failed", "x")
+    again.update(first, "resubmitted", "again")
+    again.update(second, "done")  # first's key leaves the window while first waits again: it is kept
+    assert set(again.jobs) == {"A_1", "A_2"}
+    again.update(first, "done")
+    assert set(again.jobs) == {"A_1"} and again.folded[("A", "local")].states == Counter(done=1)
+
+
 def test_plain_lines_come_on_changes_and_at_most_one_per_interval(caplog: Any) -> None:
     caplog.set_level(logging.INFO, logger="b2batch.display.progress")
     run = RunRecord()

@@ -35,7 +35,7 @@ from typing import Any
 from b2batch import paths, systems
 from b2batch.calls import pickling
 from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
-from b2batch.engine import Job, JobFiles, JobOutcome, Run
+from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
 from b2batch.engine.outcome import COMMAND_NOT_FOUND
 from b2batch.engine.steering import Step, Steering, drive
 from b2batch.runconfig import run_config
@@ -101,6 +101,11 @@ class CallFuture(concurrent.futures.Future):
         return True
 
 
+#: Ended jobs whose records a run of calls keeps one by one (the most recent); older ones are only counted, so
+#: that a million units do not hold a million records (:class:`b2batch.engine.RunRecord`'s ``keep_ended``).
+KEEP_ENDED = 10_000
+
+
 class Executor:
     """Runs lists of Python calls as jobs of one batch system, in one engine run of its own."""
 
@@ -113,6 +118,7 @@ class Executor:
         values["batch_system"] = batch_system
         self.name = name
         self.settings = CallSettings(name, values)
+        record = record if record is not None else RunRecord(keep_ended=KEEP_ENDED)
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
         self.run.retry_reason = _retry_reason
         self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings)

@@ -66,6 +66,11 @@ class Progress:
             row = rows.setdefault((record.family, record.system), Counter())
             row[record.state if record.state in STATES else "waiting"] += 1
             row["resubmitted"] += len(record.resubmissions)
+        for key, folded in list(self.run.folded.items()):  # ended jobs the record no longer keeps one by one
+            row = rows.setdefault(key, Counter())
+            for state, n in folded.states.items():
+                row[state if state in STATES else "waiting"] += n
+            row["resubmitted"] += folded.resubmissions
         return rows
 
     @staticmethod

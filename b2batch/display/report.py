@@ -111,6 +111,7 @@ class RunReport:
 
     def __enter__(self) -> Self:
         self.started_at = self.run.started_at
+        self.run.keep_ended = None  # the report lists every job: the record keeps them all
         self.run.listeners.append(self._record)
         if self.batch:
             from b2batch.display.progress import Progress

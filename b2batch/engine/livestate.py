@@ -65,6 +65,10 @@ class Tally:
         self._seen: dict[str, tuple[str, str, str, int]] = {}  # task id -> (family, system, state, resubmissions)
         self._running: dict[str, JobRecord] = {}
         self._failed: dict[str, JobRecord] = {}  # in the order they failed
+        for (family, system), folded in list(record.folded.items()):
+            for state, n in folded.states.items():
+                self._counts[(family, system, state if state in STATES else "waiting")] += n
+            self._counts[(family, system, "resubmitted")] += folded.resubmissions
         for job in list(record.jobs.values()):
             self.changed(job)
 
@@ -80,9 +84,9 @@ class Tally:
                     return
                 counts[(before[0], before[1], before[2])] -= 1
                 if before[2] == "running":
-                    del self._running[key]
+                    self._running.pop(key, None)
                 elif before[2] == "failed":
-                    del self._failed[key]
+                    self._failed.pop(key, None)
             self._seen[key] = (job.family, job.system, state, resubmitted)
             counts[(job.family, job.system, state)] += 1
             if resubmitted != (before[3] if before is not None else 0):
@@ -91,6 +95,14 @@ class Tally:
                 self._running[key] = job
             elif state == "failed":
                 self._failed[key] = job
+                if len(self._failed) > MAX_FAILURES:  # only the last ones are shown
+                    del self._failed[next(iter(self._failed))]
+
+    def forget(self, key: str) -> None:
+        """The forgetter on the record: it let the ended job ``key`` go (its state stays counted)."""
+        with self._lock:
+            self._seen.pop(key, None)
+            self._running.pop(key, None)
 
     def snapshot(self) -> dict[str, Any]:
         """The counts, running jobs and failures (not the file's header)."""
@@ -152,6 +164,7 @@ class LiveState:
 
     def start(self) -> LiveState:
         self.record.listeners.append(self._tally.changed)
+        self.record.forgetters.append(self._tally.forget)
         self.record.watchers.append(self._changed.set)
         self._write()
         self._thread = threading.Thread(target=self._loop, name="b2batch-live-state", daemon=True)
@@ -173,6 +186,8 @@ class LiveState:
             self.record.watchers.remove(self._changed.set)
         if self._tally.changed in self.record.listeners:
             self.record.listeners.remove(self._tally.changed)
+        if self._tally.forget in self.record.forgetters:
+            self.record.forgetters.remove(self._tally.forget)
         self._stopping.set()
         self._changed.set()
         if self._thread is not None:

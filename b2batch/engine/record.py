@@ -2,13 +2,18 @@
 read. The run reports each change of a job's state here; listeners (e.g. a live progress display) are told
 of each change as it happens. Front-ends also note the work they expect to become jobs (:meth:`expect`), so
 that a display can count what waits before it has a job.
+
+A run of a million small units (``b2batch.Pool``, joblib) must not keep a record per unit for ever: with
+``keep_ended=N`` the record keeps the last N ended jobs one by one and folds older ones into counts per task
+family and batch system (:attr:`RunRecord.folded`), telling its ``forgetters`` which job it let go. A run report,
+which lists every job, keeps them all (it sets ``keep_ended`` to None).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -61,12 +66,33 @@ RECORD_FIELDS = tuple(name for f in fields(JobRecord)
 
 Listener = Callable[[JobRecord], None]
 
+#: The states a job's record ends in (it may leave "failed" and "cancelled" again only through a resubmission).
+ENDED = frozenset({"done", "failed", "cancelled"})
+
+
+@dataclass(slots=True)
+class Folded:
+    """Ended jobs of one task family on one batch system that the record no longer keeps one by one."""
+
+    #: How many ended in each state (done, failed, cancelled).
+    states: Counter[str] = field(default_factory=Counter)
+    #: Their batch jobs (a unit in a worker job counts that job) and resubmissions.
+    jobs: int = 0
+    resubmissions: int = 0
+
 
 class RunRecord:
     """The jobs of one run, by key (a luigi task's id)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_ended: int | None = None) -> None:
         self.jobs: dict[str, JobRecord] = {}
+        #: Ended jobs kept one by one (the most recent); None: all of them. Older ones go into :attr:`folded`.
+        self.keep_ended = keep_ended
+        #: Ended jobs let go, by (family, system).
+        self.folded: dict[tuple[str, str], Folded] = {}
+        #: Called with a job's key when its record is let go (e.g. a display's own index of jobs).
+        self.forgetters: list[Callable[[str], None]] = []
+        self._ended: deque[str] = deque()  # keys in the order their jobs ended (while keep_ended is set)
         self.started_at = time.time()
         self.listeners: list[Listener] = []
         #: Called without arguments after any change, expectations included (e.g. to redraw a display).
@@ -162,6 +188,27 @@ class RunRecord:
             return
         record.state = state
         self._tell(record)
+        if state in ENDED and self.keep_ended is not None:
+            self._ended.append(record.task_id)
+            while len(self._ended) > self.keep_ended:
+                self._fold(self._ended.popleft())
+
+    def _fold(self, key: str) -> None:
+        """Let the record of an ended job go, counting it in :attr:`folded` (a job resubmitted since it ended is
+        kept: its key comes again when it ends again)."""
+        with self._lock:
+            record = self.jobs.get(key)
+            if record is None or record.state not in ENDED:
+                return
+            del self.jobs[key]
+            folded = self.folded.get((record.family, record.system))
+            if folded is None:
+                folded = self.folded[(record.family, record.system)] = Folded()
+            folded.states[record.state] += 1
+            folded.jobs += len(record.job_ids)
+            folded.resubmissions += len(record.resubmissions)
+        for forget in list(self.forgetters):
+            forget(key)
 
     def _tell(self, record: JobRecord | None) -> None:
         if record is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from b2batch import paths, systems
+from b2batch.calls.executor import KEEP_ENDED
 from b2batch.engine import RunRecord
 from b2batch.joblib import options as opts
 from b2batch.joblib.batch import CallBatch
@@ -114,7 +115,7 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
         log_folder = log_root(options) / "joblib" / name
     values["task_file_dir"] = str(folder)  # the pilots' queue of this call lives in its folder
     values["log_dir"] = str(log_folder)  # and their logs beside those of the units
-    record = RunRecord()
+    record = RunRecord(keep_ended=KEEP_ENDED)
     watch = Watch(record, backend, system,
                   live={"folder": log_root(options) / "joblib", "call": name, "level": level, "throttle": throttle})
     try:
