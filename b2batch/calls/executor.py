@@ -128,6 +128,8 @@ class Executor:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         #: Where each job's stdout and stderr go (a folder per job).
         self.log_dir = Path(log_dir).resolve() if log_dir is not None else self.work_dir / "logs"
+        self._work_dir_text, self._log_dir_text = str(self.work_dir), str(self.log_dir)
+        self._base_dir_text = str(self.run.config.base_dir)
         #: Modules a job imports before it loads its calls (e.g. one that registers a joblib backend).
         self.preload = list(preload or [])
         #: None: keep the work dir only when a call failed or wrote to stderr.
@@ -163,7 +165,8 @@ class Executor:
                                        f"arguments cannot be pickled to send them to a job: {e}") from e
         job = self._job(next(self._numbers), label)
         job.files.make_folders()
-        (job.files.folder / "call.pkl").write_bytes(payload)
+        with open(job.unit["args"][0], "wb") as f:  # the call file
+            f.write(payload)
         if self.run.needs_job_script(job):
             from b2batch.jobscript import wrapper
 
@@ -176,10 +179,10 @@ class Executor:
 
     def _job(self, number: int, label: str | None) -> Job:
         key = f"{number:08d}"
-        files = JobFiles.at(self.work_dir, "jobs", key, self.log_dir / key)
+        files = JobFiles.at(self._work_dir_text, "jobs", key, f"{self._log_dir_text}/{key}")
         unit = {"call": "b2batch.calls.node:run_calls", "preload": self.preload,
-                "args": [str(files.folder / "call.pkl"), str(files.result_bytes), self.import_path,
-                         self.delete_call_file_on_load, str(self.run.config.base_dir)]}
+                "args": [f"{files.folder_text}/call.pkl", files.path_of("result_bytes"), self.import_path,
+                         self.delete_call_file_on_load, self._base_dir_text]}
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
                    files=files, settings=self.settings, params={"call": str(number)}, unit=unit,
                    bootstrap=self._bootstrap, settings_key=self.settings)

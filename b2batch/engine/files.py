@@ -78,6 +78,16 @@ def _run_folder(name: str) -> bool:
     return name.startswith("_") or name == "arrays"
 
 
+def _as_path_text(path: str | os.PathLike[str]) -> str:
+    """``str(Path(path))`` without making a Path when the text is already in that form (a run makes these for
+    every job)."""
+    text = os.fspath(path)
+    if text and "//" not in text and "/." not in text and not text.startswith("./") and text != "." and (
+            text == "/" or not text.endswith("/")):
+        return text
+    return str(Path(text))
+
+
 def _file(name: str) -> property:
     file_name = FILE_NAMES[name]
     return property(lambda self: Path(self._folder, file_name), doc=f"The job's {file_name}.")
@@ -100,8 +110,8 @@ class JobFiles:
 
     def __init__(self, folder: str | os.PathLike[str], log_folder: str | os.PathLike[str]) -> None:
         # as Path would print them (no doubled or trailing slash), kept as text
-        self._folder = str(Path(folder))
-        self._log_folder = str(Path(log_folder))
+        self._folder = _as_path_text(folder)
+        self._log_folder = _as_path_text(log_folder)
         #: Whether this object made the job folder and no job of it was prepared since: it then holds nothing
         #: of an earlier job (no journal, exit code or result to look for or remove).
         self.fresh = False
@@ -110,9 +120,10 @@ class JobFiles:
         self._exit: int | None = None
 
     @classmethod
-    def at(cls, task_file_dir: Path, family: str, key: str, log_folder: Path) -> JobFiles:
+    def at(cls, task_file_dir: str | os.PathLike[str], family: str, key: str,
+           log_folder: str | os.PathLike[str]) -> JobFiles:
         """The files of the job ``key`` of ``family`` under ``task_file_dir``."""
-        return cls(folder=Path(task_file_dir, family, key), log_folder=log_folder)
+        return cls(folder=f"{_as_path_text(task_file_dir)}/{family}/{key}", log_folder=log_folder)
 
     def __repr__(self) -> str:
         return f"JobFiles(folder={self._folder!r}, log_folder={self._log_folder!r})"
@@ -160,6 +171,11 @@ class JobFiles:
         return Path(self._log_folder, "stderr")
 
     @property
+    def folder_text(self) -> str:
+        """The job folder as text (the string this object keeps: no copy)."""
+        return self._folder
+
+    @property
     def log_folder_text(self) -> str:
         """The log folder as text (the string this object keeps: no copy)."""
         return self._log_folder
@@ -204,9 +220,13 @@ class JobFiles:
                           self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss"):
                 stale.unlink(missing_ok=True)
         self.fresh = False
-        for log in (self.stdout, self.stderr):
-            if log.exists() and log.stat().st_size:
-                os.replace(log, self.previous_log(log))
+        for name in ("stdout", "stderr"):
+            log = self.log_path(name)
+            try:
+                if os.stat(log).st_size:
+                    os.replace(log, f"{log}.previous")
+            except FileNotFoundError:
+                pass
 
     def write_spec(self, spec: dict[str, Any]) -> None:
         _write_new(self.path_of("spec"), json.dumps(spec, default=str))  # no indent: json's C encoder, 10x faster

@@ -39,8 +39,10 @@ LOG_LIMIT = 1 << 20
 SWEEP_INTERVAL = 2.0
 
 
-def _read_log(path: Path) -> str:
+def _read_log(path: str) -> str:
     try:
+        if not os.stat(path).st_size:  # most jobs of a pool write nothing: one system call
+            return ""
         with open(path, "rb") as f:
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - LOG_LIMIT))
@@ -48,6 +50,22 @@ def _read_log(path: Path) -> str:
     except OSError:
         return ""
     return text if size <= LOG_LIMIT else f"[... {size - LOG_LIMIT} bytes left out ...]\n{text}"
+
+
+def _remove_folder(folder: str) -> None:
+    """Remove a job's folder: its files, then itself (shutil.rmtree for anything deeper)."""
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+        os.rmdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _array_wrappers(dispatch: Path) -> list[Path]:
@@ -80,7 +98,7 @@ class Packer:
     def pack(self, job: Job, meta: dict[str, Any], answer: bytes | None, state: str, error: str = "") -> None:
         """Append what ``job`` left (``meta``: its chunk; ``answer``: its pickled answer; ``state``: done,
         failed or lost; ``error``: its message and traceback), then remove its folders."""
-        stdout, stderr = _read_log(job.files.stdout), _read_log(job.files.stderr)
+        stdout, stderr = _read_log(job.files.log_path("stdout")), _read_log(job.files.log_path("stderr"))
         self.wrote_stderr = self.wrote_stderr or bool(stderr.strip())
         line = {**meta, "system": job.system, "job_id": job.job_id, "resubmissions": job.resubmissions,
                 "state": state, "error": error, "stdout": stdout, "stderr": stderr}
@@ -100,8 +118,8 @@ class Packer:
             calls = self._file(CALLS)
             pickle.dump({**meta, "job_id": job.job_id, "call": call}, calls)
             calls.flush()
-        shutil.rmtree(job.files.folder, ignore_errors=True)
-        shutil.rmtree(job.files.log_folder, ignore_errors=True)
+        _remove_folder(job.files.folder_text)
+        _remove_folder(job.files.log_folder_text)
 
     def sweep(self, force: bool = False) -> None:
         """Remove the folders of arrays none of whose jobs is left (at most every SWEEP_INTERVAL s)."""
