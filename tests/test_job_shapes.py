@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from test_htcondor_lsf import Emulated
+from test_sge import sge  # noqa: F401  (fixture, by name)
 from test_slurm import slurm  # noqa: F401  (fixture, by name)
 
 from b2batch.engine.shaping import DEFAULT_CAP, LONG, MIN_READY, PROBES, TARGET_WALL, decide
@@ -159,3 +161,29 @@ def test_slurm_200_trivial_tasks_need_few_jobs(slurm, workflow, tmp_path: Path) 
         assert len({kinds[int(t.split("_")[1])] for t in task_ids}) == 1, worker
     assert rep["scheduler_calls"].get("sbatch", 0) <= 10, rep["scheduler_calls"]
     assert rep["job_shapes"]["Leaf"]["shape"] == "pilots"
+
+
+# --- the real SGE and the HTCondor and LSF emulators ----------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", [pytest.param("sge", marks=pytest.mark.sge), "htcondor", "lsf"])
+def test_short_tasks_go_to_pilots_on_each_batch_system(request, workflow, tmp_path: Path, system: str) -> None:
+    wf = workflow("shapes.py")
+    if system == "sge":
+        request.getfixturevalue("sge")  # the cluster must be up
+        settings(tmp_path)
+        done = wf.run("--system", "sge", "--n", "24", "--kinds", "2", timeout=600)
+    else:
+        emulated = Emulated(system, wf, tmp_path)
+        settings(tmp_path, scheduler_unreachable_timeout=8)
+        done = emulated.run("--n", "24", "--kinds", "2", timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (tmp_path / "results" / "n=24" / "seconds=0.0" / "kinds=2" / "sum.txt").read_text() == "276\n"
+    rep = report(tmp_path)
+    workers = carriers(rep)
+    assert "" not in workers, "a trivial task got a job of its own"
+    assert all(w.startswith("pilot job ") for w in workers) and 2 <= len(workers) <= 8, workers
+    kinds = kinds_of(tmp_path)
+    for worker, task_ids in workers.items():  # another env: another pilot
+        assert len({kinds[int(t.split("_")[1])] for t in task_ids}) == 1, worker
+    assert rep["job_shapes"]["Leaf"]["shape"] == "pilots" and rep["job_shapes"]["Leaf"]["units"] == {"pilots": 24}
