@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import psutil
@@ -144,6 +145,23 @@ def test_steering_killed_and_restarted_while_pilots_run(workflow, tmp_path: Path
         assert [line[0] for line in lines] == ["start", "end"], (i, lines)
     assert len(runs(tmp_path)) == 8
     wait_for(lambda: not workers_left(tmp_path), 30, "no pilot to be left behind")
+
+
+@pytest.mark.slow
+def test_pilots_of_a_sigkilled_steering_process_end_after_their_idle_timeout(workflow, tmp_path: Path) -> None:
+    """No restart comes: the pilots run what was queued, then end once pilot_idle_timeout passed idle."""
+    wf = workflow("pilots.py")
+    settings(tmp_path, pilot_idle_timeout=4)
+    first = wf.popen("--system", "local", "--n", "4", "--pilots", "2", "--slow", "-2", "--seconds", "1",
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: len(runs(tmp_path)) >= 1, 60, "a leaf to start")
+    first.kill()  # SIGKILL: no clean-up
+    first.wait()
+    killed = time.monotonic()
+    assert workers_left(tmp_path), "the pilots should outlive the steering process for a while"
+    wait_for(lambda: not workers_left(tmp_path), 60, "the pilots to end by their idle timeout")
+    gone = time.monotonic() - killed
+    assert gone >= 4, f"the pilots ended {gone:.1f} s after the kill, before their idle timeout of 4 s"
 
 
 def test_pilots_of_a_bad_executable_fail_the_tasks_with_one_clear_error(workflow, tmp_path: Path) -> None:
