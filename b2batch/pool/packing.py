@@ -53,14 +53,24 @@ def _read_log(path: str) -> str:
 
 
 def _remove_folder(folder: str) -> None:
-    """Remove a job's folder: its files, then itself (shutil.rmtree for anything deeper)."""
+    """Remove a job's folder: its files, then itself (shutil.rmtree for anything deeper, or left over)."""
     try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
+        with os.scandir(folder) as found:
+            entries = list(found)
+    except FileNotFoundError:
+        return
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:  # gone meanwhile, or not ours to remove: rmtree below tries what is left
+            pass
+    try:
         os.rmdir(folder)
     except FileNotFoundError:
         pass
