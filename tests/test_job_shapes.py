@@ -85,25 +85,32 @@ def test_the_setting_and_b2luigis_profile() -> None:
 
 # --- local jobs -----------------------------------------------------------------------------------------------
 
+def assert_short_tasks_in_pilots(done, folder: Path, n: int) -> dict:
+    """The run of ``shapes.py --n n --kinds 2`` succeeded, its trivial leaves ran in 2-8 pilots and never in a job of
+    their own, a pilot ran one kind only, and the report says the family got pilots; the report."""
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert (folder / "results" / f"n={n}" / "seconds=0.0" / "kinds=2" / "sum.txt").read_text() == f"{n * (n - 1) // 2}\n"
+    rep = report(folder)
+    workers = carriers(rep)
+    assert "" not in workers, "a trivial task got a job of its own"
+    assert all(w.startswith("pilot job ") for w in workers) and 2 <= len(workers) <= 8, workers
+    kinds = kinds_of(folder)
+    assert kinds == {i: str(i % 2) for i in range(n)}  # each task ran with its own env
+    for worker, task_ids in workers.items():  # another env: another pilot
+        seen = {kinds[int(t.split("_")[1])] for t in task_ids}
+        assert len(seen) == 1, (worker, seen)
+    assert rep["job_shapes"]["Leaf"]["shape"] == "pilots" and rep["job_shapes"]["Leaf"]["units"] == {"pilots": n}
+    return rep
+
+
 def test_short_tasks_go_to_few_pilots_and_kinds_never_share_one(workflow, tmp_path: Path) -> None:
     wf = workflow("shapes.py")
     settings(tmp_path, local_slots=4)
     done = wf.run("--system", "local", "--n", "60", "--kinds", "2", timeout=240)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert (tmp_path / "results" / "n=60" / "seconds=0.0" / "kinds=2" / "sum.txt").read_text() == "1770\n"
-    rep = report(tmp_path)
-    workers = carriers(rep)
-    assert "" not in workers, "a trivial task got a job of its own"
-    assert all(w.startswith("pilot job ") for w in workers) and 2 <= len(workers) <= 8, workers
-    kinds = kinds_of(tmp_path)
-    assert kinds == {i: str(i % 2) for i in range(60)}  # each task ran with its own env
-    for worker, task_ids in workers.items():  # another env: another pilot
-        seen = {kinds[int(t.split("_")[1])] for t in task_ids}
-        assert len(seen) == 1, (worker, seen)
+    assert_short_tasks_in_pilots(done, tmp_path, 60)
     # The summary says which shape the family got and why, in one line; the report records it.
     line = next(line for line in done.stderr.splitlines() if line.startswith("  Leaf: "))
     assert line.startswith("  Leaf: pilots (median ") and " per task, " in line and " ready" in line, line
-    assert rep["job_shapes"]["Leaf"]["shape"] == "pilots" and rep["job_shapes"]["Leaf"]["units"] == {"pilots": 60}
 
 
 def test_explicit_settings_win(workflow, tmp_path: Path) -> None:
@@ -177,13 +184,4 @@ def test_short_tasks_go_to_pilots_on_each_batch_system(request, workflow, tmp_pa
         emulated = Emulated(system, wf, tmp_path)
         settings(tmp_path, scheduler_unreachable_timeout=8)
         done = emulated.run("--n", "24", "--kinds", "2", timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert (tmp_path / "results" / "n=24" / "seconds=0.0" / "kinds=2" / "sum.txt").read_text() == "276\n"
-    rep = report(tmp_path)
-    workers = carriers(rep)
-    assert "" not in workers, "a trivial task got a job of its own"
-    assert all(w.startswith("pilot job ") for w in workers) and 2 <= len(workers) <= 8, workers
-    kinds = kinds_of(tmp_path)
-    for worker, task_ids in workers.items():  # another env: another pilot
-        assert len({kinds[int(t.split("_")[1])] for t in task_ids}) == 1, worker
-    assert rep["job_shapes"]["Leaf"]["shape"] == "pilots" and rep["job_shapes"]["Leaf"]["units"] == {"pilots": 24}
+    assert_short_tasks_in_pilots(done, tmp_path, 24)

@@ -129,15 +129,21 @@ def test_sigusr1_puts_the_running_task_back(workflow, tmp_path: Path) -> None:
     assert "Failed" not in stderr and "Resubmitted" not in stderr  # put back, not counted as a failure
 
 
+def sigkill_steering(wf, folder: Path, args: list[str], started: int) -> None:
+    """Start ``pilots.py`` with 2 local pilots (its last 2 leaves slow) and SIGKILL its steering process once
+    ``started`` leaves have started: no clean-up, the pilots run on."""
+    first = wf.popen("--system", "local", "--pilots", "2", "--slow", "-2", *args, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    wait_for(lambda: len(runs(folder)) >= started, 60, f"{started} leaf/leaves to start")
+    first.kill()
+    first.wait()
+
+
 @pytest.mark.slow
 def test_steering_killed_and_restarted_while_pilots_run(workflow, tmp_path: Path) -> None:
     wf = workflow("pilots.py")
     settings(tmp_path, pilot_idle_timeout=3)
-    first = wf.popen("--system", "local", "--n", "8", "--pilots", "2", "--slow", "-2", "--seconds", "1.5",
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: len(runs(tmp_path)) >= 3, 60, "three leaves to start")
-    first.kill()  # SIGKILL: no clean-up; the pilots run on
-    first.wait()
+    sigkill_steering(wf, tmp_path, ["--n", "8", "--seconds", "1.5"], started=3)
     assert workers_left(tmp_path), "the pilots should outlive the steering process"
     done = wf.run("--system", "local", "--n", "8", "--pilots", "2", "--slow", "-2", "--seconds", "1.5", timeout=180)
     assert done.returncode == 0, done.stderr[-5000:]
@@ -152,11 +158,7 @@ def test_pilots_of_a_sigkilled_steering_process_end_after_their_idle_timeout(wor
     """No restart comes: the pilots run what was queued, then end once pilot_idle_timeout passed idle."""
     wf = workflow("pilots.py")
     settings(tmp_path, pilot_idle_timeout=4)
-    first = wf.popen("--system", "local", "--n", "4", "--pilots", "2", "--slow", "-2", "--seconds", "1",
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for(lambda: len(runs(tmp_path)) >= 1, 60, "a leaf to start")
-    first.kill()  # SIGKILL: no clean-up
-    first.wait()
+    sigkill_steering(wf, tmp_path, ["--n", "4", "--seconds", "1"], started=1)
     killed = time.monotonic()
     assert workers_left(tmp_path), "the pilots should outlive the steering process for a while"
     wait_for(lambda: not workers_left(tmp_path), 60, "the pilots to end by their idle timeout")

@@ -224,7 +224,7 @@ class JobFiles:
             log = self.log_path(name)
             try:
                 if os.stat(log).st_size:
-                    os.replace(log, f"{log}.previous")
+                    os.replace(log, self.previous_log(log))
             except FileNotFoundError:
                 pass
 
@@ -235,9 +235,9 @@ class JobFiles:
         _write_new(self.path_of("wrapper"), text, mode=0o755)
 
     @staticmethod
-    def previous_log(log: Path) -> Path:
+    def previous_log(log: str | os.PathLike[str]) -> Path:
         """Where the log of the previous job is kept (one generation)."""
-        return log.with_name(log.name + ".previous")
+        return Path(f"{os.fspath(log)}.previous")
 
     def record_submission(self, system: str, job_id: str, placement: dict[str, Any] | None = None) -> None:
         """Note the job in the run's journal: which batch system has it under which id (and where), since
