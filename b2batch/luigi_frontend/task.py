@@ -470,8 +470,9 @@ class requires:
 
 
 class inherits:
-    """Class decorator: the task gets the parameters of ``tasks_to_inherit``, except those in ``without``.
-    A class, as b2luigi's (and luigi's) ``inherits`` is."""
+    """Class decorator: the task gets the parameters of ``tasks_to_inherit``, except those in ``without``, and
+    the methods ``clone_parent(**kwargs)`` (the first of them cloned from the task) and ``clone_parents(**kwargs)``
+    (all of them, a list). A class, as b2luigi's (and luigi's) ``inherits`` is."""
 
     def __init__(self, *tasks_to_inherit: type, without: str | Iterable[str] | None = None) -> None:
         self.tasks_to_inherit = tasks_to_inherit
@@ -482,4 +483,16 @@ class inherits:
             for name, param in inherited.get_params():
                 if name not in self.excluded and not hasattr(task_class, name):
                     setattr(task_class, name, param)
+        tasks_to_inherit = self.tasks_to_inherit
+
+        def clone_parent(task: Any, **kwargs: Any) -> Any:
+            """The first inherited task, made from this task's parameters (``kwargs`` override them)."""
+            return task.clone(tasks_to_inherit[0], **kwargs)
+
+        def clone_parents(task: Any, **kwargs: Any) -> list[Any]:
+            """Every inherited task, in the decorator's order, made as ``clone_parent`` makes the first."""
+            return [task.clone(inherited, **kwargs) for inherited in tasks_to_inherit]
+
+        task_class.clone_parent = clone_parent
+        task_class.clone_parents = clone_parents
         return task_class
