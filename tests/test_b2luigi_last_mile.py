@@ -5,9 +5,53 @@ in one subprocess, and against the real b2luigi where its answer is the point.""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import clean_env
+from peers import peer_python
+from test_b2luigi_compat import shim_env
+
+
+@dataclass
+class Ran:
+    """One run of a script: its exit status, printed lines and the files it left, relative to its folder."""
+
+    status: int
+    stdout: list[str]
+    stderr: list[str]
+    files: set[str]
+    folder: Path
+
+
+def run_script(folder: Path, text: str, *args: str, python: str | None = None, cwd: Path | None = None,
+               name: str = "flow.py", timeout: float = 60) -> Ran:
+    """Write ``text`` as ``folder/name`` and run it with ``args``: under the real b2luigi when ``python`` is
+    its venv's, else under b2batch through the shim. ``cwd`` is where it runs (default: ``folder``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / name
+    script.write_text(textwrap.dedent(text))
+    env = clean_env() if python else shim_env()
+    if python:
+        env.pop("PYTHONPATH", None)
+    done = subprocess.run([python or "python3", str(script), *args], cwd=cwd or folder, env=env, timeout=timeout,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    files = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    return Ran(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), files - {name}, folder)
+
+
+def run_both(tmp_path: Path, text: str, *args: str) -> tuple[Ran, Ran]:
+    """The script run under the real b2luigi 1.3.0 and under the shim, each in a fresh folder."""
+    peer = run_script(tmp_path / "b2luigi", text, *args, python=str(peer_python("b2luigi")))
+    return peer, run_script(tmp_path / "shim", text, *args)
+
+
+def lines_with(prefix: str, lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith(prefix)]
 
 
 # --- 2: clone_parent / clone_parents ---------------------------------------------------------------------
@@ -33,3 +77,56 @@ def test_inherits_gives_clone_parent_and_clone_parents_as_b2luigi_does(b2luigi) 
         pass
 
     assert not hasattr(Plot(energy=3), "clone_parent")
+
+
+# --- 3: batch_system in a run without --batch -------------------------------------------------------------
+
+BATCH_SYSTEM_IN_RUN = """
+    import b2luigi
+
+
+    class Plain(b2luigi.Task):
+        def output(self):
+            yield self.add_to_output("plain.txt")
+
+        def run(self):
+            print("plain:", b2luigi.get_setting("batch_system", default="<none>"),
+                  b2luigi.get_setting("batch_system", task=self, default="<none>"))
+            with open(self.get_output_file_name("plain.txt"), "w") as f:
+                f.write("done")
+
+
+    class Own(Plain):
+        batch_system = "test"
+
+        def requires(self):
+            yield Plain()
+
+        def output(self):
+            yield self.add_to_output("own.txt")
+
+        def run(self):
+            print("own:", b2luigi.get_setting("batch_system", default="<none>"),
+                  b2luigi.get_setting("batch_system", task=self, default="<none>"))
+            with open(self.get_output_file_name("own.txt"), "w") as f:
+                f.write("done")
+
+
+    if __name__ == "__main__":
+        b2luigi.process(Own(), workers=1)
+        print("after:", b2luigi.get_setting("batch_system", default="<none>"))
+"""
+
+
+@pytest.fixture(scope="module")
+def batch_system_in_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Ran, Ran]:
+    return run_both(tmp_path_factory.mktemp("batch_system_in_run"), BATCH_SYSTEM_IN_RUN)
+
+
+def test_batch_system_is_local_in_a_run_without_batch_and_the_tasks_own_in_its_job(batch_system_in_run) -> None:
+    peer, ours = batch_system_in_run
+    assert peer.status == ours.status == 0, ours.stderr
+    assert lines_with("plain:", peer.stdout) == lines_with("plain:", ours.stdout) == ["plain: local local"]
+    assert lines_with("after:", peer.stdout) == lines_with("after:", ours.stdout) == ["after: local"]
+    logs = [(ran.folder / "logs" / "Own" / "stdout").read_text().splitlines() for ran in (peer, ours)]
+    assert lines_with("own:", logs[0]) == lines_with("own:", logs[1]) == ["own: <none> test"]

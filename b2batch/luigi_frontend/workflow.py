@@ -24,7 +24,7 @@ from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
 from b2batch.runconfig import run_config
-from b2batch.settings import check_settings, get_setting, load_settings_files
+from b2batch.settings import check_settings, get_setting, load_settings_files, set_setting, settings_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -244,6 +244,16 @@ def _names_its_batch_system(tasks: list[Any]) -> bool:
     return False
 
 
+def _as_b2luigis_local_run(jobs: TaskJobs | None) -> None:
+    """What b2luigi 1.3's ``process()`` does before a run without ``--batch``: the setting ``batch_system`` is
+    ``local`` from here on (``get_setting("batch_system")`` in a ``run()`` answers ``local``). The jobs of tasks
+    with a ``batch_system`` of their own see the script's own settings only, as b2luigi's jobs, which start the
+    script again, do: not this ``local``, nor the run's."""
+    if jobs is not None:
+        jobs.settings["code"] = settings_snapshot()["code"]
+    set_setting("batch_system", "local")
+
+
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
             ignore_additional_command_line_args: bool | None = None, workers: int | None = None,
@@ -354,6 +364,8 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         jobs: TaskJobs | None = TaskJobs(run, context)
     else:
         jobs = TaskJobs(run, context) if batch else None
+    if as_b2luigi and not batch and not test:
+        _as_b2luigis_local_run(jobs)
     if jobs is not None:
         jobs.retry_failed = retry_failed or bool(getattr(args, "retry_failed", False))
     mode = "batch" if batch else "test" if test else "local"
