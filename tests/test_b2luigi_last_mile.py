@@ -130,3 +130,64 @@ def test_batch_system_is_local_in_a_run_without_batch_and_the_tasks_own_in_its_j
     assert lines_with("after:", peer.stdout) == lines_with("after:", ours.stdout) == ["after: local"]
     logs = [(ran.folder / "logs" / "Own" / "stdout").read_text().splitlines() for ran in (peer, ours)]
     assert lines_with("own:", logs[0]) == lines_with("own:", logs[1]) == ["own: <none> test"]
+
+
+# --- 8: b2luigi's messages and exceptions -----------------------------------------------------------------
+
+def test_a_batch_task_logs_b2luigis_batch_process_line(batch_system_in_run) -> None:
+    peer, ours = batch_system_in_run
+    line = "INFO: Batch process TestProcess running  Own()"
+    assert line in peer.stderr and line in ours.stderr, ours.stderr
+
+
+DISPATCH_KILLED = """
+    import os, signal
+    import b2luigi
+
+
+    class Crash(b2luigi.Task):
+        how = b2luigi.Parameter()
+
+        def output(self):
+            yield self.add_to_output("out.txt")
+
+        @b2luigi.dispatch
+        def run(self):
+            if self.how == "signal":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            raise ValueError("bad")
+
+
+    if __name__ == "__main__":
+        b2luigi.process([Crash(how="signal"), Crash(how="raise")], workers=1)
+"""
+
+
+def test_a_dispatched_run_that_fails_is_b2luigis_runtime_error_with_its_return_code(tmp_path: Path) -> None:
+    peer, ours = run_both(tmp_path, DISPATCH_KILLED)
+    assert peer.status == ours.status == 0
+    wanted = [f"RuntimeError: Execution failed with return code {code}" for code in (-11, 1)]
+    assert lines_with("RuntimeError", peer.stderr) == lines_with("RuntimeError", ours.stderr) == wanted
+
+
+PROPERTY_RAISES = """
+    import b2luigi
+
+
+    class MyTask(b2luigi.Task):
+        @property
+        def queue(self):
+            return self.no_such_attribute
+
+    for default in ({}, {"default": "short"}):
+        try:
+            print(b2luigi.get_setting("queue", task=MyTask(), **default))
+        except Exception as error:
+            print(type(error).__name__, error)
+"""
+
+
+def test_an_attribute_error_of_a_task_property_reaches_the_caller_of_get_setting(tmp_path: Path) -> None:
+    peer, ours = run_both(tmp_path, PROPERTY_RAISES)
+    wanted = ["AttributeError 'MyTask' object has no attribute 'no_such_attribute'"] * 2
+    assert peer.stdout == ours.stdout == wanted, ours.stderr

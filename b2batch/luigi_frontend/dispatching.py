@@ -150,11 +150,20 @@ def run_in_child(function: Callable[[], Any], logs: tuple[Path, Path] | None, de
             os.kill(pid, signal.SIGTERM)
         os.waitpid(pid, 0)
         raise
+    _raise_for(status, describe, logs, quote)
+
+
+def _raise_for(status: int, describe: str, logs: tuple[Path, Path] | None, quote: bool) -> None:
+    """Raise :class:`DispatchError` for the child's wait ``status`` unless it ended with 0: b2batch's message
+    (what happened, where the output is), or under the b2luigi profile b2luigi's ``Execution failed with return
+    code N`` (N negative for a signal, as ``subprocess`` gives it)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code and get_setting("b2luigi_texts"):
+        raise profiled_error(DispatchError)(f"Execution failed with return code {code}")
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         raise profiled_error(DispatchError)(f"{describe}: the dispatched run() was killed by signal {number} "
                             f"({_signal_name(number)}){_where(logs, quote)}")
-    code = os.waitstatus_to_exitcode(status)
     if code == RAISED:
         raise profiled_error(DispatchError)(f"{describe}: the dispatched run() raised an exception"
                                             f"{_where(logs, quote)}")

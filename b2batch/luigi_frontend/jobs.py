@@ -25,7 +25,7 @@ from luigi.scheduler import DONE, FAILED, PENDING
 from b2batch import paths, systems
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, last_outcome
 from b2batch.errors import B2BatchError
-from b2batch.luigi_frontend import checkpoint, poison
+from b2batch.luigi_frontend import b2luigi_messages, checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
 from b2batch.luigi_frontend.layout import job_folder, log_folder
@@ -339,6 +339,7 @@ class TaskJobs:
         self.jobs[task.task_id] = job
         if self._ended_earlier(job) or self._held_back(job):
             return
+        b2luigi_messages.log_batch_process_start(self.batch_system_of(task), task)
         try:
             self.write_files(job)
         except B2BatchError as e:

@@ -276,10 +276,15 @@ def fresh_code_settings() -> Iterator[None]:
 
 
 def _from_task(task: Any, key: str) -> Any:
+    """The setting ``key`` as ``task`` gives it (an attribute, a property or a zero-argument method), else
+    ``_NOT_SET``. A property of the task that raises ``AttributeError`` raises it here, as in b2luigi: a bug
+    in the property is not the absence of the setting."""
     if task is None:
         return _NOT_SET
     value = getattr(task, key, _NOT_SET)
     if value is _NOT_SET:
+        if key in getattr(task, "__dict__", ()) or any(key in vars(k) for k in type(task).__mro__):
+            getattr(task, key)  # the task defines it and it raised AttributeError: that error reaches the caller
         return _NOT_SET
     # A zero-argument method of the task computes the setting (e.g. ``def env(self): ...``).
     if callable(value) and getattr(value, "__self__", None) is task:
