@@ -13,8 +13,8 @@ if command -v pyenv > /dev/null; then
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # The drop-in shims (import b2luigi / joblib_htcondor / pypoolparty): their dependencies are b2batch, installed
-# just above from this checkout (with deps, pip would look for a b2batch on the package index), and typer (the
-# b2luigi command), in the test extras.
+# just above from this checkout (with deps, pip would look for a b2batch on the package index), and typer and
+# click (the b2luigi command), in the test extras.
 python3 -m pip install --quiet --disable-pip-version-check --no-deps \
     ./compat/b2luigi-shim ./compat/joblib-htcondor-shim ./compat/pypoolparty-shim
 # The real b2luigi, joblib-htcondor, pypoolparty and PyTaskFarmer, each in its own venv (differential tests).

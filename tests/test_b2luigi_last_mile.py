@@ -6,6 +6,8 @@ in one subprocess, and against the real b2luigi where its answer is the point.""
 from __future__ import annotations
 
 import os
+import re
+import sys
 import subprocess
 import textwrap
 from dataclasses import dataclass
@@ -191,3 +193,57 @@ def test_an_attribute_error_of_a_task_property_reaches_the_caller_of_get_setting
     peer, ours = run_both(tmp_path, PROPERTY_RAISES)
     wanted = ["AttributeError 'MyTask' object has no attribute 'no_such_attribute'"] * 2
     assert peer.stdout == ours.stdout == wanted, ours.stderr
+
+
+# --- 1: the b2luigi command after the documented install ----------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+SUBCOMMANDS = ("about", "init", "version", "self-update", "run", "show", "remove", "cleanup", "test", "tasks",
+               "graph")
+
+
+@pytest.fixture(scope="session")
+def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with b2batch from this checkout and the shim installed as docs/migrating.md says: nothing
+    else added by hand (one per test session: it takes about 15 s)."""
+    venv = tmp_path_factory.mktemp("shim-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    done = subprocess.run([*pip, str(ROOT), str(ROOT / "compat" / "b2luigi-shim")], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return venv
+
+
+@pytest.mark.slow
+def test_the_b2luigi_command_works_after_pip_install_of_the_shim(installed_venv: Path, tmp_path: Path) -> None:
+    command = str(installed_venv / "bin" / "b2luigi")
+    env = {k: v for k, v in clean_env(NO_COLOR="1", COLUMNS="200").items() if k != "PYTHONPATH"}
+
+    def b2luigi(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([command, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    listed = b2luigi("--help")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    for name in SUBCOMMANDS:
+        assert re.search(rf"│ {re.escape(name)}\s", listed.stdout), (name, listed.stdout)
+        helped = b2luigi(name, "--help")
+        assert helped.returncode == 0 and "Usage:" in helped.stdout, (name, helped.stdout + helped.stderr)
+    (tmp_path / "tasks.py").write_text(textwrap.dedent("""
+        import b2luigi
+
+
+        class Hello(b2luigi.Task):
+            who = b2luigi.Parameter()
+
+            def output(self):
+                yield self.add_to_output("hello.txt")
+
+            def run(self):
+                with open(self.get_output_file_name("hello.txt"), "w") as f:
+                    f.write(f"hello {self.who}")
+    """))
+    (tmp_path / "parameters.py").write_text("config = {'who': 'world'}\n")
+    ran = b2luigi("run", "Hello")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert (tmp_path / "who=world" / "hello.txt").read_text() == "hello world"
