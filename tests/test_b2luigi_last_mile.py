@@ -247,3 +247,54 @@ def test_the_b2luigi_command_works_after_pip_install_of_the_shim(installed_venv:
     ran = b2luigi("run", "Hello")
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert (tmp_path / "who=world" / "hello.txt").read_text() == "hello world"
+
+
+# --- 4: where settings files are found ---------------------------------------------------------------------
+
+FROM_ELSEWHERE = """
+    import b2luigi
+
+
+    class Out(b2luigi.Task):
+        def output(self):
+            yield self.add_to_output("out.txt")
+
+        def run(self):
+            with open(self.get_output_file_name("out.txt"), "w") as f:
+                f.write("done")
+
+
+    if __name__ == "__main__":
+        print("my_key:", b2luigi.get_setting("my_key", default="<none>"))
+        b2luigi.process(Out())
+"""
+
+
+def _run_from_elsewhere(base: Path, python: str | None) -> tuple[Ran, list[str]]:
+    """The script in ``base/proj/sub`` (a settings.json in ``proj``) run from ``base/elsewhere``: the run and
+    every file below ``base`` afterwards."""
+    (base / "proj").mkdir(parents=True)
+    (base / "proj" / "settings.json").write_text('{"result_dir": "from_settings", "my_key": "proj"}')
+    (base / "elsewhere").mkdir()
+    ran = run_script(base / "proj" / "sub", FROM_ELSEWHERE, python=python, cwd=base / "elsewhere")
+    return ran, sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()
+                       and "__pycache__" not in p.parts and p.name != "flow.py")
+
+
+def test_settings_files_are_searched_from_the_working_directory_only_as_b2luigi_does(tmp_path: Path) -> None:
+    peer, peer_files = _run_from_elsewhere(tmp_path / "b2luigi", str(peer_python("b2luigi")))
+    ours, our_files = _run_from_elsewhere(tmp_path / "shim", None)
+    assert peer.status == ours.status == 0, ours.stderr
+    assert lines_with("my_key:", peer.stdout) == lines_with("my_key:", ours.stdout) == ["my_key: <none>"]
+    assert our_files == peer_files == ["proj/settings.json", "proj/sub/out.txt"]
+
+
+def test_b2batchs_own_profile_still_reads_the_settings_beside_the_script(tmp_path: Path) -> None:
+    base = tmp_path
+    (base / "proj").mkdir()
+    (base / "proj" / "settings.json").write_text('{"result_dir": "from_settings", "my_key": "proj"}')
+    (base / "elsewhere").mkdir()
+    ran = run_script(base / "proj" / "sub", FROM_ELSEWHERE.replace("import b2luigi", "import b2batch as b2luigi"),
+                     cwd=base / "elsewhere")
+    assert ran.status == 0, ran.stderr
+    assert "my_key: proj" in ran.stdout

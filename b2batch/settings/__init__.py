@@ -93,7 +93,8 @@ _FORMER_NAMES = {new: tuple(o for o, n in RENAMED_SETTINGS.items() if n == new) 
 
 
 class _SettingsFiles:
-    """settings.json files found from a folder upward, parsed once and re-read when they change.
+    """settings.json files found from a folder upward (the working directory's, then, except under the b2luigi
+    profile, the workflow script's), parsed once and re-read when they change.
 
     A lookup stats the settings files there are and the working directory (whose time stamp changes when
     a file is made or removed in it): a file changed, or written into the working directory, while the
@@ -129,7 +130,9 @@ class _SettingsFiles:
         here = Path.cwd()
         folders = [here, *here.parents]
         script = getattr(sys.modules.get("__main__"), "__file__", None)
-        if script:  # then the workflow script's folder and its parents, so that it runs from anywhere
+        # then (not under b2luigi's profile: b2luigi reads the working directory's only) the workflow script's
+        # folder and its parents, so that it runs from anywhere
+        if script and _profile != "b2luigi":
             there = Path(os.path.abspath(script)).parent
             folders += [p for p in (there, *there.parents) if p not in folders]
         return tuple(str(p / SETTINGS_FILE_NAME) for p in folders)
@@ -144,7 +147,8 @@ class _SettingsFiles:
     def get(self) -> dict[str, Any]:
         cwd = os.getcwd()
         main = sys.modules.get("__main__")
-        key = (cwd, _environment_key(), self.pinned is None, getattr(main, "__file__", None) if main else None)
+        key = (cwd, _environment_key(), self.pinned is None, getattr(main, "__file__", None) if main else None,
+               _profile)
         now = _monotonic()
         if now - self._checked_at < self.CHECK_INTERVAL and key == self._key and _profile != "b2luigi":
             return self._merged
@@ -242,8 +246,8 @@ _code_settings: dict[str, Any] = {}
 def settings_files() -> list[str]:
     """The settings files that lookups read, nearest (winning) first: the ones named (in a job by the
     steering process, else by ``$B2BATCH_SETTINGS`` or ``$B2LUIGI_SETTINGS_JSON``) as named, whether or not
-    they exist; else the ``settings.json`` files there are, from the working directory upward, then from the
-    workflow script's folder upward."""
+    they exist; else the ``settings.json`` files there are, from the working directory upward, then (not under
+    the b2luigi profile, as b2luigi does not) from the workflow script's folder upward."""
     if _files._named():
         return list(_files._candidates())
     return [str(path) for path in _files.files()]
