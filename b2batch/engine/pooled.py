@@ -415,25 +415,36 @@ class PooledSystem(BatchSystem):
 
     def _adopt_carriers(self, pool: UnitPool) -> None:
         """Follow the worker jobs of earlier steering processes that the inner batch system still has."""
-        for journal_file in pool.queue.root.glob("jobs/*/submission.json"):
-            folder = journal_file.parent
+        for folder in sorted({path.parent for name in ("submission.json", "submitting.json")
+                              for path in pool.queue.root.glob(f"jobs/*/{name}")}):
             if (folder / "exit_code").exists():
                 _remove_tree(folder)  # a worker job that ended: nothing to follow
                 continue
-            try:
-                journal = json.loads(journal_file.read_text())
-            except (OSError, ValueError):
-                continue
-            files = JobFiles(folder=folder, log_folder=self.run.config.resolve(pool.template.setting("log_dir"))
-                             / f"{self.kind}s" / folder.name)
-            stub = Job(key=folder.name, name=f"{self.kind} job {journal.get('job_id')} of an earlier run",
-                       family=pool.template.family, system=self.inner.name, files=files,
-                       settings=pool.template.settings)
-            if journal.get("system") == self.inner.name and self.inner.attach(stub, journal):
-                stub.job_id = str(journal.get("job_id"))
+            stub = self._earlier_carrier(pool, folder)
+            if stub is not None:
                 pool.carriers[stub.key] = stub
                 logger.info("Following %s", stub.name)
         self._check_heartbeats(pool, time.monotonic(), {})  # live workers of an earlier run count
+
+    def _earlier_carrier(self, pool: UnitPool, folder: Path) -> Job | None:
+        """The worker job of an earlier steering process in ``folder`` if the inner batch system still has it:
+        the one its journal names, or the one that carries the tag of its intent (a steering process killed
+        while it submitted the job; its journal is written now)."""
+        files = JobFiles(folder=folder, log_folder=self.run.config.resolve(pool.template.setting("log_dir"))
+                         / f"{self.kind}s" / folder.name)
+        intent, journal = files.read_intent(), files.read_submission()
+        stub = Job(key=folder.name, name=f"{self.kind} job of an earlier run", family=pool.template.family,
+                   system=self.inner.name, files=files, settings=pool.template.settings)
+        if intent is not None:
+            if intent.get("system") != self.inner.name or not self.inner.adopt(stub, intent):
+                return None
+            files.record_submission(self.inner.name, str(stub.job_id), stub.placement)
+        elif not (journal and journal.get("system") == self.inner.name and self.inner.attach(stub, journal)):
+            return None
+        else:
+            stub.job_id = str(journal.get("job_id"))
+        stub.name = f"{self.kind} job {stub.job_id} of an earlier run"
+        return stub
 
 
 def _remove_tree(root: Path) -> None:
