@@ -32,6 +32,12 @@ def take_submit_failure(table: JobTable) -> bool:
     return True
 
 
+def submit_delay(table: JobTable) -> float:
+    """Seconds a submit command waits after the scheduler took the jobs, before it prints their ids (injected:
+    the window in which a killed submitter has jobs it never heard of)."""
+    return float(table.inject.get("submit_delay") or 0.0)
+
+
 def take_next_fate(table: JobTable) -> dict[str, Any] | None:
     """Consume one injected fate for the next submitted job (``hold`` or ``exit``), if any."""
     fates: list[dict[str, Any]] = list(table.inject.get("next", []))

@@ -20,7 +20,8 @@ from typing import Any
 
 from b2batch.emulators import eventlog, htcondor_jobs, scheduler, state, submit_file
 from b2batch.emulators.classad import ClassAdError, autoformat, compile_constraint, dumps_ads, evaluate, unparse
-from b2batch.emulators.common import current_user, err, hostname, out, take_next_fate, take_submit_failure
+from b2batch.emulators.common import (current_user, err, hostname, out, submit_delay, take_next_fate,
+                                      take_submit_failure)
 from b2batch.emulators.htcondor_jobs import HOOKS, job_ad
 from b2batch.emulators.state import Store
 from b2batch.emulators.submit_file import SubmitError
@@ -115,6 +116,8 @@ def _submit(
             table.add(job)
             eventlog.submitted(ad.get("UserLog"), cluster, ad["ProcId"], now, htcondor_jobs.address())
         scheduler.maintain(table, HOOKS)
+        delay = submit_delay(table)
+    time.sleep(delay)
     count = len(built)
     if terse:
         out(f"{cluster}.0 - {cluster}.{count - 1}")

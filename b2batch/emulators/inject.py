@@ -4,6 +4,8 @@ Kinds (SYSTEM is ``htcondor`` or ``lsf`` unless noted)::
 
     fail-submits N                 the next N submits fail with a realistic error and exit status
     delay SECONDS                  queries show the state as it was SECONDS ago (0 switches it off)
+    submit-delay SECONDS           submits wait SECONDS after the jobs are queued before they print their ids
+                                   (a submitter killed meanwhile has jobs it never heard of; 0 switches it off)
     lose JOB [--as UNKWN|ZOMBI|vanish]
                                    the job's host is lost: its processes die; HTCondor jobs vanish
                                    from queue and history, LSF jobs show UNKWN (default), ZOMBI or vanish
@@ -51,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="kind", required=True)
     sub.add_parser("fail-submits").add_argument("count", type=int)
     sub.add_parser("delay").add_argument("seconds", type=float)
+    sub.add_parser("submit-delay").add_argument("seconds", type=float)
     lose = sub.add_parser("lose")
     lose.add_argument("job")
     lose.add_argument("--as", dest="as_", choices=("UNKWN", "ZOMBI", "vanish"), default=None)
@@ -119,6 +122,8 @@ def apply(system: str, kind: str, args: argparse.Namespace) -> int:
             table.set_inject("fail_submits", args.count if args.count > 0 else None)
         elif kind == "delay":
             table.set_inject("delay", args.seconds if args.seconds > 0 else None)
+        elif kind == "submit-delay":
+            table.set_inject("submit_delay", args.seconds if args.seconds > 0 else None)
         elif kind in ("hold-next", "exit-next"):
             if kind == "hold-next" and system != "htcondor":
                 err("hold-next exists for htcondor only (LSF: use exit-next)")

@@ -15,11 +15,12 @@ import re
 import shlex
 import signal as signals
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from b2batch.emulators import lsf_jobs, scheduler, state
-from b2batch.emulators.common import err, hostname, out, take_next_fate, take_submit_failure
+from b2batch.emulators.common import err, hostname, out, submit_delay, take_next_fate, take_submit_failure
 from b2batch.emulators.lsf_jobs import FIELDS, HOOKS, ArraySpecError, field_name, parse_array
 from b2batch.emulators.state import JobTable, Store
 
@@ -247,6 +248,8 @@ def _submit(options: dict[str, str], command: list[str], script: str | None) -> 
             table.add(state.new_job(element, group, cpus, table.now, attrs))
         table.store.write_specs(group, specs)
         scheduler.maintain(table, HOOKS)
+        delay = submit_delay(table)
+    time.sleep(delay)
     where = f"queue <{queue}>" if "-q" in options else f"default queue <{queue}>"
     out(f"Job <{job_id}> is submitted to {where}.")
     return 0

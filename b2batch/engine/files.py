@@ -4,7 +4,8 @@ A job's files live in its job folder, ``<task_file_dir>/<family>/<key>/`` (a fro
 under its task_file_dir, such as b2luigi's ``<parameters>/<family>/``; :func:`job_folders` finds both): the wrapper the batch system runs
 (``executable_wrapper.sh``), the front-end's description of the work (``job.json``), the exit code the
 wrapper writes (``exit_code``), the work's result (``result.json``) and the journal of the submission
-(``submission.json``). Its logs live in a folder the front-end chooses (``stdout``, ``stderr``, and the
+(``submission.json``), and before that what was about to be submitted (``submitting.json``: the tag the batch
+job carries, so that a later steering process finds a job whose submission it did not see end). Its logs live in a folder the front-end chooses (``stdout``, ``stderr``, and the
 previous job's as ``.previous``).
 """
 
@@ -45,7 +46,8 @@ def _write_new(path: str, text: str, mode: int = 0o644) -> None:
 #: The files of a job folder, by the name JobFiles gives each (its attribute, and :meth:`JobFiles.path_of`).
 FILE_NAMES = {"spec": "job.json", "wrapper": "executable_wrapper.sh", "exit_code": "exit_code", "result": "result.json",
               "result_bytes": "result.pkl", "submission": "submission.json", "setup_failed": "setup_failed",
-              "cancelled": "cancelled", "checkpointed": "checkpointed", "usage": "usage.json"}
+              "cancelled": "cancelled", "checkpointed": "checkpointed", "usage": "usage.json",
+              "intent": "submitting.json"}
 
 
 def job_folders(root: str | os.PathLike[str], marker: str = FILE_NAMES["spec"]) -> list[Path]:
@@ -247,6 +249,31 @@ class JobFiles:
         # A new journal is written at once: a crash while writing it is no worse than one just before (after
         # the batch system took the job); a journal of an earlier job is replaced atomically.
         _write_new(self.path_of("submission"), json.dumps(record))
+
+    def record_intent(self, system: str, submission: str, index: int | None, extra: dict[str, Any] | None = None) -> None:
+        """Note, before the batch system is asked, what is about to be submitted for this job: to ``system``, as
+        the batch job tagged ``submission`` (its name, or an attribute), element ``index`` of that array (None:
+        a job of its own). A steering process killed before it could write the journal leaves this behind, and
+        the next one asks the batch system for the tag (:meth:`read_intent`)."""
+        record = {"system": system, "submission": submission, "index": index, "intended_at": time.time(),
+                  "host": _HOST, "steering_pid": os.getpid(), **(extra or {})}
+        _write_new(self.path_of("intent"), json.dumps(record))
+
+    def read_intent(self) -> dict[str, Any] | None:
+        """The last intent recorded (:meth:`record_intent`) if the journal does not name its submission and is not
+        newer (a journal without an intent: another batch system's): a submission that began and whose end no
+        steering process saw; None otherwise."""
+        if self.fresh:
+            return None
+        try:
+            intent = json.loads(_read_text(self.path_of("intent")))
+        except (OSError, ValueError):
+            return None
+        journal = self.read_submission()
+        if not isinstance(intent, dict) or (journal and (journal.get("submission") == intent.get("submission") or
+                                                         journal.get("submitted_at", 0) >= intent.get("intended_at", 0))):
+            return None
+        return intent
 
     def unfinished_submissions(self, system: str, task_file_dir: str | os.PathLike[str] | None = None) -> list[str]:
         """Job ids of ``system`` in the journals of every job that shares this job's ``task_file_dir`` (default:

@@ -116,9 +116,7 @@ class Run:
         system = self.systems[job.system]
         self.live[id(job)] = job
         self.record.update(job, "waiting")
-        journal = job.files.read_submission()
-        if (journal and journal.get("system") == system.name and job.files.read_exit_code() is None
-                and system.attach(job, journal)):
+        if self._follows_earlier(job, system):
             logger.info("Job %s: task %s is still queued or running from an earlier run; following it", job.job_id,
                         job)
             job.earlier = True
@@ -126,6 +124,23 @@ class Run:
             self.record.update(job, "submitted")
             return
         self._queue(job)
+
+    def _follows_earlier(self, job: Job, system: BatchSystem) -> bool:
+        """Whether ``system`` still has a job of an earlier steering process for ``job`` and now follows it: the
+        one its journal names, or, when that process was killed while it submitted (an intent newer than the
+        journal), the one that carries the intent's tag (adopted, and its journal written now)."""
+        files = job.files
+        intent = files.read_intent()
+        if intent is not None:
+            if intent.get("system") != system.name or files.read_exit_code() is not None:
+                return False
+            if not system.adopt(job, intent):
+                return False
+            files.record_submission(system.name, str(job.job_id), job.placement)
+            return True
+        journal = files.read_submission()
+        return bool(journal and journal.get("system") == system.name and files.read_exit_code() is None
+                    and system.attach(job, journal))
 
     def _queue(self, job: Job) -> None:
         job.earlier = False

@@ -57,6 +57,13 @@ class BatchSystem(abc.ABC):
         has it queued or running (set ``job.job_id``); whether it did."""
         return False
 
+    def adopt(self, job: Job, intent: dict[str, Any]) -> bool:
+        """Take over the job a steering process began to submit but was killed before it recorded the answer
+        (``intent``: what :meth:`~b2batch.engine.files.JobFiles.record_intent` wrote), if the batch system has a
+        job with its tag queued or running (set ``job.job_id``); whether it did. All of a run's adoptions cost
+        one status query per batch system."""
+        return False
+
     def capacity(self) -> int | None:
         """How many jobs the batch system runs at once for this run, if it knows (e.g. the local slots); None
         for a cluster, whose share for the user is not known."""

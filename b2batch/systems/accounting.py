@@ -217,7 +217,7 @@ def _slurm(job_ids: list[str], tag: str) -> list[str]:
 
 
 def _sge(job_ids: list[str], tag: str) -> list[str]:
-    return qacct_command(job_ids, f"*.b2b{tag}")
+    return qacct_command(job_ids, f"*.b2b{tag}*")  # the run tag, then the submission's (systems/tagging.py)
 
 
 #: Each batch system's accounting: (command builder taking the job ids and the run's tag, parser).

@@ -23,6 +23,7 @@ from b2batch.errors import SettingError
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
+from b2batch.systems.tagging import safe_name
 from b2batch.jobscript.templating import render
 
 
@@ -61,11 +62,12 @@ def merged_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[st
 
 def submit_description(task: Any, executable: str, folder: str, batch_name: str, count: int = 1,
                        arguments: str = "", suffix: str = "", config: RunConfig = RunConfig(),
-                       overlay: Mapping[str, Any] | None = None) -> str:
+                       overlay: Mapping[str, Any] | None = None, tag: str = "") -> str:
     """The submit description of the task's job (or of an array of ``count`` jobs with the task's
     settings) in a run of ``config`` (its global htcondor_settings, its base folder), checked by
     ``htcondor2.Submit``; errors name the bad setting. ``overlay``: commands the run's policies set over the
-    task's (an escalated request_memory, requirements that avoid excluded nodes)."""
+    task's (an escalated request_memory, requirements that avoid excluded nodes). ``tag``: the submission's tag
+    (systems/tagging.py: safe characters only), the jobs' attribute ``B2BatchSubmission``."""
     settings = {**checked_settings(task, config.htcondor_settings), **(overlay or {})}
     if any(c in text for text in (executable, folder) for c in "\r\n"):
         raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
@@ -73,7 +75,7 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     transfer = task.setting("transfer_files") or []
     what = f"task {task.key}" if count == 1 else f"an array of {count} {task.family} tasks"
     text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
-                  suffix=suffix, count=count, batch_name=batch_name,
+                  suffix=suffix, count=count, batch_name=batch_name, tag=safe_name(tag, 200) if tag else "",
                   transfer_files=[str(config.resolve(f)) for f in transfer],
                   settings=[(k, _value(v)) for k, v in settings.items()])
     # An array's jobs share these settings: an error found only now is one of all of them, not of the first.
@@ -261,7 +263,7 @@ class HTCondorSystem(SchedulerSystem):
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name,
-                                         config=self.run.config, overlay=self.overlay(job))
+                                         config=self.run.config, overlay=self.overlay(job), tag=self.submitted_name(job))
         (job.files.folder / "job.sub").write_text(description)  # kept for the user to read
         # on stdin: condor_submit takes an argument with "=" (a b2luigi folder "n=1") for a submit command
         return ["condor_submit", *place(job), "-terse", "-"], description
@@ -271,7 +273,8 @@ class HTCondorSystem(SchedulerSystem):
         # The array's submit description uses the first job's settings (all share them: common_options).
         description = submit_description(first, str(dispatch), str(folder), self.batch_name, count=count,
                                           arguments="$(Process)", suffix=".$(Process)",
-                                          config=self.run.config, overlay=self.overlay(first))
+                                          config=self.run.config, overlay=self.overlay(first),
+                                          tag=self.submitted_name(first))
         (folder / "array.sub").write_text(description)
         return ["condor_submit", *place(first), "-terse", "-"], description
 
@@ -356,6 +359,27 @@ class HTCondorSystem(SchedulerSystem):
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["condor_rm", *job_ids]
+
+    def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
+        return _at(["condor_q", "-json", "-attributes", "ClusterId,ProcId,JobStatus,B2BatchSubmission",
+                    "-constraint", "B2BatchSubmission =!= undefined"], scope)
+
+    def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
+        tagged: dict[str, dict[str, NativeState]] = {}
+        for ad in json.loads(stdout) if stdout.strip() else []:
+            tagged.setdefault(str(ad.get("B2BatchSubmission")), {})[f"{ad['ClusterId']}.{ad['ProcId']}"] = (
+                NativeState(state=str(ad.get("JobStatus"))))
+        return tagged
+
+    def matches(self, job_id: str, index: int | None) -> bool:
+        return int(job_id.rpartition(".")[2]) + 1 == (index or 1)  # a job of its own is proc 0 of its cluster
+
+    def tag_scope(self, intent: dict[str, Any], job: Job | None) -> tuple[str, ...]:
+        recorded = _recorded_place(intent)
+        return recorded if recorded is not None or job is None else place(job)
+
+    def intent_extra(self, job: Job) -> dict[str, Any]:
+        return {"htcondor_place": list(place(job))}
 
     def describe(self, native: NativeState) -> str:
         names = {"1": "Idle", "2": "Running", "3": "Removed", "4": "Completed", "5": "Held",

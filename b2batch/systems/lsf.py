@@ -57,6 +57,7 @@ def bsub_options(task: Any) -> list[str]:
 #: Why LSF ended a job, by the start of its EXIT_REASON.
 _CAUSES = {"TERM_MEMLIMIT": causes.MEMORY, "TERM_RUNLIMIT": causes.TIME, "TERM_HOST_LOST": causes.NODE}
 _SELECT = re.compile(r"select\[(.*?)\]")
+_ELEMENT = re.compile(r"\[(\d+)\]$")
 
 
 def lsf_seconds(value: Any) -> float | None:
@@ -152,12 +153,12 @@ class LSFSystem(SchedulerSystem):
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         folder = job.files.folder
         # bsub hands the command line to a shell: the path is quoted for it.
-        return ["bsub", "-J", self.job_name(job), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),
+        return ["bsub", "-J", self.submitted_name(job), "-o", str(folder / "lsf.out"), "-e", str(folder / "lsf.err"),
                 "-cwd", str(folder), *self.common_options(job), quote(job.files.wrapper)], None
 
     def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
-        return ["bsub", "-J", f"{self.job_name(first)}[1-{count}]", "-o", f"{folder}/lsf.%I.out", "-e",
+        return ["bsub", "-J", f"{self.submitted_name(first)}[1-{count}]", "-o", f"{folder}/lsf.%I.out", "-e",
                 f"{folder}/lsf.%I.err", "-cwd", str(folder), *common, quote(dispatch)], None
 
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
@@ -187,6 +188,21 @@ class LSFSystem(SchedulerSystem):
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["bkill", *job_ids]
+
+    def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
+        return ["bjobs", "-json", "-a", "-o", "jobid stat job_name"]  # all of the user's jobs
+
+    def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
+        tagged: dict[str, dict[str, NativeState]] = {}
+        for record in json.loads(stdout).get("RECORDS", []) if stdout.strip() else []:
+            if record.get("JOBID") and not record.get("ERROR"):
+                name = _ELEMENT.sub("", str(record.get("JOB_NAME") or ""))  # an element is named "tag[3]"
+                tagged.setdefault(name, {})[record["JOBID"]] = NativeState(state=record.get("STAT", ""))
+        return tagged
+
+    def element_index(self, job_id: str) -> int | None:
+        found = _ELEMENT.search(job_id)
+        return int(found.group(1)) if found else None
 
     def on_final_state(self, job: Job, native: NativeState, state: JobState) -> JobState:
         if native.state in ("UNKWN", "ZOMBI"):

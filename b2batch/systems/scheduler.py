@@ -35,6 +35,7 @@ from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError
                             TransientCommandError)
 from b2batch.systems import accounting, commands
 from b2batch.systems.collect import AccountingCollector
+from b2batch.systems.tagging import TaggedSubmissions, safe_name
 from b2batch.jobscript.templating import render
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class _Watch:
     history_checked_at_poll: int = -1
 
 
-class SchedulerSystem(BatchSystem):
+class SchedulerSystem(TaggedSubmissions, BatchSystem):
     """A scheduler with command-line tools, in one run."""
 
     #: ``parse`` formats of a line the submit command prints, tried in order; fields: ``id`` (and for
@@ -81,6 +82,7 @@ class SchedulerSystem(BatchSystem):
         self._warned_states: set[str] = set()
         #: What the scheduler said of the jobs of earlier runs: looked up once for all of them.
         self._earlier: dict[str, NativeState | None] = {}
+        self._tagged = {}
         #: Seconds a scheduler command may take: the setting scheduler_call_timeout of the jobs last submitted.
         self.call_timeout: float = config.scheduler_call_timeout
         #: This system's scheduler commands: rate-limited, and counted in the run's record.
@@ -200,9 +202,9 @@ class SchedulerSystem(BatchSystem):
         return getpass.getuser()
 
     def job_name(self, job: Job) -> str:
-        """The job's name: the job_name setting (default: the family), tagged with the run."""
-        name = job.setting("job_name") or job.family
-        return f"{name}.b2b{self.run.tag}"
+        """The job's name: the job_name setting (default: the family) made safe (:func:`safe_name`), tagged with
+        the run; a submission adds its own tag (:meth:`intend`)."""
+        return f"{safe_name(job.setting('job_name') or job.family)}.b2b{self.run.tag}"
 
     def job_id_of(self, stdout: str) -> str | None:
         """The job id in the submit command's output (the first line that one of :attr:`job_id_formats`
@@ -236,6 +238,7 @@ class SchedulerSystem(BatchSystem):
         first = group[0]
         self.call_timeout = first.setting("scheduler_call_timeout")
         self.monitor.intervals = (first.setting("poll_interval"), first.setting("max_poll_interval"))
+        self.intend(group)  # before the scheduler may take them: a killed steering process leaves their tag behind
         if len(group) == 1:
             job = group[0]
             command, stdin = self.submit_command(job)

@@ -183,12 +183,12 @@ class SGESystem(SchedulerSystem):
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         scheduler_log = job.files.folder / "sge.out"
-        return ["qsub", "-terse", "-N", self.job_name(job), "-j", "y", "-o", str(scheduler_log),
+        return ["qsub", "-terse", "-N", self.submitted_name(job), "-j", "y", "-o", str(scheduler_log),
                 "-wd", str(job.files.folder), *self.common_options(job), str(job.files.wrapper)], None
 
     def array_command(self, first: Job, common: list[str], dispatch: Path, folder: Path,
                       count: int) -> tuple[list[str], str | None]:
-        return ["qsub", "-terse", "-t", f"1-{count}", "-N", self.job_name(first), "-j", "y", "-o",
+        return ["qsub", "-terse", "-t", f"1-{count}", "-N", self.submitted_name(first), "-j", "y", "-o",
                 f"{folder}/sge.$TASK_ID.out", "-wd", str(folder), *common, str(dispatch)], None
 
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
@@ -219,6 +219,21 @@ class SGESystem(SchedulerSystem):
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["qdel", *job_ids]
+
+    def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
+        return self.status_command([])  # qstat -xml lists each job's name
+
+    def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
+        tagged: dict[str, dict[str, NativeState]] = {}
+        for job in ElementTree.fromstring(stdout).iter("job_list") if stdout.strip() else ():
+            found = tagged.setdefault(job.findtext("JB_name", "").strip(), {})
+            for job_id in _expand_tasks(job.findtext("JB_job_number", "").strip(), job.findtext("tasks")):
+                found[job_id] = NativeState(state=job.findtext("state", "").strip())
+        return tagged
+
+    def element_index(self, job_id: str) -> int | None:
+        _, _, index = job_id.partition(".")
+        return int(index) if index.isdigit() else None
 
     def on_final_state(self, job: Job, native: NativeState, state: JobState) -> JobState:
         if "E" in native.state:

@@ -207,7 +207,7 @@ class SlurmSystem(SchedulerSystem):
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         scheduler_log = job.files.folder / "slurm-%j.out"
-        return ["sbatch", "--parsable", f"--job-name={self.job_name(job)}", f"--output={scheduler_log}",
+        return ["sbatch", "--parsable", f"--job-name={self.submitted_name(job)}", f"--output={scheduler_log}",
                 f"--error={scheduler_log}", f"--chdir={job.files.folder}", *self.common_options(job),
                 str(job.files.wrapper)], None
 
@@ -218,7 +218,7 @@ class SlurmSystem(SchedulerSystem):
         # arrays, and Slurm then holds to it within each array too, as pypoolparty's users see it in squeue.
         limit = self.run.max_in_flight or first.setting("max_jobs_in_flight")
         elements = f"1-{count}%{int(limit)}" if limit else f"1-{count}"
-        return ["sbatch", "--parsable", f"--array={elements}", f"--job-name={self.job_name(first)}",
+        return ["sbatch", "--parsable", f"--array={elements}", f"--job-name={self.submitted_name(first)}",
                 f"--output={scheduler_log}", f"--error={scheduler_log}", f"--chdir={folder}", *common,
                 str(dispatch)], None
 
@@ -278,3 +278,19 @@ class SlurmSystem(SchedulerSystem):
     @classmethod
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["scancel", *job_ids]
+
+    def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
+        return ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%j", f"--user={self.user()}"]
+
+    def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
+        tagged: dict[str, dict[str, NativeState]] = {}
+        for line in stdout.splitlines():
+            fields = line.strip().split("|", 2)  # the name last: another tool's job name may hold a "|"
+            if len(fields) == 3 and fields[0]:
+                tagged.setdefault(fields[2], {})[fields[0]] = NativeState(state=fields[1].split()[0] if fields[1]
+                                                                           else "UNKNOWN")
+        return tagged
+
+    def element_index(self, job_id: str) -> int | None:
+        _, _, index = job_id.partition("_")
+        return int(index) if index.isdigit() else None
