@@ -298,3 +298,18 @@ def test_b2batchs_own_profile_still_reads_the_settings_beside_the_script(tmp_pat
                      cwd=base / "elsewhere")
     assert ran.status == 0, ran.stderr
     assert "my_key: proj" in ran.stdout
+
+
+# --- 6: a task's own get_log_file_dir() --------------------------------------------------------------------
+
+CORPUS = ROOT / "tests" / "differential" / "b2luigi" / "scripts"
+
+
+def test_a_tasks_own_log_file_dir_holds_its_jobs_and_its_dispatched_runs_logs(tmp_path: Path) -> None:
+    peer, ours = run_both(tmp_path, (CORPUS / "log_file_dir_method.py").read_text())
+    assert peer.status == ours.status == 0, ours.stderr
+    logs = {f for f in peer.files if f.startswith("logs/")}
+    assert logs == {f for f in ours.files if f.startswith("logs/")} == {
+        f"logs/own/{task}/{stream}" for task in ("job_1", "dispatched") for stream in ("stdout", "stderr")}
+    assert "job says hello 1" in (ours.folder / "logs/own/job_1/stdout").read_text()
+    assert "dispatched says hello" in (ours.folder / "logs/own/dispatched/stdout").read_text()

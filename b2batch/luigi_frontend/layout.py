@@ -93,7 +93,11 @@ def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str
 
 
 def log_folder(task: Any) -> Path:
-    """Folder of the task's job logs: ``<log_dir>/<parameter parts>/<TaskFamily>``."""
+    """Folder of the task's job logs: the one its own ``get_log_file_dir()`` method returns (b2luigi's way
+    to choose it; relative to the working directory, as there), else ``<log_dir>/<parameter parts>/<TaskFamily>``."""
+    own = getattr(task, "get_log_file_dir", None)
+    if callable(own):
+        return Path(os.path.abspath(os.fspath(own())))
     return task_folder(task, "log_dir") / task.task_family
 
 
