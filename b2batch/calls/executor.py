@@ -121,7 +121,9 @@ class Executor:
         record = record if record is not None else RunRecord(keep_ended=KEEP_ENDED)
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
         self.run.retry_reason = _retry_reason
-        self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings)
+        # job_shape (auto by default): the run decides per kind of call, as for luigi tasks (docs/job-shapes.md)
+        self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings,
+                                         shaping=True)
         root = paths.resolve(self.settings("task_file_dir"))
         self.work_dir = (Path(work_dir) if work_dir is not None
                          else root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{self.run.tag}").resolve()
@@ -167,7 +169,8 @@ class Executor:
         job.files.make_folders()
         with open(job.unit["args"][0], "wb") as f:  # the call file
             f.write(payload)
-        if self.run.needs_job_script(job):
+        # A shaped run writes the wrapper itself when the call gets a job of its own (not for calls in pilots).
+        if self.run.needs_job_script(job) and not getattr(self.run.systems[job.system], "writes_job_scripts", False):
             from b2batch.jobscript import wrapper
 
             wrapper.write_job_script(job.files, self.settings, job.key, self.settings,

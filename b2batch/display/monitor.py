@@ -321,7 +321,8 @@ def target_of(argument: str | None) -> Path:
         script = Path(argument).resolve()
         with in_workflow_folder(script):
             return paths.resolve(get_setting("log_dir")).resolve()
-    return paths.resolve(get_setting("log_dir")).resolve()
+    with paths.base_dir_pinned(os.getcwd()):  # relative to here, not to the b2batch command's own folder
+        return paths.resolve(get_setting("log_dir")).resolve()
 
 
 def main(argument: str | None, once: bool = False) -> int:

@@ -89,7 +89,12 @@ class Job:
                      f"(now {self.setting('executable')!r}) and env_script")
         elif outcome.exit_code == SETUP_FAILED and outcome.setup_failure:
             what += f"; the job could not set up its environment: {outcome.setup_failure}"
-        lines = [f"Task {self.family} ({params}) failed: job {self.job_id} on {self.system} {what}."]
+        where = f"job {self.job_id} on {self.system}" if self.job_id else f"its job on {self.system}"
+        lines = [f"Task {self.family} ({params}) failed: {where} {what}."]
+        if outcome.cancelled:  # on purpose: say so first, not as a failure of the work
+            lines = [f"Task {self.family} ({params}) was {outcome.cancelled}"
+                     + (f" while it ran in {self.carrier}." if self.carrier else
+                        f" ({where})." if self.job_id else " before it ran.")]
         if self.carrier:
             lines.append(f"Ran in {self.carrier}.")
         if reason:

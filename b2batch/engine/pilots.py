@@ -216,10 +216,12 @@ class BundleSystem(PooledSystem):
         super()._carrier_ended(pool, carrier, state, changes)
         # Units the bundle job did not get to (its allocation ended): submitted again by the run.
         reason = f"its bundle job {carrier.job_id} on {self.inner.name} ended before it ran"
+        cancelled = pool.cancelled or pool.queue.cancel_reason()
         for name, job in list(pool.members.items()):
             pool.queue.take_back(name)
             self._untrack(job)
-            changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
+            changes[job] = (JobState(JobStatus.aborted, f"its bundle job {carrier.job_id} was {cancelled}")
+                            if cancelled else JobState(JobStatus.aborted, reason, scheduler_side=reason))
 
     def _finished(self, pool: UnitPool) -> bool:
         if pool.carriers or pool.members:

@@ -79,6 +79,7 @@ class UnitPool:
     failing_since: float | None = None
     submit_attempts: int = 0  # failed submissions of worker jobs in a row
     given_up: str = ""
+    cancelled: str = ""  # why its work was cancelled on purpose (b2batch cancel), when it was
     drained: bool = False  # whether the queue says that nothing waits or runs in it for now
     steering_note: Path | None = None  # the note that this steering process uses the queue
 
@@ -201,6 +202,10 @@ class PooledSystem(BatchSystem):
         return {carrier.key: state for carrier, state in answer.items() if state.final}
 
     def _follow(self, pool: UnitPool, changes: dict[Job, JobState], ended: dict[str, JobState]) -> None:
+        if pool.members and (pool.cancelled or (reason := pool.queue.cancel_reason())):
+            # b2batch cancel: what waits (or was put back by a worker as it was cancelled) fails; no pilot comes
+            pool.cancelled = pool.cancelled or reason
+            self._give_up(pool, f"its {self.kind} queue was {pool.cancelled}", changes)
         for carrier in [carrier for key, carrier in pool.carriers.items() if key in ended]:
             self._carrier_ended(pool, carrier, ended[carrier.key], changes)
         now = time.monotonic()
@@ -247,11 +252,16 @@ class PooledSystem(BatchSystem):
         self.inner.forget(carrier)
         claims = pool.queue.claims()
         held = [name for name, worker in claims.items() if worker == carrier.key]
-        if held:
+        cancelled = pool.cancelled or ended.cancelled
+        if held and cancelled:
+            self._drop(pool, carrier.key, held, f"its {self.kind} job {carrier.job_id} was {cancelled}", changes)
+        elif held:
             pool.lost += 1
             why = state.scheduler_side or state.reason or f"exit code {ended.exit_code}"
             self._lose(pool, carrier.key, held, f"its {self.kind} job {carrier.job_id} on {self.inner.name} ended "
                        f"while running it ({why}); its log: {carrier.files.stderr}", changes)
+        elif cancelled:
+            pass  # cancelled on purpose (b2batch cancel): no failed start
         elif carrier.key not in pool.started and not state.scheduler_side and ended.exit_code != 0:
             pool.failed_starts += 1
             limit = pool.template.setting("max_resubmissions")
@@ -308,6 +318,15 @@ class PooledSystem(BatchSystem):
             if job is not None:
                 self._untrack(job)
                 changes[job] = JobState(JobStatus.aborted, reason, scheduler_side=reason)
+
+    def _drop(self, pool: UnitPool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
+        """The units a cancelled worker held fail with ``reason`` (not run again: cancelled on purpose)."""
+        for name in names:
+            pool.queue.drop_claim(worker, name)
+            job = pool.members.get(name)
+            if job is not None:
+                self._untrack(job)
+                changes[job] = JobState(JobStatus.aborted, reason)
 
     def _give_up(self, pool: UnitPool, message: str, changes: dict[Job, JobState]) -> None:
         """No more worker jobs for this pool: its units that wait fail with ``message``."""
@@ -403,6 +422,7 @@ class PooledSystem(BatchSystem):
             pool = self.pools[str(root)] = UnitPool(queue=WorkQueue(root), template=job)
             pool.queue.create()
             pool.queue.stop_file.unlink(missing_ok=True)
+            pool.queue.cancel_note.unlink(missing_ok=True)  # a cancel of an earlier run's work is not this run's
             pool.queue.drain(False)
             pool.steering_note = pool.queue.add_steering(
                 f"{socket.gethostname()}-{os.getpid()}-{self.run.tag}",

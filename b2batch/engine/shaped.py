@@ -12,6 +12,7 @@ where, are in the run's record (``RunRecord.shapes``) for the summary and the re
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -167,11 +168,16 @@ class ShapingSystem(BatchSystem):
                 groups += system.groups(to[id(system)])
         return groups
 
+    #: A unit routed to a job of its own whose front-end wrote no wrapper for it (the calls executor, so that
+    #: calls in pilots cost none) gets its spec and wrapper here, from the run's job-script maker.
+    writes_job_scripts = True
+
     def submit(self, group: list[Job]) -> None:
         target = self._planned.get(id(group[0]), self.inner)
         if target is self.inner:
             for job in group:
                 job.placement = {}  # not a pilot's unit (any more): a later run must not look for it in a queue
+                self._write_job_script(job)
         for job in group:
             self._follow(job, target)  # first: the pilots' first top-up asks how many this kind wants
         try:
@@ -184,6 +190,15 @@ class ShapingSystem(BatchSystem):
             raise
         for job in group:
             self._planned.pop(id(job), None)
+
+    def _write_job_script(self, job: Job) -> None:
+        """The spec (its bootstrap and unit) and wrapper of a unit that goes to a job of its own, if its front-end
+        wrote none."""
+        job_wrapper = self.run.config.job_wrapper
+        if job.unit is None or job_wrapper is None or os.path.exists(job.files.path_of("wrapper")):
+            return
+        job.files.write_spec({**(job.bootstrap or {}), "unit": job.unit})
+        job.files.write_wrapper(job_wrapper(job.name, job.key, job.setting, job.files, [job.files.path_of("spec")]))
 
     def _follow(self, job: Job, target: BatchSystem) -> None:
         kind = self._kind(job)

@@ -16,6 +16,8 @@ is atomic on a local file system and on NFS (a rename within one folder tree, or
   for it); the worker ends as soon as it finds nothing to claim.
 - ``cancel/<name>``: the steering process no longer wants the unit; the worker running it stops it.
 - ``stop``: no more work will come; workers end when ``todo/`` is empty.
+- ``cancelled``: the queue's work was cancelled on purpose (``b2batch cancel``), with the reason: its steering
+  process fails what waits and what its cancelled workers held, instead of running it again.
 - ``drained``: nothing waits or runs in the queue for now (more may come); a worker that finds nothing to
   claim ends after :data:`DRAIN_GRACE` seconds instead of its idle timeout.
 - ``steering/<host>-<pid>-<tag>.json``: a steering process that uses the queue (its host, pid and the start
@@ -48,6 +50,7 @@ class WorkQueue:
         self.workers = self.root / "workers"
         self.cancelled = self.root / "cancel"
         self.stop_file = self.root / "stop"
+        self.cancel_note = self.root / "cancelled"
         self.drained_file = self.root / "drained"
         self.steering = self.root / "steering"
         self._listing: deque[str] = deque()
@@ -97,6 +100,18 @@ class WorkQueue:
     def finish_all(self) -> None:
         """Say that no more work will come."""
         self.stop_file.touch()
+
+    def cancel_all(self, reason: str) -> None:
+        """Say that the queue's work is cancelled on purpose, and why (``b2batch cancel``)."""
+        atomic_write(self.cancel_note, reason + "\n")
+
+    def cancel_reason(self) -> str:
+        """Why the queue's work was cancelled on purpose; "" if it was not."""
+        try:
+            with open(self.cancel_note) as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return ""
 
     def drain(self, drained: bool) -> None:
         """Say that nothing waits or runs in the queue for now (True), or that work came again (False)."""

@@ -104,6 +104,7 @@ def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, comm
     """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
     the settings ``lookup(name)`` of ``owner`` (named in errors); with ``checkpoint`` the batch system's warning
     (SIGUSR1, SIGUSR2) is passed on to the command, which saves its state and ends with exit code 75."""
+    _check_shell(owner, lookup("shell"))
     configured = lookup("working_dir")
     working_dir = paths.resolve(configured) if configured else paths.base_dir()
     env_script, env = env_script_of(owner, lookup), env_of(owner, lookup)
@@ -116,6 +117,20 @@ def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, comm
         return "".join(part if slot < 0 else words[slot] for part, slot in parts)
     command = container.wrap(command, lookup("shell"), env_script, env, job_files.setup_failed)
     return _render(lookup("shell"), values, env_script, env, working_dir, container, command, checkpoint)
+
+
+def _check_shell(owner: Any, shell: Any) -> None:
+    """Stop before submitting a job whose wrapper could not start: its ``shell`` is no program here."""
+    if not _shell_found(str(shell)):
+        raise SettingError(f"Task {owner}: the setting 'shell' is {str(shell)!r}, which is no program on this host's "
+                           f"PATH, so no job's wrapper could start. Set shell to an installed shell, e.g. 'bash'.")
+
+
+@functools.lru_cache(maxsize=8)
+def _shell_found(shell: str) -> bool:
+    import shutil
+
+    return shutil.which(shell) is not None
 
 
 def _render(shell: Any, values: tuple[Any, ...], env_script: Any, env: Any, working_dir: Any, container: Any,

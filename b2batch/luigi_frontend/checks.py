@@ -9,14 +9,16 @@ each. A misspelt setting on a task class stops every kind of run, before anythin
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import luigi
 import luigi.task
 
+from b2batch import paths
 from b2batch.errors import SettingError
-from b2batch.settings import misspelt_setting_error, misspelt_settings
+from b2batch.settings import get_setting, misspelt_setting_error, misspelt_settings
 
 logger = logging.getLogger(__name__)
 
@@ -85,3 +87,32 @@ def check_graph(tasks: Iterable[Any], walked: list[tuple[Any, list[str]]] | None
     if count > SHOWN:
         logger.warning("%d more output paths are declared by two tasks each.", count - SHOWN)
     return count
+
+
+#: The folders a job writes into from the node: a run stops before it submits a job whose folder cannot be
+#: written, instead of losing every job's logs (log_dir) or outputs (result_dir).
+WRITTEN_FOLDERS = ("log_dir", "result_dir")
+
+
+def check_writable_folders(task: Any) -> None:
+    """Stop with one line when ``task``'s log_dir or result_dir (a local folder) cannot be made or written."""
+    for name in WRITTEN_FOLDERS:
+        value = get_setting(name, None, task=task)
+        if not value or "://" in str(value):
+            continue  # unset, or remote storage (checked where it is used)
+        folder = paths.resolve(value)
+        why = _unwritable(folder)
+        if why:
+            raise SettingError(f"Task {task}: the setting '{name}' is {str(value)!r}, and the folder {folder} cannot "
+                               f"be written ({why}). Set {name} to a folder you can write; nothing was submitted.")
+
+
+def _unwritable(folder: Any) -> str:
+    """Why ``folder`` cannot be made or written into; "" if it can."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "no write permission"
+    return ""

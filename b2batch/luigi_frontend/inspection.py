@@ -26,6 +26,7 @@ from rich.tree import Tree
 
 from b2batch.console import confirm, in_workflow_folder
 from b2batch.luigi_frontend import cli, layout, workflow
+from b2batch.luigi_frontend.jobs import outputs_counted
 from b2batch.luigi_frontend.terminal import terminal
 from b2batch.remote.checks import remote_checks
 
@@ -124,7 +125,7 @@ def dependency_tree(tasks: list[Any], outputs: bool, params: bool = True, status
         seen.add(task.task_id)
         label = Text(name, style="bold")
         if status:
-            label = Text.assemble(_mark(task.complete()), " ", label)
+            label = Text.assemble(_mark(task.complete() and outputs_counted(task)), " ", label)
         branch = parent.add(label)
         if outputs:
             for target in _targets(task):

@@ -126,6 +126,16 @@ def _remove_outputs(task: Any) -> list[str]:
     return removed
 
 
+def outputs_counted(task: Any) -> bool:
+    """Whether the outputs of a task count as a run counts them (``--dry-run``, ``show``): not when its last job
+    of a ``--batch`` run did not end successfully or has not ended (they may be partial; a run removes them)."""
+    try:
+        last = _last_job(task_files(task))
+    except B2BatchError:
+        return True  # a setting that makes no job folder: no job of b2batch made the outputs
+    return last is None or (last[1] is not None and last[1].exit_code == 0)
+
+
 def discard_partial_outputs(task: Any) -> None:
     """Before a run without ``--batch``: the outputs of a task whose last job (of an earlier ``--batch`` run)
     did not end successfully, or has not ended, may be partial; they are removed with a log line, so that

@@ -48,7 +48,7 @@ from b2batch.engine.steering import Step, Steering, drive
 from b2batch.errors import OutputPathError
 from b2batch.luigi_frontend import seam
 from b2batch.luigi_frontend.acceptance import FailureBudgets, acceptance_of
-from b2batch.luigi_frontend.checks import check_task_class
+from b2batch.luigi_frontend.checks import check_task_class, check_writable_folders
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
 from b2batch.luigi_frontend.layout import log_folder
@@ -109,6 +109,7 @@ class GraphRunner(FailureBudgets, Steering):
         self._retry_delay = float(luigi.scheduler.scheduler().retry_delay)
         self._sequence = 0
         self._classes: set[type] = set()  # task classes whose attributes were checked for misspelt settings
+        self._folders_checked: set[type] = set()  # task classes whose log_dir and result_dir were checked
         self._outputs: dict[str, Any] = {}  # output path -> the task that will write it
         #: Why tasks could not be scheduled (their complete() or requires() raised), by task id.
         self.errors: dict[str, str] = {} if errors is None else errors
@@ -153,6 +154,9 @@ class GraphRunner(FailureBudgets, Steering):
         if node.status == PENDING and node.runnable:
             self._claim_outputs(task)
             if self.jobs.runs_as_job(task):
+                if type(task) not in self._folders_checked:  # once per class: settings are mostly per class
+                    self._folders_checked.add(type(task))
+                    check_writable_folders(task)  # lost logs and outputs stop the run before any submission
                 node.group = self.jobs.group_of(task)  # a wrong max_grouping_size stops the run here
                 self._grouping |= node.group is not None
         for dep in deps:

@@ -19,7 +19,8 @@ from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
 from b2batch.luigi_frontend import b2luigi_cli, batch_worker, cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
-from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
+from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs,
+                                         outputs_counted)
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
@@ -51,7 +52,7 @@ def walk(tasks: list[Any], descend_into_complete: bool = True) -> Iterator[tuple
         if task.task_id in seen:
             continue
         seen.add(task.task_id)
-        complete = task.complete()
+        complete = task.complete() and outputs_counted(task)  # partial outputs of a failed job do not count
         yield task, complete
         if descend_into_complete or not complete:
             stack.extend(reversed(luigi.task.flatten(task.requires())))

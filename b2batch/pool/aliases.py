@@ -67,7 +67,9 @@ class PypoolpartyPool:
         self.num_simultaneously_running_tasks = num_simultaneously_running_tasks
         self.num_chunks = num_chunks
         self.slurm_call_timeout: float | None = None  # the array pool's argument; its scheduler commands' limit
-        self.settings = dict(settings or {})
+        # pypoolparty runs every item (chunk) in a job of its own: its profile keeps that shape (b2batch.Pool
+        # takes the run's job_shape, auto by default).
+        self.settings = {"job_shape": "job_per_task", **dict(settings or {})}
         for argument, (given, default) in (commands or {}).items():
             if given != default:
                 logger.warning("%s=%r is ignored: b2batch runs %r from PATH", argument, given, default)
