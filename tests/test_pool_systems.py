@@ -129,7 +129,7 @@ def test_slurm_throttle_is_also_the_arrays_percent_k_and_slurm_call_timeout_reac
         # Jobs submitted as an array carry the throttle as %2; one submitted alone is no array ("none"): which
         # of them go together depends on timing (the command itself is checked in the test below).
         assert set(throttles) <= {"2", "none"}, throttles
-        slurm_system = pool.executor.run.systems["slurm"]
+        slurm_system = pool.executor.run.systems["slurm"].inner  # the run shapes the pool's units (job_shape auto)
         assert slurm_system.call_timeout == 25
         assert slurm_system.monitor.intervals == (0.5, 0.5), "the pool's polling_interval, not the settings'"
 

@@ -120,7 +120,7 @@ def test_a_front_ends_own_settings_make_its_runs_configuration(tmp_path: Path) -
         config = executor.run.config
         assert (config.batch_system, config.local_slots, config.max_array_size, config.max_jobs_in_flight) == (
             "local", 2, 4, 3)
-        assert executor.run.systems["local"].pool.slots() == 2
+        assert executor.run.systems["local"].inner.pool.slots() == 2  # inside the run's job shaping
         assert config.job_wrapper is job_wrapper  # the engine's pilots get their job scripts from here
     assert get_setting("local_slots") == 7 and get_setting("max_array_size") == 1000
 
