@@ -313,3 +313,55 @@ def test_a_tasks_own_log_file_dir_holds_its_jobs_and_its_dispatched_runs_logs(tm
         f"logs/own/{task}/{stream}" for task in ("job_1", "dispatched") for stream in ("stdout", "stderr")}
     assert "job says hello 1" in (ours.folder / "logs/own/job_1/stdout").read_text()
     assert "dispatched says hello" in (ours.folder / "logs/own/dispatched/stdout").read_text()
+
+
+# --- 5: --batch on batch_system local runs `workers` tasks at once -------------------------------------------
+
+LOCAL_WORKERS = """
+    import os
+    import time
+
+    import b2luigi
+
+
+    class Sleep(b2luigi.Task):
+        n = b2luigi.IntParameter()
+
+        def output(self):
+            yield self.add_to_output("pid.txt")
+
+        def run(self):
+            time.sleep(1)
+            with open(self.get_output_file_name("pid.txt"), "w") as f:
+                f.write(str(os.getpid()))
+
+
+    class Count(b2luigi.Task):
+        def requires(self):
+            for n in range(6):
+                yield Sleep(n=n)
+
+        def output(self):
+            yield self.add_to_output("count.txt")
+
+        def run(self):
+            pids = {open(name).read() for name in self.get_input_file_names("pid.txt")}
+            with open(self.get_output_file_name("count.txt"), "w") as f:
+                f.write(f"{len(pids)} processes")
+
+
+    if __name__ == "__main__":
+        b2luigi.set_setting("batch_system", "local")
+        start = time.monotonic()
+        b2luigi.process(Count(), workers=3, batch=True)
+        print(f"wall {time.monotonic() - start:.2f}")
+"""
+
+
+def test_batch_on_local_runs_workers_tasks_at_once_in_child_processes(tmp_path: Path) -> None:
+    peer, ours = run_both(tmp_path, LOCAL_WORKERS)
+    assert peer.status == ours.status == 0, ours.stderr
+    counts = [(ran.folder / "count.txt").read_text() for ran in (peer, ours)]
+    assert counts[0] == counts[1] == "6 processes"  # each task in a process of its own
+    walls = [float(lines_with("wall", ran.stdout)[0].split()[1]) for ran in (peer, ours)]
+    assert walls[1] < 4.0, walls  # one task at a time: 6 s; three at a time: 2 s and the start of processes

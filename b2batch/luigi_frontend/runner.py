@@ -18,7 +18,8 @@ luigi's private state. This runner keeps what luigi users rely on, with the same
 - a failed task is tried again after ``retry_delay`` while fewer than its ``retry_count`` attempts failed
   when luigi's worker is told to keep alive (``[worker] keep_alive``), as luigi's scheduler does;
 - ``START``, ``SUCCESS``, ``FAILURE`` and ``PROCESSING_TIME`` fire where the task runs: in its job, or here
-  for tasks that stay in this process (``run_local``, wrapper tasks);
+  for tasks that stay on this machine (``run_local``, wrapper tasks; b2luigi's ``local`` tasks, which with more
+  than one worker run in child processes, as luigi's worker runs them);
 - luigi's execution summary and status codes come from the same history luigi's worker keeps
   (:class:`~b2batch.luigi_frontend.seam.SummaryView`).
 """
@@ -52,6 +53,7 @@ from b2batch.luigi_frontend.checks import check_task_class, check_writable_folde
 from b2batch.luigi_frontend.grouping import Group, Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
 from b2batch.luigi_frontend.layout import log_folder
+from b2batch.luigi_frontend.local_children import LocalChildren
 from b2batch.luigi_frontend.node import StatusReporter
 from b2batch.settings import active_profile
 
@@ -108,6 +110,9 @@ class GraphRunner(FailureBudgets, Steering):
         self._worker_config = luigi.worker.worker()
         self._retry_delay = float(luigi.scheduler.scheduler().retry_delay)
         self._sequence = 0
+        #: b2luigi's tasks on the batch system local run in child processes while others run, when there is
+        #: more than one worker (as luigi's worker runs them then); with one, here (see _in_child).
+        self.children = LocalChildren(self.summary._id) if self.workers > 1 else None
         self._classes: set[type] = set()  # task classes whose attributes were checked for misspelt settings
         self._folders_checked: set[type] = set()  # task classes whose log_dir and result_dir were checked
         self._outputs: dict[str, Any] = {}  # output path -> the task that will write it
@@ -319,8 +324,19 @@ class GraphRunner(FailureBudgets, Steering):
 
     def run(self) -> bool:
         """Run until nothing is running and nothing can start; whether every task that ran succeeded."""
-        drive(self.jobs.run, self)
+        try:
+            drive(self.jobs.run, self)
+        finally:
+            if self.children is not None:
+                self.children.kill()  # none left after a normal end; an interrupted run leaves none behind
         return self.run_succeeded
+
+    def pause(self, run: Any) -> None:
+        """The wait between two polls; with tasks in child processes, until one of them ends (at most as long)."""
+        if self.children:
+            self.children.wait(run.poll_pause)
+        else:
+            run.wait()
 
     # the engine's loop (engine/steering.py): start what is ready, judge what ended, stop when nothing can go on
 
@@ -332,6 +348,8 @@ class GraphRunner(FailureBudgets, Steering):
 
     def step(self, ended: int) -> Step:
         results = self.jobs.results()
+        if self.children:
+            results += self.children.ended()
         for result in results:
             self._handle(result)
         if results:
@@ -376,10 +394,20 @@ class GraphRunner(FailureBudgets, Steering):
         if self.jobs.runs_as_job(task):
             self.jobs.start(task)
             return
+        if self._in_child(task):
+            self.children.start(task, check_requirements=node.acceptance is None)  # type: ignore[union-attr]
+            return
         logger.info("Running %s in this process", task)
         status, explanation, _missing, new_deps = seam.run_in_process(task, self.summary._id, StatusReporter(),
                                                                       check_requirements=node.acceptance is None)
         self._handle(TaskResult(task, status, explanation, new_deps))
+
+    def _in_child(self, task: Any) -> bool:
+        """Whether ``task``, which stays on this machine, runs in a child process: with more than one worker, a
+        task that b2luigi's worker would run, with its batch system ``local`` (not a wrapper task, nor one
+        with ``run_local``, which stay here)."""
+        return (self.children is not None and active_profile() == "b2luigi"
+                and not isinstance(task, luigi.WrapperTask) and not getattr(task, "run_local", False))
 
     def _release(self, node: Node) -> None:
         self._running.pop(node.task.task_id, None)
