@@ -204,12 +204,12 @@ SUBCOMMANDS = ("about", "init", "version", "self-update", "run", "show", "remove
 
 @pytest.fixture(scope="session")
 def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with b2batch from this checkout and the shim installed as docs/migrating.md says: nothing
-    else added by hand (one per test session: it takes about 15 s)."""
+    """A fresh venv with b2batch from this checkout (editable, as a developer installs it) and the shim
+    installed as docs/migrating.md says: nothing else added by hand (one per test session: about 15 s)."""
     venv = tmp_path_factory.mktemp("shim-venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    done = subprocess.run([*pip, str(ROOT), str(ROOT / "compat" / "b2luigi-shim")], capture_output=True,
+    done = subprocess.run([*pip, "-e", str(ROOT), str(ROOT / "compat" / "b2luigi-shim")], capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return venv
@@ -365,3 +365,36 @@ def test_batch_on_local_runs_workers_tasks_at_once_in_child_processes(tmp_path: 
     assert counts[0] == counts[1] == "6 processes"  # each task in a process of its own
     walls = [float(lines_with("wall", ran.stdout)[0].split()[1]) for ran in (peer, ours)]
     assert walls[1] < 4.0, walls  # one task at a time: 6 s; three at a time: 2 s and the start of processes
+
+
+
+# --- 9: a folder named b2batch beside the script ------------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_folder_named_b2batch_beside_the_script_does_not_hide_b2batch(installed_venv: Path,
+                                                                          tmp_path: Path) -> None:
+    """Python's path finder made the folder an empty namespace package ahead of the editable install's finder:
+    ``import b2luigi`` failed with "cannot import name '__all__' from 'b2batch' (unknown location)"."""
+    (tmp_path / "b2batch").mkdir()
+    (tmp_path / "b2batch" / "notes.txt").write_text("a user's folder that happens to have this name")
+    ran = run_script(tmp_path, PLAIN_RUN, python=str(installed_venv / "bin" / "python"))
+    assert ran.status == 0, "\n".join(ran.stderr[-20:])
+    assert (tmp_path / "out.txt").read_text() == "done"
+
+
+PLAIN_RUN = """
+    import b2luigi
+
+
+    class Out(b2luigi.Task):
+        def output(self):
+            yield self.add_to_output("out.txt")
+
+        def run(self):
+            with open(self.get_output_file_name("out.txt"), "w") as f:
+                f.write("done")
+
+
+    if __name__ == "__main__":
+        b2luigi.process(Out())
+"""

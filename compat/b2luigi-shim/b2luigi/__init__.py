@@ -5,9 +5,36 @@ profile ``b2luigi``), and ``b2luigi.get_setting`` answers as b2luigi's does. Not
 ``pip install ./compat/b2luigi-shim``.
 """
 
+import importlib.machinery
+import importlib.util
+import sys
 from typing import Any
 
-import b2batch
+
+def _import_b2batch_past_namespace_folders() -> None:
+    """Import b2batch itself where a folder named ``b2batch`` without ``__init__.py`` (data, a build folder)
+    lies in the script's folder: Python's path finder, which looks at ``sys.path`` first, would make that folder
+    an empty namespace package and hide an editable install of b2batch, whose finder comes after it on
+    ``sys.meta_path`` (a regular install in site-packages wins over such a folder anyway)."""
+    if "b2batch" in sys.modules:
+        return
+    spec = importlib.util.find_spec("b2batch")
+    if spec is None or spec.origin not in (None, "namespace"):
+        return  # b2batch is a regular package (or not installed: the import below says so)
+    for finder in sys.meta_path:
+        if finder is importlib.machinery.PathFinder or not hasattr(finder, "find_spec"):
+            continue
+        found = finder.find_spec("b2batch", None)
+        if found is not None and found.loader is not None and found.origin not in (None, "namespace"):
+            module = importlib.util.module_from_spec(found)
+            sys.modules["b2batch"] = module
+            found.loader.exec_module(module)
+            return
+
+
+_import_b2batch_past_namespace_folders()
+
+import b2batch  # noqa: E402
 from b2batch import *  # noqa: F401,F403
 from b2batch import __all__, __version__  # noqa: F401
 from b2batch.compat.b2luigi import install_aliases
