@@ -146,3 +146,34 @@ def test_an_htcondor_submission_carries_its_tag_as_an_attribute(tmp_path: Path) 
 
     text = submit_description(Task(), "/bin/true", str(tmp_path), "b2b123", tag='Work.b2b1-2"\nqueue 9')
     assert '+B2BatchSubmission = "Work.b2b1-2_queue_9"' in text and "queue 9" not in text.replace("_queue_9", "")
+
+
+@pytest.mark.slow
+def test_a_pilot_whose_submission_was_not_recorded_is_followed_by_the_rerun_not_submitted_again(workflow,
+                                                                                             tmp_path: Path) -> None:
+    """Killed while the emulator holds back the pilot's id: the rerun finds the pilot by its tag (in its work
+    queue's jobs/<key>/ folder), follows it, and submits no second pilot. (The units the killed process had put
+    into the queue have no journal yet either: the rerun queues them again, so a leaf may run twice; that window
+    of pilot units is not closed yet.)"""
+    wf = workflow("pilots.py")
+    (tmp_path / "settings.json").write_text(json.dumps({"output_wait_timeout": 5, "pilot_idle_timeout": 3,
+                                                        "heartbeat_timeout": 10, "job_shape": "pilots"}))
+    env = emulator_env("lsf", tmp_path, 1.5)
+    command = wf.command("--system", "lsf", "--only-leaves", "--n", "2", "--pilots", "1", "--slow", "-2",
+                         "--seconds", "2")
+    first = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    queues = tmp_path / "task_files"
+    try:
+        wait_for(lambda: list(queues.glob("_pilots/*/jobs/*/submitting.json")), 60, "the pilot's intent")
+        time.sleep(0.5)  # bsub took the pilot and holds back its answer
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    finally:
+        first.kill()
+    assert not list(queues.glob("_pilots/*/jobs/*/submission.json"))
+    rerun = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    assert "found by its tag" in rerun.stderr, rerun.stderr[-4000:]
+    bjobs = subprocess.run([sys.executable, "-m", "b2batch.emulators", "bjobs", "-a", "-json", "-o", "jobid job_name"],
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert len(json.loads(bjobs)["RECORDS"]) == 1, bjobs  # the one pilot, no second one
