@@ -250,7 +250,8 @@ class JobFiles:
         # the batch system took the job); a journal of an earlier job is replaced atomically.
         _write_new(self.path_of("submission"), json.dumps(record))
 
-    def record_intent(self, system: str, submission: str, index: int | None, extra: dict[str, Any] | None = None) -> None:
+    def record_intent(self, system: str, submission: str, index: int | None,
+                      extra: dict[str, Any] | None = None) -> None:
         """Note, before the batch system is asked, what is about to be submitted for this job: to ``system``, as
         the batch job tagged ``submission`` (its name, or an attribute), element ``index`` of that array (None:
         a job of its own). A steering process killed before it could write the journal leaves this behind, and
@@ -270,8 +271,10 @@ class JobFiles:
         except (OSError, ValueError):
             return None
         journal = self.read_submission()
-        if not isinstance(intent, dict) or (journal and (journal.get("submission") == intent.get("submission") or
-                                                         journal.get("submitted_at", 0) >= intent.get("intended_at", 0))):
+        if not isinstance(intent, dict):
+            return None
+        if journal and (journal.get("submission") == intent.get("submission")
+                        or journal.get("submitted_at", 0) >= intent.get("intended_at", 0)):
             return None
         return intent
 

@@ -263,7 +263,8 @@ class HTCondorSystem(SchedulerSystem):
 
     def submit_command(self, job: Job) -> tuple[list[str], str | None]:
         description = submit_description(job, str(job.files.wrapper), str(job.files.folder), self.batch_name,
-                                         config=self.run.config, overlay=self.overlay(job), tag=self.submitted_name(job))
+                                         config=self.run.config, overlay=self.overlay(job),
+                                         tag=self.submitted_name(job))
         (job.files.folder / "job.sub").write_text(description)  # kept for the user to read
         # on stdin: condor_submit takes an argument with "=" (a b2luigi folder "n=1") for a submit command
         return ["condor_submit", *place(job), "-terse", "-"], description
