@@ -374,8 +374,6 @@ def _failure(o: TaskOutcome) -> list[str]:
     if record is None:
         return [f"  {o.name}: {o.reason or 'failed in this process (its error is in the log above)'}"]
     job = f"job {record.job_ids[-1]} on {record.system}" if record.job_ids else f"not submitted to {record.system}"
-    if not record.job_ids and record.logs:  # a unit of a pilot or bundle that no worker job ran
-        job = f"no job on {record.system} ran it"
     if record.carrier:
         job = f"in {record.carrier}"
     lines = [f"  {o.name}: {job}"]

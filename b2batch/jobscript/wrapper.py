@@ -128,9 +128,12 @@ def _check_shell(owner: Any, shell: Any) -> None:
 
 @functools.lru_cache(maxsize=8)
 def _shell_found(shell: str) -> bool:
+    import os
     import shutil
 
-    return shutil.which(shell) is not None
+    # PATH and the standard folders: the node's PATH is not this one's (a steering process may run with a bare PATH)
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/bin", "/usr/bin", "/bin"])
+    return shutil.which(shell, path=search) is not None
 
 
 def _render(shell: Any, values: tuple[Any, ...], env_script: Any, env: Any, working_dir: Any, container: Any,
