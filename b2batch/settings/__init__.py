@@ -281,13 +281,15 @@ def fresh_code_settings() -> Iterator[None]:
 
 def _from_task(task: Any, key: str) -> Any:
     """The setting ``key`` as ``task`` gives it (an attribute, a property or a zero-argument method), else
-    ``_NOT_SET``. A property of the task that raises ``AttributeError`` raises it here, as in b2luigi: a bug
-    in the property is not the absence of the setting."""
+    ``_NOT_SET``. Under the b2luigi profile a property of the task that raises ``AttributeError`` raises it
+    here, as in b2luigi; b2batch's own profile takes it as the task not setting it (a property may raise it to
+    leave the setting to the files)."""
     if task is None:
         return _NOT_SET
     value = getattr(task, key, _NOT_SET)
     if value is _NOT_SET:
-        if key in getattr(task, "__dict__", ()) or any(key in vars(k) for k in type(task).__mro__):
+        if _profile == "b2luigi" and (key in getattr(task, "__dict__", ())
+                                      or any(key in vars(k) for k in type(task).__mro__)):
             getattr(task, key)  # the task defines it and it raised AttributeError: that error reaches the caller
         return _NOT_SET
     # A zero-argument method of the task computes the setting (e.g. ``def env(self): ...``).
