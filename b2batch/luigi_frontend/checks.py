@@ -108,11 +108,17 @@ def check_writable_folders(task: Any) -> None:
 
 
 def _unwritable(folder: Any) -> str:
-    """Why ``folder`` cannot be made or written into; "" if it can."""
+    """Why ``folder`` cannot be made or written into; "" if it can. Nothing is left behind: a folder is made and
+    removed again in its nearest existing parent (the run makes the folder itself when a job needs it)."""
+    import tempfile
+
+    parent = os.fspath(folder)
+    while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{parent} is not a folder"
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".b2batch-check-", dir=parent))
     except OSError as e:
         return e.strerror or type(e).__name__
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return "no write permission"
     return ""

@@ -159,10 +159,10 @@ class GraphRunner(FailureBudgets, Steering):
         if node.status == PENDING and node.runnable:
             self._claim_outputs(task)
             if self.jobs.runs_as_job(task):
+                node.group = self.jobs.group_of(task)  # a wrong max_grouping_size stops the run here
                 if type(task) not in self._folders_checked:  # once per class: settings are mostly per class
                     self._folders_checked.add(type(task))
                     check_writable_folders(task)  # lost logs and outputs stop the run before any submission
-                node.group = self.jobs.group_of(task)  # a wrong max_grouping_size stops the run here
                 self._grouping |= node.group is not None
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)
