@@ -170,7 +170,7 @@ class Executor:
         with open(job.unit["args"][0], "wb") as f:  # the call file
             f.write(payload)
         # A shaped run writes the wrapper itself when the call gets a job of its own (not for calls in pilots).
-        if self.run.needs_job_script(job) and not getattr(self.run.systems[job.system], "writes_job_scripts", False):
+        if self.run.needs_job_script(job) and not self.run.writes_job_scripts(job):
             from b2batch.jobscript import wrapper
 
             wrapper.write_job_script(job.files, self.settings, job.key, self.settings,

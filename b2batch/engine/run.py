@@ -85,6 +85,11 @@ class Run:
                                                           self.config)
         return system
 
+    def writes_job_scripts(self, job: Job) -> bool:
+        """Whether ``job``'s batch system writes its spec and wrapper itself when the job gets a batch job of its
+        own (a shaped run, for a front-end that writes none for units that may go to pilots)."""
+        return bool(getattr(self.systems[job.system], "writes_job_scripts", False))
+
     def needs_job_script(self, job: Job) -> bool:
         """Whether ``job``'s front-end writes its spec and wrapper script (its batch system, added to this run,
         runs it as a job of its own), or its batch system runs its ``unit`` in worker jobs."""
