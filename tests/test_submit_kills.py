@@ -152,9 +152,8 @@ def test_an_htcondor_submission_carries_its_tag_as_an_attribute(tmp_path: Path) 
 def test_a_pilot_whose_submission_was_not_recorded_is_followed_by_the_rerun_not_submitted_again(workflow,
                                                                                              tmp_path: Path) -> None:
     """Killed while the emulator holds back the pilot's id: the rerun finds the pilot by its tag (in its work
-    queue's jobs/<key>/ folder), follows it, and submits no second pilot. (The units the killed process had put
-    into the queue have no journal yet either: the rerun queues them again, so a leaf may run twice; that window
-    of pilot units is not closed yet.)"""
+    queue's jobs/<key>/ folder), follows it, and submits no second pilot. The units the killed process had put
+    into the queue have their journals from before they went in: the rerun follows them, so no leaf runs twice."""
     wf = workflow("pilots.py")
     (tmp_path / "settings.json").write_text(json.dumps({"output_wait_timeout": 5, "pilot_idle_timeout": 3,
                                                         "heartbeat_timeout": 10, "job_shape": "pilots"}))
@@ -177,3 +176,6 @@ def test_a_pilot_whose_submission_was_not_recorded_is_followed_by_the_rerun_not_
     bjobs = subprocess.run([sys.executable, "-m", "b2batch.emulators", "bjobs", "-a", "-json", "-o", "jobid job_name"],
                            env=env, capture_output=True, text=True, check=True).stdout
     assert len(json.loads(bjobs)["RECORDS"]) == 1, bjobs  # the one pilot, no second one
+    runs = tmp_path / "runs"  # the workflow notes each leaf's starts there
+    starts = {log.name: log.read_text().count("start ") for log in runs.glob("*.log")}
+    assert starts == {"0.log": 1, "1.log": 1}, starts  # each leaf ran once

@@ -58,6 +58,9 @@ class Job:
     #: Where a batch system put the job, beyond its id, for a later steering process to find it (written
     #: into the journal; e.g. the work queue and unit name of a pilot).
     placement: dict[str, Any] = field(default_factory=dict)
+    #: Whether its batch system wrote the journal already, before the job went anywhere a later steering
+    #: process could not find it otherwise (a pilot's or bundle's unit: before it enters the queue).
+    journal_written: bool = False
     #: The worker job that runs this unit, e.g. "pilot job 123 on slurm (log: ...)"; empty for own jobs.
     carrier: str = ""
     #: Units with the same (non-None) key have the same settings: what depends on them only is computed once
@@ -95,6 +98,8 @@ class Job:
             lines = [f"Task {self.family} ({params}) was {outcome.cancelled}"
                      + (f" while it ran in {self.carrier}." if self.carrier else
                         f" ({where})." if self.job_id else " before it ran.")]
+            if outcome.exit_code == SETUP_FAILED and outcome.setup_failure:
+                lines.append(f"The job could not set up its environment: {outcome.setup_failure}")
         if self.carrier:
             lines.append(f"Ran in {self.carrier}.")
         if reason:

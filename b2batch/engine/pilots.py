@@ -118,7 +118,9 @@ class PilotSystem(PooledSystem):
                 raise B2BatchError(pool.given_up)
             name = unit_name(job, self.run.next_number())
             self._drain(pool, False)  # before the unit: a pilot that sees it must not end
-            pool.queue.put(name, self._entry(job))
+            entry = self._entry(job)
+            self._journal(pool, name, job)
+            pool.queue.put(name, entry)
             self._track(pool, name, job)
             job.job_id = ""
             job.carrier = ""
@@ -195,7 +197,9 @@ class BundleSystem(PooledSystem):
                 pool = UnitPool(queue=WorkQueue(root), template=group[start])
                 pool.queue.create()
                 for name, job in members:
-                    pool.queue.put(name, self._entry(job))
+                    entry = self._entry(job)
+                    self._journal(pool, name, job)
+                    pool.queue.put(name, entry)
                 bundles.append((pool, self._carrier(pool, 0.0), members))
             self._submit_carriers({carrier.key: pool for pool, carrier, _members in bundles},
                                   [carrier for _pool, carrier, _members in bundles])

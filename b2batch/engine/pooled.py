@@ -141,7 +141,10 @@ class PooledSystem(BatchSystem):
                 pools[carrier.key].carriers[carrier.key] = carrier
                 pools[carrier.key].queued_at[carrier.key] = time.monotonic()
                 carrier.files.record_submission(self.inner.name, str(carrier.job_id), carrier.placement)
-                logger.info("%s %s: submitted %s", self.inner.name, carrier.job_id, carrier.name)
+                carrier.name = f"{self.kind} job {carrier.job_id} for {carrier.family}"  # the scheduler's id, as everywhere
+                logger.info("%s: submitted %s", self.inner.name, carrier.name)
+                self.run.record.worker_job(carrier.key, kind=self.kind, family=carrier.family, system=self.inner.name,
+                                           job_id=str(carrier.job_id), state="queued", submitted_at=time.time())
 
     def _describe(self, pool: UnitPool, worker: str, job_id: str | None = None) -> tuple[str, str]:
         """The batch job id of a worker, and how messages name it."""
@@ -154,6 +157,13 @@ class PooledSystem(BatchSystem):
         return job_id, f"{self.kind} job {job_id} on {self.inner.name}" + (f" (its log: {log})" if log else "")
 
     # --- following units ----------------------------------------------------------------------------
+
+    def _journal(self, pool: UnitPool, name: str, job: Job) -> None:
+        """Write the unit's journal (its queue and name there) before it enters the queue: a steering process
+        killed right after the unit went in leaves a journal by which the next one finds it, not a second unit."""
+        job.placement = {"queue": str(pool.queue.root), "unit": name}
+        job.files.record_submission(job.system, "", job.placement)
+        job.journal_written = True
 
     def _track(self, pool: UnitPool, name: str, job: Job) -> None:
         pool.members[name] = job
@@ -220,13 +230,19 @@ class PooledSystem(BatchSystem):
             job = pool.members.get(name)
             if job is not None and pool.running.get(name) != worker:
                 pool.running[name] = worker
-                pool.started.add(worker)
+                self._started(pool, worker)
                 job.job_id, job.carrier = self._describe(pool, worker)
                 changes[job] = RUNNING
         for name in [n for n in pool.running if n not in claims]:
             del pool.running[name]  # put back (the worker's allocation ended): it waits again
             changes[pool.members[name]] = IDLE
         self._top_up(pool, changes)
+
+    def _started(self, pool: UnitPool, worker: str) -> None:
+        """A worker job was seen at work (a heartbeat or a claim)."""
+        if worker not in pool.started:
+            pool.started.add(worker)
+            self.run.record.worker_job(worker, state="running", started_at=time.time())
 
     def _take_done(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         """Units whose run ended: successful with exit code 0, else aborted (the run and front-end judge)."""
@@ -238,6 +254,8 @@ class PooledSystem(BatchSystem):
             self._untrack(job)
             if worker:
                 job.job_id, job.carrier = self._describe(pool, worker, ran.get("job_id"))
+                self._started(pool, worker)  # it ran the unit, also if no claim or heartbeat of it was seen
+                self.run.record.worker_job(worker, units=1)
             if ran.get("started") and ran.get("ended"):
                 job.ran = (float(ran["started"]), float(ran["ended"]))
             code = job.files.read_exit_code()
@@ -246,6 +264,8 @@ class PooledSystem(BatchSystem):
     def _carrier_ended(self, pool: UnitPool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         self._take_done(pool, changes)  # what it finished before it ended counts
         carrier.outcome = ended = JobOutcome.read(carrier.files, state)
+        self.run.record.worker_job(carrier.key, ended_at=time.time(), state=(
+            "cancelled" if ended.cancelled or pool.cancelled else "done" if ended.exit_code == 0 else "failed"))
         pool.carriers.pop(carrier.key, None)
         pool.queued_at.pop(carrier.key, None)
         pool.finishing.discard(carrier.key)
@@ -284,7 +304,7 @@ class PooledSystem(BatchSystem):
             seen = pool.beats.get(worker)
             if seen is None or seen[0] != text:
                 pool.beats[worker] = (text, now, beat)
-                pool.started.add(worker)
+                self._started(pool, worker)
             elif now - seen[1] > timeout:
                 pool.lost += 1
                 job_id, what = self._describe(pool, worker)
@@ -379,6 +399,9 @@ class PooledSystem(BatchSystem):
             for pool in self.pools.values():
                 self._cancel_carriers(pool, [pool.carriers[key] for key in running if running[key] is pool],
                                       "still running")
+                for key in [k for k in pool.carriers if k in pool.started and k not in running]:
+                    self.run.record.worker_job(key, state="done", ended_at=time.time())  # it ended by itself
+                    self.inner.ended_unpolled(pool.carriers[key])  # its accounting, when the inner system closes
         for pool in self.pools.values():
             if pool.steering_note is not None:
                 pool.steering_note.unlink(missing_ok=True)
@@ -390,6 +413,8 @@ class PooledSystem(BatchSystem):
             self.inner.cancel(carriers)
             logger.info("Cancelled %d %s job(s) %s: %s", len(carriers), self.kind, which,
                         ", ".join(str(c.job_id) for c in carriers))
+            for carrier in carriers:
+                self.run.record.worker_job(carrier.key, state="cancelled", ended_at=time.time())
         except B2BatchError as e:
             logger.warning("Could not cancel %d %s job(s) %s: %s", len(carriers), self.kind, which, e)
 

@@ -149,6 +149,7 @@ class Run:
 
     def _queue(self, job: Job) -> None:
         job.earlier = False
+        job.journal_written = False
         job.files.reset()
         job.job_id = None
         submitter = self.submitters[job.system]
@@ -176,13 +177,16 @@ class Run:
             return
         self.submitters[job.system].done(job)
         job.earlier = False
+        job.journal_written = False
         job.files.reset()
         job.job_id = None
         self.record.update(job, "waiting")
         self.submitters[job.system].enqueue(job)
 
     def _submitted(self, job: Job) -> None:
-        job.files.record_submission(job.system, str(job.job_id), job.placement)
+        if not job.journal_written:  # a pilot's or bundle's unit has one from before it was queued
+            job.files.record_submission(job.system, str(job.job_id), job.placement)
+        job.journal_written = False
         self.record.update(job, "submitted")
         if job.job_id:
             logger.info("Job %s: submitted task %s to %s", job.job_id, job, job.system)
