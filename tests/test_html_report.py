@@ -95,8 +95,9 @@ def test_a_runs_html_report_shows_its_numbers_in_a_browser_and_history_lists_the
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
     text = text_of(dom)
     # pilots are sized to the backlog: the second of the two allowed starts only while work still waits
-    pilots = {(j.get("system"), i) for j in report["jobs"] for i in j.get("job_ids") or []}
+    pilots = {worker["job_id"] for worker in report["worker_jobs"]}
     assert 1 <= len(pilots) <= 2, pilots
+    assert pilots >= {i for j in report["jobs"] for i in j.get("job_ids") or []}  # the tasks name their pilot's id
     assert re.search(rf"\b5 tasks done 1 tasks failed 1 tasks not run {len(pilots)} batch jobs\b", text), \
         text[:600]
     assert re.search(r"Tasks per family task family where done failed not run Leaf local-pilots 5 1 0 "
@@ -106,7 +107,8 @@ def test_a_runs_html_report_shows_its_numbers_in_a_browser_and_history_lists_the
     assert f"Ran in {failed['carrier']}." in text  # the pilot's own log
     assert re.sub(r"\s+", " ", failed["stderr_tail"].splitlines()[-1].strip()) in text
     assert "Failures (1)" in text and "Not run or unfinished (1)" in text
-    assert re.search(r"Queue wait .* 6 jobs: median [\d.]+ s", text) and re.search(r"Run time .* 6 jobs", text)
+    assert re.search(r"Queue wait per task .* 6 tasks: median [\d.]+ s", text), text
+    assert re.search(r"Run time per task .* 6 tasks", text) and re.search(r"Run time per batch job .* batch jobs", text)
     leaf = (report.get("efficiency") or {}).get("Leaf")
     if leaf:  # the wrapper's own figures: every job has them, so has the family
         assert re.search(rf"Efficiency per family task family where jobs CPU eff\. .*Leaf local-pilots 6 "

@@ -6,6 +6,7 @@ one cancel command per batch system, and the run with its summary."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -89,3 +90,35 @@ def test_status_and_cancel_see_the_pilots_of_a_default_run(system: str, workflow
         time.sleep(1)
     after = look(system, flow.folder, env, flow.script)
     assert not {"queued", "running", "unknown"} & {job["state"] for job in after.values()}, after
+
+
+def test_log_report_history_and_monitor_of_a_pilot_run_name_the_same_batch_jobs(workflow, tmp_path: Path) -> None:
+    """One identity per batch job: the scheduler's id, in the log, the report's tasks and worker jobs, the
+    history's job count and the monitor's pilot line; never-started pilots are counted apart."""
+    flow = workflow("experience.py")
+    (flow.folder / "settings.json").write_text(json.dumps({"poll_interval": 0.3, "max_poll_interval": 1}))
+    env = clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator"), B2BATCH_EMULATOR_SLOTS="2")
+    done = subprocess.run(command("lsf", *flow.command("--batch", "--batch-system", "lsf", "--count", "16",
+                                                       "--sleep", "0.5")),
+                          cwd=flow.folder, env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (report_file,) = (flow.folder / "logs").glob("b2batch-run-*.report.json")
+    report = json.loads(report_file.read_text())
+    workers = {worker["job_id"]: worker for worker in report["worker_jobs"]}
+    logged = set(re.findall(r"lsf: submitted pilot job (\S+) for Part", done.stderr))
+    assert logged == set(workers) and workers, (logged, workers)
+    parts = [job for job in report["jobs"] if job["family"] == "Part"]
+    assert all(job["carrier"].startswith(f"pilot job {job['job_ids'][-1]} on lsf") for job in parts), parts
+    assert {job["job_ids"][-1] for job in parts} <= set(workers)
+    assert sum(worker["units"] for worker in workers.values()) == len([j for j in report["jobs"] if j["carrier"]])
+    own = {job["job_ids"][-1] for job in report["jobs"] if job["job_ids"] and not job["carrier"]}
+    pilots = report["totals"]["worker_jobs"]["pilot"]
+    started = sum(1 for worker in workers.values() if worker.get("started_at"))
+    assert pilots == {"submitted": len(workers), "started": started, "never_started": len(workers) - started}
+    assert report["totals"]["batch_jobs"] == len(workers) + len(own)
+    history = json.loads(b2batch("lsf", flow.folder, env, "history", str(flow.script), "--json").stdout)
+    assert history[-1]["jobs"] == report["totals"]["batch_jobs"]
+    monitor = b2batch("lsf", flow.folder, env, "monitor", str(flow.folder / "logs"), "--once").stdout
+    assert (f"Pilot jobs: {pilots['submitted']} submitted, {pilots['started']} started, "
+            f"{pilots['never_started']} never started; 0 running") in monitor, monitor

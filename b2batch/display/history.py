@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from b2batch.display.html import cpu_hours_of, usages_of
+from b2batch.display.html import batch_jobs_of, cpu_hours_of, usages_of
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def past_run(report: dict[str, Any], path: Path) -> PastRun:
                    seconds=report.get("elapsed_seconds"), tasks=sum(int(totals.get(o) or 0) for o in outcomes),
                    done=int(totals.get("done") or 0),
                    failed=int(totals.get("failed") or 0) + int(totals.get("missing") or 0),
-                   jobs=len({(j.get("system"), i) for j in jobs for i in j.get("job_ids") or []}),
+                   jobs=batch_jobs_of(report),
                    result=result, cpu_hours=cpu_hours_of(report, jobs), cpu_efficiency=cpu, memory_efficiency=memory)
 
 

@@ -85,14 +85,29 @@ def view(report: dict[str, Any], source: Path | None = None) -> dict[str, Any]:
         "row_count": len(rows),
         "max_rows": MAX_ROWS,
         "over_time": charts.over_time(_intervals(jobs, t1), t0, t1) if jobs else None,
-        "waits": _distribution(waits),
-        "runs": _distribution(runs),
+        "distributions": _distributions(jobs, report.get("worker_jobs") or [], waits, runs),
         "efficiency": _efficiency(report),
         "failures": _failures(report, jobs),
         "others": _others(report),
         "scheduler_calls": report.get("scheduler_calls") or {},
         "policies": _policies(report),
     }
+
+
+def _distributions(jobs: list[dict[str, Any]], workers: list[dict[str, Any]], waits: list[float],
+                   runs: list[float]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(title, what is counted, distribution) of queue waits and run times: per task, and, when the run had
+    pilot or bundle jobs, per batch job (the tasks' own jobs and the worker jobs) apart from them."""
+    found = [("Queue wait per task" if workers else "Queue wait", "tasks" if workers else "jobs", _distribution(waits)),
+             ("Run time per task" if workers else "Run time", "tasks" if workers else "jobs", _distribution(runs))]
+    if not workers:
+        return found
+    own = [j for j in jobs if not j.get("carrier")]
+    batch_waits = [j["started_at"] - j["submitted_at"] for j in [*own, *workers]
+                   if j.get("started_at") and j.get("submitted_at")]
+    batch_runs = [j["ended_at"] - j["started_at"] for j in [*own, *workers] if j.get("started_at") and j.get("ended_at")]
+    return found + [("Queue wait per batch job", "batch jobs", _distribution(batch_waits)),
+                    ("Run time per batch job", "batch jobs", _distribution(batch_runs))]
 
 
 def _status(report: dict[str, Any]) -> tuple[str, str]:
@@ -109,8 +124,10 @@ def _headline(report: dict[str, Any], totals: dict[str, Any], jobs: list[dict[st
     for key in ("not run", "missing", "unfinished", "already complete"):
         if totals.get(key):
             figures.append((f"tasks {key}", str(totals[key])))
-    batch_jobs = {(j.get("system"), i) for j in jobs for i in (j.get("job_ids") or [])}
-    figures.append(("batch jobs", str(len(batch_jobs))))
+    figures.append(("batch jobs", str(batch_jobs_of(report))))
+    for kind, counts in sorted((totals.get("worker_jobs") or {}).items()):
+        never = f", {counts.get('never_started', 0)} never started" if counts.get("never_started") else ""
+        figures.append((f"{kind} jobs", f"{counts.get('started', 0)} started{never}"))
     if totals.get("resubmissions"):
         figures.append(("resubmissions", str(totals["resubmissions"])))
     figures.append(("wall time", charts.duration(report.get("elapsed_seconds"))))
@@ -118,6 +135,15 @@ def _headline(report: dict[str, Any], totals: dict[str, Any], jobs: list[dict[st
     if cpu is not None:
         figures.append(("CPU-hours", charts.hours(cpu)))
     return figures
+
+
+def batch_jobs_of(report: dict[str, Any]) -> int:
+    """The batch jobs a run had: own jobs and pilot and bundle jobs (``totals.batch_jobs``), or, in a report of
+    a b2batch before it counted them, the distinct job ids of its tasks."""
+    totals = report.get("totals") or {}
+    if isinstance(totals.get("batch_jobs"), int):
+        return int(totals["batch_jobs"])
+    return len({(j.get("system"), i) for j in report.get("jobs") or [] for i in j.get("job_ids") or []})
 
 
 def cpu_hours_of(report: dict[str, Any], jobs: list[dict[str, Any]]) -> float | None:

@@ -137,7 +137,7 @@ def ask_batch_systems(jobs: list[RecordedJob], views: QueueViews | None = None) 
             _scheduler_states(system, find_intended(system, group, scheduler_of))
     for worker in workers:
         if worker.state in ("failed", "unknown", "lost") and (
-                cancelled := JobFiles(folder=worker.folder, log_folder=worker.folder).read_cancel()):
+                cancelled := JobOutcome.read(JobFiles(folder=worker.folder, log_folder=worker.folder)).cancelled):
             worker.state, worker.detail = "cancelled", cancelled
     by_folder = {str(worker.folder): worker for worker in workers}
     for job in jobs:
@@ -185,7 +185,7 @@ def _unit_state(job: RecordedJob, where: UnitState, workers: dict[str, RecordedJ
         job.state, job.detail = "queued", _waiting_detail(kind, queue_workers)
     elif where.where == "ended":
         job.state, job.detail = "ending", f"its run in {kind} job {job.job_id or '?'} ended; no exit code seen yet"
-    elif (cancelled := JobFiles(folder=job.folder, log_folder=job.folder).read_cancel()):
+    elif (cancelled := JobOutcome.read(JobFiles(folder=job.folder, log_folder=job.folder)).cancelled):
         job.state, job.detail = "cancelled", f"{cancelled}, before it ran"
     else:
         job.detail = (f"not in its {kind} queue and it wrote no exit code (taken back by its steering process, "

@@ -120,6 +120,12 @@ class Monitor:
             parts.append(Text("Farm lines: " + ", ".join(f"{n} {what}" for what, n in farm.items()
                                                          if not what.startswith("pilots ")), style="bold"))
         parts.append(self._counts())
+        for kind, counts in sorted((self.run.state.get("worker_jobs") or {}).items()):
+            running = counts.get("running") or []
+            parts.append(Text(f"{kind.capitalize()} jobs: {counts.get('submitted', 0)} submitted, "
+                              f"{counts.get('started', 0)} started, {counts.get('never_started', 0)} never started; "
+                              f"{len(running)} running" + (f" ({', '.join(running[:8])}"
+                                                           f"{', ...' if len(running) > 8 else ''})" if running else "")))
         levels = livefiles.joblib_levels(self.runs, self.run)
         if levels and (len(levels) > 1 or levels[0]["calls"] > 1):
             parts.append(self._levels(levels))

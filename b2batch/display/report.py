@@ -25,6 +25,7 @@ from b2batch.display.efficiency import efficiency, summary_lines
 from b2batch.display.trace import describe, iso_time, trace_events, trace_head
 from b2batch.engine import JobRecord, RunRecord
 from b2batch.errors import StoppedBySignal
+from b2batch.engine.livestate import worker_job_counts
 
 logger = logging.getLogger(__name__)
 
@@ -342,7 +343,9 @@ class RunReport:
             "exit_status": self.exit_status,
             "luigi_status": (self.outcomes_of_tasks or FrontEndAccount()).status,
             "totals": {**{o: totals[o] for o in OUTCOMES}, "jobs": sum(len(r.job_ids) for r in self.run.jobs.values()),
-                       "resubmissions": sum(len(r.resubmissions) for r in self.run.jobs.values())},
+                       "resubmissions": sum(len(r.resubmissions) for r in self.run.jobs.values()),
+                       **batch_job_counts(self.run.jobs.values(), self.run.worker_jobs.values())},
+            "worker_jobs": [{"key": key, **entry} for key, entry in sorted(self.run.worker_jobs.items())],
             "by_family": {f: {s: dict(c) for s, c in systems.items()} for f, systems in by_family.items()},
             "scheduler_calls": dict(sorted(self.run.scheduler_calls.items())),
             "efficiency": efficiency(self.run.jobs.values()),
@@ -356,6 +359,16 @@ class RunReport:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+def batch_job_counts(records: Any, workers: Any) -> dict[str, Any]:
+    """The batch jobs of a run: ``batch_jobs``, every job the batch systems got (the own jobs of tasks, each
+    id once, and the pilot and bundle jobs), and per kind of worker job how many were submitted, started and
+    never started (``worker_jobs``; a pilot cancelled while queued at the run's end never started)."""
+    own = {(r.system, job_id) for r in records if not r.carrier for job_id in r.job_ids}
+    kinds = {kind: {k: v for k, v in counts.items() if k != "running"}
+             for kind, counts in worker_job_counts(workers).items()}
+    return {"batch_jobs": len(own) + sum(c["submitted"] for c in kinds.values()), "worker_jobs": kinds}
+
 
 def shape_line(entry: dict[str, Any]) -> str:
     """One family's job shape in the summary: ``pilots (median 0.4 s per task, 1000 ready: 2 pilot(s))``, and

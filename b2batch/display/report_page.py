@@ -102,9 +102,9 @@ ran then (red: some failed). The number after a lane's name is how many it holds
 
 <h2>Distributions</h2>
 <div class="dists">
-{% for name, d in (("Queue wait", waits), ("Run time", runs)) %}
+{% for name, counted, d in distributions %}
 <div><h3>{{ name }}</h3>{{ d.chart }}
-<p class="meta">{{ d.count }} jobs{% if d.count %}: median {{ d.median | duration }}, 90% within
+<p class="meta">{{ d.count }} {{ counted }}{% if d.count %}: median {{ d.median | duration }}, 90% within
 {{ d.p90 | duration }}, longest {{ d.max | duration }}{% endif %}</p></div>
 {% endfor %}
 </div>

@@ -119,9 +119,26 @@ class Tally:
                 row = counts.setdefault(family, {}).setdefault(system, {})
                 row[state] = row.get(state, 0) + n
         running.sort(key=lambda job: job.started_at or 0.0)
-        return {"counts": counts,
+        return {"counts": counts, "worker_jobs": worker_job_counts(self.record.worker_jobs.values()),
                 "running": [_job(job, started_at=job.started_at) for job in running[:MAX_RUNNING]],
                 "failures": [_job(job, ended_at=job.ended_at, reason=_first_line(job.reason)) for job in failures]}
+
+
+def worker_job_counts(workers: Any) -> dict[str, dict[str, Any]]:
+    """Per kind of worker job (pilot, bundle): how many were submitted, started and never started (of those
+    that ended), and the batch job ids of those that run now."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for worker in list(workers):
+        counts = kinds.setdefault(str(worker.get("kind", "pilot")),
+                                  {"submitted": 0, "started": 0, "never_started": 0, "running": []})
+        counts["submitted"] += 1
+        if worker.get("started_at"):
+            counts["started"] += 1
+        elif worker.get("ended_at"):
+            counts["never_started"] += 1
+        if worker.get("state") == "running":
+            counts["running"].append(str(worker.get("job_id")))
+    return kinds
 
 
 def _job(job: JobRecord, **more: Any) -> dict[str, Any]:

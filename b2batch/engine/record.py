@@ -109,7 +109,24 @@ class RunRecord:
         self.shapes: dict[str, dict[str, Any]] = {}
         #: What the run's self-healing policies did (b2batch.engine.healing): "escalation" and "nodes".
         self.policies: dict[str, Any] = {}
+        #: The run's pilot and bundle jobs by key: ``kind``, ``family``, ``system``, ``job_id`` (the scheduler's),
+        #: ``state`` (queued, running, done, failed, cancelled), ``submitted_at``, ``started_at``, ``ended_at``
+        #: and ``units`` (units it ran): what the report and history count as batch jobs beside the own jobs.
+        self.worker_jobs: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+
+    def worker_job(self, key: str, units: int = 0, **fields: Any) -> None:
+        """Note what happened to the pilot or bundle job ``key`` (its fields as :attr:`worker_jobs` has them;
+        ``units``: how many more units it ran)."""
+        with self._lock:
+            entry = self.worker_jobs.get(key)
+            if entry is None:
+                if "kind" not in fields:
+                    return  # not one of this run's worker jobs (e.g. an earlier run's, followed)
+                entry = self.worker_jobs[key] = {"units": 0}
+            entry.update(fields)
+            entry["units"] += units
+        self._tell(None)
 
     def count_call(self, program: str) -> None:
         """Count one scheduler command of ``program``."""
@@ -120,6 +137,10 @@ class RunRecord:
         """The batch system's accounting figures of job ``job_id`` of the work ``key`` (its last job only),
         merged with the wrapper's figures."""
         with self._lock:
+            worker = self.worker_jobs.get(key)
+            if worker is not None and worker.get("job_id") == job_id:  # a pilot or bundle job
+                worker["usage"] = usage.merged(Usage.of(worker.get("usage"))).as_dict()
+                return
             record = self.jobs.get(key)
             if record is None or (record.job_ids and record.job_ids[-1] != job_id):
                 return

@@ -64,6 +64,10 @@ class BatchSystem(abc.ABC):
         one status query per batch system."""
         return False
 
+    def ended_unpolled(self, job: Job) -> None:
+        """``job`` ended after the run's last poll (a pilot that ended by itself as the run closed): a system
+        that collects accounting asks for its figures when it closes. Default: nothing."""
+
     def capacity(self) -> int | None:
         """How many jobs the batch system runs at once for this run, if it knows (e.g. the local slots); None
         for a cluster, whose share for the user is not known."""

@@ -69,7 +69,7 @@ class AccountingCollector:
 
     def ended(self, job_id: str, key: str) -> None:
         """The job ``job_id`` of the record's ``key`` ended: ask for its figures in the next cycle."""
-        if not self.off and key in getattr(self.record, "jobs", {}):
+        if not self.off and (key in getattr(self.record, "jobs", {}) or key in getattr(self.record, "worker_jobs", {})):
             self.pending.setdefault(job_id, _Pending(key, time.monotonic()))
 
     def collect(self, cycle: int) -> None:

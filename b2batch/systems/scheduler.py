@@ -129,6 +129,10 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         """The run ends: the accounting figures of the jobs that ended last."""
         self.accounting.finish()
 
+    def ended_unpolled(self, job: Job) -> None:
+        if job.job_id is not None:
+            self.accounting.ended(str(job.job_id), job.key)
+
     def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
         """Run the status command for ``job_ids``; subclasses may add history look-ups."""
         return self.parse_status(commands.run(self.status_command(job_ids), timeout=self.call_timeout,
