@@ -95,3 +95,19 @@ def test_no_front_end_reads_a_jobs_exit_code_or_result_file() -> None:
                    if path.relative_to(package).parts[0] not in ("engine", "systems", "emulators")
                    and reading.search(path.read_text()))
     assert found == [], found
+
+
+def test_an_interrupted_run_does_not_call_a_job_that_ended_well_cancelled(tmp_path: Path) -> None:
+    """Ctrl-C right after a job wrote exit code 0, before the run saw it end: the record says done, the job gets
+    no cancel note and no cancel command; a job still running is cancelled."""
+    run = Run()
+    system = run.add_system("simulated", Simulated)
+    finished, running = make_job(tmp_path, "finished"), make_job(tmp_path, "running")
+    for job in (finished, running):
+        run.submit(job)
+    assert run.poll() == []
+    finished.files.exit_code.write_text("0\n")  # ended, not polled yet
+    run.interrupt()
+    assert run.record.jobs["finished"].state == "done" and not finished.files.cancelled.exists()
+    assert run.record.jobs["running"].state == "cancelled" and running.files.cancelled.exists()
+    assert system.cancelled == [str(running.job_id)]

@@ -308,6 +308,10 @@ class Run:
         for job in jobs:
             if self.live.pop(id(job), None) is None:
                 continue
+            if reason and job.job_id is not None and job.files.read_exit_code() == 0:
+                self.record.update(job, "done")  # it ended successfully before it could be cancelled
+                self.submitters[job.system].done(job)
+                continue
             if reason:
                 self.record.update(job, "cancelled", reason)
             self.submitters[job.system].done(job)
