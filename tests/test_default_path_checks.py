@@ -132,3 +132,26 @@ def test_pool_takes_job_shape_auto_and_pypoolparty_keeps_a_job_per_item(tmp_path
         assert shapes["map(abs)"]["shape"] == "pilots" and shapes["map(abs)"]["units"]["pilots"] >= 30, shapes
     array = aliases.SlurmArrayPool()
     assert array.settings["job_shape"] == "job_per_task"
+
+
+@pytest.mark.parametrize(("state", "warned"), [("DONE", False), ("RUN", True)])
+def test_a_cancel_of_jobs_that_ended_meanwhile_is_no_warning(state: str, warned: bool, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """bkill of a job that has just finished fails ("Job has already finished"): no "Could not cancel" for it;
+    one that still runs is worth the warning."""
+    from b2batch.engine import NativeState, Run
+    from b2batch.errors import SchedulerCommandError
+    from b2batch.systems import commands
+    from b2batch.systems.lsf import LSFSystem
+
+    def refuse(command: list[str], **_kwargs: object) -> None:
+        raise SchedulerCommandError(command, 255, "", "Job <7>: Job has already finished")
+
+    monkeypatch.setattr(commands, "run_with_retries", refuse)
+    system = LSFSystem(Run())
+    monkeypatch.setattr(system, "query_states", lambda ids: {i: NativeState(state) for i in ids})
+    job = Job(key="k", name="W(k)", family="W", system="lsf", files=JobFiles.at(tmp_path, "W", "k", tmp_path),
+              settings={}.get, job_id="7")
+    system.cancel([job])
+    assert ("Could not cancel lsf job(s) with bkill" in caplog.text) == warned, caplog.text

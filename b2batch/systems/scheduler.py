@@ -447,6 +447,21 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
             try:
                 commands.run_with_retries(command, attempts=3, timeout=self.call_timeout, calls=self.calls)
             except SchedulerCommandError as e:
-                logger.warning("Could not cancel %s job(s) with %s: %s", self.name, command[0], e)
+                if self._any_active(command_ids := [i for i in ids if i in command]):
+                    logger.warning("Could not cancel %s job(s) with %s: %s", self.name, command[0], e)
+                else:  # they ended meanwhile (bkill: "Job has already finished"): nothing to cancel
+                    logger.debug("%s: %s found the jobs ended already: %s", self.name, command[0], command_ids)
         for job in jobs:
             self.forget(job)
+
+    def _any_active(self, job_ids: list[str]) -> bool:
+        """Whether any of ``job_ids`` is still queued or running (True when the scheduler cannot be asked)."""
+        try:
+            states = self.query_states(job_ids)
+        except Exception:  # noqa: BLE001 - in doubt, the failed cancel is worth a warning
+            return True
+        for native in states.values():
+            status = self.state_map.get(native.state)
+            if status is None or not status.final:
+                return True
+        return False
