@@ -65,7 +65,7 @@ def test_no_module_but_the_seam_uses_a_private_name_of_luigi() -> None:
 
 def test_the_seam_uses_the_private_names_checked_here() -> None:
     used = private_luigi_names(PACKAGE / "luigi_frontend" / "seam.py")
-    assert used == {"_summary_dict"}, used
+    assert used == {"_summary_dict", "_warn_on_wrong_param_type"}, used
     assert "def _create_task_process" in source(seam.LuigidWorker)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import luigi.parameter
 
+from b2batch.luigi_frontend.seam import warn_as_luigi_class
 from b2batch.luigi_frontend.task import with_path_options
 
 BoolParameter = with_path_options(luigi.parameter.BoolParameter)
@@ -34,11 +35,12 @@ OptionalParameter = with_path_options(luigi.parameter.OptionalParameter)
 OptionalPathParameter = with_path_options(luigi.parameter.OptionalPathParameter)
 OptionalStrParameter = with_path_options(luigi.parameter.OptionalStrParameter)
 OptionalTupleParameter = with_path_options(luigi.parameter.OptionalTupleParameter)
-Parameter = with_path_options(luigi.parameter.Parameter)
+Parameter = warn_as_luigi_class(with_path_options(luigi.parameter.Parameter), luigi.parameter.Parameter)
 PathParameter = with_path_options(luigi.parameter.PathParameter)
 StrParameter = with_path_options(luigi.parameter.StrParameter)
 TaskParameter = with_path_options(luigi.parameter.TaskParameter)
-TimeDeltaParameter = with_path_options(luigi.parameter.TimeDeltaParameter)
+TimeDeltaParameter = warn_as_luigi_class(with_path_options(luigi.parameter.TimeDeltaParameter),
+                                         luigi.parameter.TimeDeltaParameter)
 TupleParameter = with_path_options(luigi.parameter.TupleParameter)
 YearParameter = with_path_options(luigi.parameter.YearParameter)
 

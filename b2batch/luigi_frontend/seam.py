@@ -9,6 +9,9 @@ tripwire: it fails loudly when luigi changes one of these.
   becomes an engine job while luigi's worker and the central scheduler drive the graph.
 - The job side: luigi's ``TaskProcess`` runs one task in this process and reports ``(task_id, status,
   explanation, missing, new_deps)`` through a queue.
+- Parameter type warnings: luigi's ``Parameter`` and ``TimeDeltaParameter`` warn of a value of another type in
+  the private ``_warn_on_wrong_param_type`` only when ``self.__class__`` is exactly their class; b2batch's
+  classes of the same name warn where luigi's would (:func:`warn_as_luigi_class`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import luigi.execution_summary
+import luigi.parameter
 import luigi.rpc
 import luigi.scheduler
 import luigi.worker
@@ -108,3 +112,26 @@ def setup_logging(build_params: dict[str, Any]) -> None:
 
     params = {k: v for k, v in build_params.items() if k != "detailed_summary"}
     luigi.setup_logging.InterfaceLogging.setup(luigi.interface.core(**params))
+
+
+#: luigi's check of a value's type, for the classes whose check looks at ``self.__class__`` itself.
+_TYPE_CHECKS = {luigi.parameter.Parameter: luigi.parameter.Parameter._warn_on_wrong_param_type,
+                luigi.parameter.TimeDeltaParameter: luigi.parameter.TimeDeltaParameter._warn_on_wrong_param_type}
+
+
+def warn_as_luigi_class(cls: type, luigi_class: type) -> type:
+    """``cls`` (b2batch's subclass of ``luigi_class``, same name), made to warn of a parameter value of another
+    type where ``luigi_class`` itself would: luigi's own check runs on a bare ``luigi_class`` object with the
+    parameter's attributes, so the warning is luigi's (text, place). Subclasses of ``cls`` do not warn, as in luigi."""
+    check = _TYPE_CHECKS.get(luigi_class)
+    if check is None:
+        return cls
+
+    def _warn_on_wrong_param_type(self: Any, param_name: str, param_value: Any) -> None:
+        if type(self) is cls:
+            as_luigi = object.__new__(luigi_class)
+            as_luigi.__dict__.update(vars(self))
+            check(as_luigi, param_name, param_value)
+
+    cls._warn_on_wrong_param_type = _warn_on_wrong_param_type
+    return cls
