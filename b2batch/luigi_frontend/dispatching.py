@@ -71,9 +71,9 @@ def dispatch(run: F) -> F:
         if _runs_in_place(self):
             return run(self, *args, **kwargs)
         logs = log_files(self)
-        environment = child_environment(self)
         as_b2luigi = bool(get_setting("b2luigi_texts", task=self))
         try:  # in a job (or a pilot's task process) stdout and stderr are these files already
+            environment = _environment_logged(self, logs if as_b2luigi and not _in_a_job() else None)
             run_in_child(lambda: run(self, *args, **kwargs), logs, describe=str(self), redirect=not _in_a_job(),
                          environment=environment, quote=not as_b2luigi)
         except DispatchError:
@@ -97,6 +97,20 @@ class DispatchableTask(Task):
 
     def run(self) -> None:
         dispatch(type(self).process)(self)
+
+
+def _environment_logged(task: Any, logs: tuple[Path, Path] | None) -> dict[str, str]:
+    """:func:`child_environment`; when its ``env_script`` fails and ``logs`` are given, the task's logs hold
+    the error (an empty stdout, the message in stderr), as b2luigi's child leaves them when its wrapper's
+    ``source`` fails."""
+    try:
+        return child_environment(task)
+    except DispatchError as error:
+        if logs is not None:
+            logs[0].parent.mkdir(parents=True, exist_ok=True)
+            logs[0].write_text("")
+            logs[1].write_text(f"{error}\n")
+        raise
 
 
 def child_environment(task: Any) -> dict[str, str]:

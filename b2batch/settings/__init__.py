@@ -199,6 +199,8 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as e:
+        if _profile in _BUILTIN_NAMED_ERRORS:
+            raise  # b2luigi's error there: open()'s own (FileNotFoundError, PermissionError), nothing chained
         raise SettingError(f"Cannot read the settings file {path}: {e}. Fix its permissions, or unset "
                            f"{'/'.join(SETTINGS_ENV_VARS)} if it names a file that is not there.") from e
     try:
