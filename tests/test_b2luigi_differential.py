@@ -6,7 +6,12 @@ script's ``# allowed: D<n>: <regex>`` lines or by ``allowed.txt``. The list is t
 must stay complete (each row with its reason) and honest (every difference the corpus is said to show, by an
 ``allowed`` line, still shows somewhere).
 
+Each script runs from its own folder and from another folder (``harness.PLACES``). ``catalogue.txt`` names,
+for every example of b2luigi's documentation and examples folder, the script that runs our equivalent of it
+(or why none can run here).
+
 The scripts run two at a time in the background from the first test on; each test waits for its own script.
+All of it is marked ``slow``: the whole corpus, both places, takes about 4 minutes of wall time on 2 cores.
 """
 
 from __future__ import annotations
@@ -38,6 +43,18 @@ def _load_harness():
 
 harness = _load_harness()
 SCRIPTS = harness.scripts()
+CASES = [(script, place) for script in SCRIPTS for place in harness.PLACES]
+CATALOGUE = harness.HERE / "catalogue.txt"
+
+
+def catalogue() -> list[tuple[str, str, str, str]]:
+    """The lines of ``catalogue.txt``: page, example, script (``-``: none) and note."""
+    rows = []
+    for line in CATALOGUE.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            page, example, script, note = ([part.strip() for part in line.split("|")] + ["", ""])[:4]
+            rows.append((page, example, script, note))
+    return rows
 
 
 def listed_rows() -> list[tuple[str, str, str]]:
@@ -65,20 +82,21 @@ class Outcomes:
     """Scripts' outcomes, computed two at a time in the background; a script not yet asked for starts when
     asked."""
 
-    def __init__(self, python: str, scripts: list[Path]) -> None:
+    def __init__(self, python: str, cases: list[tuple[Path, str]]) -> None:
         self.python = python
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="b2luigi-diff")
-        self.futures: dict[str, Future] = {}
-        for script in scripts:
-            self._submit(script)
+        self.futures: dict[tuple[str, str], Future] = {}
+        for script, place in cases:
+            self._submit(script, place)
 
-    def _submit(self, script: Path) -> Future:
-        if script.name not in self.futures:
-            self.futures[script.name] = self.pool.submit(harness.run_script, script, self.python)
-        return self.futures[script.name]
+    def _submit(self, script: Path, place: str) -> Future:
+        if (script.name, place) not in self.futures:
+            self.futures[script.name, place] = self.pool.submit(harness.run_script, script, self.python, place)
+        return self.futures[script.name, place]
 
-    def get(self, script: Path):
-        return self._submit(script).result()
+    def get(self, script: Path, place: str = "here"):
+        """The outcome of ``script`` started from ``place``."""
+        return self._submit(script, place).result()
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +105,9 @@ def outcomes(request: pytest.FixtureRequest) -> Iterator[Outcomes]:
     differences runs), started at once in the order of the tests."""
     selected = [item for item in request.session.items if item.module is request.module]
     if any(item.name.startswith("test_every_listed_difference") for item in selected):
-        wanted = SCRIPTS
+        wanted = CASES
     else:
-        wanted = [item.callspec.params["script"] for item in selected
+        wanted = [(item.callspec.params["script"], item.callspec.params["place"]) for item in selected
                   if hasattr(item, "callspec") and "script" in item.callspec.params]
     runner = Outcomes(str(peer_python("b2luigi")), wanted)
     yield runner
@@ -115,20 +133,29 @@ def test_the_corpus_has_at_least_40_scripts_each_stating_its_runs() -> None:
         harness.read_manifest(script)  # a malformed 'allowed' line raises
 
 
+def test_every_example_of_b2luigis_docs_has_a_script_or_a_reason() -> None:
+    rows = catalogue()
+    assert len(rows) >= 60, len(rows)
+    names = {script.stem for script in SCRIPTS}
+    for page, example, script, note in rows:
+        assert script == "-" or script in names, f"{page}: {example}: no script {script}.py in the corpus"
+        assert script != "-" or note, f"{page}: {example}: no script and no reason"
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("script", SCRIPTS, ids=[s.stem for s in SCRIPTS])
-def test_a_script_behaves_as_under_b2luigi(script: Path, outcomes: Outcomes) -> None:
-    outcome = outcomes.get(script)
+@pytest.mark.parametrize(("script", "place"), CASES, ids=[f"{s.stem}-{p}" for s, p in CASES])
+def test_a_script_behaves_as_under_b2luigi(script: Path, place: str, outcomes: Outcomes) -> None:
+    outcome = outcomes.get(script, place)
     left, _ = judged(outcome)
-    assert not left, (f"{script.name}: {len(left)} difference(s) from b2luigi 1.3.0 not listed in "
+    assert not left, (f"{script.name} (from {place}): {len(left)} difference(s) from b2luigi 1.3.0 not listed in "
                       f"docs/migrating.md:\n  " + "\n  ".join(left) + "\n" + harness.report(outcome))
 
 
 @pytest.mark.slow
 def test_every_listed_difference_still_shows(outcomes: Outcomes) -> None:
     shown: set[str] = set()
-    for script in SCRIPTS:
-        shown |= judged(outcomes.get(script))[1]
+    for script, place in CASES:
+        shown |= judged(outcomes.get(script, place))[1]
     gone = sorted(differences_the_corpus_shows() - shown)
     assert not gone, f"listed in docs/migrating.md but shown by no script of the corpus (fixed? remove): {gone}"
 

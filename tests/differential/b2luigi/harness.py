@@ -27,6 +27,10 @@ names):
   hold more (b2batch's job runner logs there); the text of a job file (below ``task_files/``) is not
   compared, only its path.
 
+Every script runs twice on each side: from its own folder (``python script.py``) and from another folder
+(``python <folder>/script.py`` with the working directory a sibling folder, ``elsewhere``), as users start
+scripts both ways; files written into that working directory are compared too, under ``<cwd>/``.
+
 Each difference is a one-line description (``run 2 (--dry-run) stdout: missing line 'In total 3'``), so that
 the ``allowed`` patterns of a script and of ``allowed.txt`` (patterns every script may show) can match it.
 """
@@ -51,6 +55,10 @@ MODULES = HERE / "modules"  # modules some scripts import, copied beside every s
 ROOT = HERE.parents[2]
 SHIM = ROOT / "compat" / "b2luigi-shim"
 TIMEOUT = 90.0
+#: Where a run starts: in the script's folder, or in another folder with the script named by its path.
+PLACES = ("here", "elsewhere")
+#: The prefix of files written into the other working directory, in a snapshot.
+CWD_PREFIX = "<cwd>/"
 
 #: Environment variables a run inherits from the test's environment; everything else is dropped, so that
 #: no settings file, b2batch or b2luigi variable of the caller leaks into either side.
@@ -135,12 +143,16 @@ def environment(folder: Path, manifest: Manifest, ours: bool) -> dict[str, str]:
     return env
 
 
-def run_side(script: Path, python: str, ours: bool, base: Path) -> list[Run]:
-    """All runs of ``script`` under one interpreter, in a fresh folder below ``base``."""
+def run_side(script: Path, python: str, ours: bool, base: Path, place: str = "here") -> list[Run]:
+    """All runs of ``script`` under one interpreter, in a fresh folder below ``base``, started in that folder
+    (``place`` "here") or in a sibling folder with the script named by its path ("elsewhere")."""
     manifest = read_manifest(script)
     folder = base / "work"
     (base / "home").mkdir(parents=True)
     folder.mkdir()
+    cwd = folder if place == "here" else base / "elsewhere"
+    cwd.mkdir(exist_ok=True)
+    target = script.name if place == "here" else str(folder / script.name)
     shutil.copy(script, folder / script.name)
     for module in MODULES.glob("*.py"):
         shutil.copy(module, folder / module.name)
@@ -150,13 +162,16 @@ def run_side(script: Path, python: str, ours: bool, base: Path) -> list[Run]:
         stdin = {"input": manifest.stdin} if manifest.stdin is not None else {"stdin": subprocess.DEVNULL}
         started = time.monotonic()
         try:
-            done = subprocess.run([python, script.name, *args], cwd=folder, env=env, capture_output=True,
+            done = subprocess.run([python, target, *args], cwd=cwd, env=env, capture_output=True,
                                   text=True, timeout=TIMEOUT, **stdin)
             status, out, err = done.returncode, done.stdout, done.stderr
         except subprocess.TimeoutExpired as expired:
             status, out, err = None, _text(expired.stdout), _text(expired.stderr) + "\n<timed out>"
-        runs.append(Run(args, status, normalise(out, folder), normalise(err, folder),
-                        snapshot(folder, script.name), time.monotonic() - started))
+        files = snapshot(folder, script.name)
+        if cwd != folder:
+            files.update({CWD_PREFIX + rel: text for rel, text in snapshot(cwd, script.name, folder).items()})
+        runs.append(Run(args, status, normalise(out, folder), normalise(err, folder), files,
+                        time.monotonic() - started))
     return runs
 
 
@@ -174,6 +189,10 @@ _SUBSTITUTIONS = [
     (re.compile(r"\b\d+(?:\.\d+)? ?(?:s|seconds|ms)\b"), "<DURATION>"),
     (re.compile(r"0x[0-9a-f]{6,}"), "0x..."),
 ]
+#: A line of Python's warnings module: ``<file>:<line>: <Category>: <message>``; the file and line are where the
+#: warning was raised (each side's own install), so only the category and message are compared, and the source
+#: line printed under it is dropped.
+_WARNING = re.compile(r"^\S+\.py:\d+: ((?:[A-Za-z_]\w*\.)*\w*Warning): (.*)$")
 _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning))(?::.*)?$")
 
@@ -186,12 +205,20 @@ def normalise(text: str, folder: Path) -> list[str]:
     for place in {str(folder.parent), os.path.realpath(folder.parent)}:
         text = text.replace(place, "<BASE>")
     lines: list[str] = []
-    in_traceback = False
+    in_traceback = after_warning = False
     for raw in text.splitlines():
         line = raw.rstrip()
         for pattern, replacement in _SUBSTITUTIONS:
             line = pattern.sub(replacement, line)
         if not line.strip():
+            continue
+        if after_warning and line.startswith(" "):
+            after_warning = False
+            continue  # the source line under a warning
+        warning = _WARNING.match(line)
+        after_warning = bool(warning)
+        if warning:
+            lines.append(f"<warning> {warning.group(1).rsplit('.', 1)[-1]}: {warning.group(2)}")
             continue
         stripped = line.strip()
         if stripped == _TRACEBACK or stripped.startswith("During handling") or \
@@ -209,14 +236,16 @@ def normalise(text: str, folder: Path) -> list[str]:
     return lines
 
 
-def snapshot(folder: Path, script_name: str) -> dict[str, str | None]:
+def snapshot(folder: Path, script_name: str, script_folder: Path | None = None) -> dict[str, str | None]:
+    """The files below ``folder`` (but the script and caches): relative path -> normalised text, paths in it
+    made neutral as those of ``script_folder`` (default: ``folder``)."""
     files: dict[str, str | None] = {}
     for path in sorted(folder.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.name == script_name:
             continue
         rel = re.sub(r"-luigi-tmp-\d+", "-luigi-tmp-N", str(path.relative_to(folder)))
         try:
-            files[rel] = "\n".join(normalise(path.read_text(), folder))
+            files[rel] = "\n".join(normalise(path.read_text(), script_folder or folder))
         except (UnicodeDecodeError, OSError):
             files[rel] = None
     return files
@@ -265,9 +294,9 @@ def compare(outcome: Outcome) -> list[str]:
                 differences.append(f"{where} files: missing {rel}")
             elif rel not in peer.files:
                 differences.append(f"{where} files: extra {rel}")
-            elif rel.startswith(JOB_FILES):
+            elif rel.removeprefix(CWD_PREFIX).startswith(JOB_FILES):
                 continue
-            elif rel.startswith(LOG_FILES):
+            elif rel.removeprefix(CWD_PREFIX).startswith(LOG_FILES):
                 expected = [line for line in (peer.files[rel] or "").splitlines() if not _wrapper_line(line)]
                 actual = (ours.files[rel] or "").splitlines()
                 differences += [d for d in compare_lines(f"{where} log {rel}", expected, actual)
@@ -298,12 +327,12 @@ def unexplained(script: Path, differences: list[str],
     return left, shown
 
 
-def run_script(script: Path, peer_python: str) -> Outcome:
-    """Both sides of one script, each in a fresh temporary folder."""
+def run_script(script: Path, peer_python: str, place: str = "here") -> Outcome:
+    """Both sides of one script, each in a fresh temporary folder, started from ``place`` (``PLACES``)."""
     outcome = Outcome(script.name)
     with tempfile.TemporaryDirectory(prefix="b2luigi-diff-") as tmp:
-        outcome.peer = run_side(script, peer_python, False, Path(tmp) / "b2luigi")
-        outcome.ours = run_side(script, sys.executable, True, Path(tmp) / "b2batch")
+        outcome.peer = run_side(script, peer_python, False, Path(tmp) / "b2luigi", place)
+        outcome.ours = run_side(script, sys.executable, True, Path(tmp) / "b2batch", place)
     return outcome
 
 
@@ -324,12 +353,13 @@ def main(argv: list[str]) -> int:
     from concurrent.futures import ThreadPoolExecutor
 
     peer, names = argv[0], argv[1:]
-    chosen = [s for s in scripts() if not names or s.stem in names or s.name in names]
+    places = [p for p in PLACES if os.environ.get("DIFF_PLACE", p) == p]
+    chosen = [(s, p) for s in scripts() if not names or s.stem in names or s.name in names for p in places]
     with ThreadPoolExecutor(max_workers=2) as pool:
-        for outcome in pool.map(lambda s: run_script(s, peer), chosen):
+        for (_, place), outcome in zip(chosen, pool.map(lambda c: run_script(c[0], peer, c[1]), chosen)):
             left, shown = unexplained(CORPUS / outcome.script, compare(outcome))
             took = " ".join(f"{sum(r.seconds for r in runs):.1f}" for runs in (outcome.peer, outcome.ours))
-            print(f"== {outcome.script}: {len(left)} unexplained, listed shown: {sorted(shown) or '-'} "
+            print(f"== {outcome.script} ({place}): {len(left)} unexplained, listed shown: {sorted(shown) or '-'} "
                   f"(b2luigi, b2batch: {took} s)")
             for difference in left:
                 print(f"   {difference}")

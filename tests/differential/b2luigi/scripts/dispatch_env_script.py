@@ -1,6 +1,9 @@
-# env_script: sourced before a dispatched run() (b2luigi runs the child through its executable wrapper).
+# env_script: sourced before a dispatched run() (b2luigi runs the child through its executable wrapper); started
+# from another folder, the relative env_script is not found beside the script: the task fails, its stderr log
+# says why.
 # args:
 # allowed: D2: files: missing task_files/\S+/executable_wrapper\.sh$
+# allowed: D13: log logs/MyTask/stderr: missing line '<DIR>/task_files/MyTask/executable_wrapper\.sh: line \d+: setup_env\.sh: No such file or directory'
 import os
 
 import b2luigi
