@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from b2batch import systems
-from b2batch.settings import get_setting
+from b2batch import get_setting
 
 #: luigi's logger, which b2luigi's batch processes log to.
 luigi_logger = logging.getLogger("luigi-interface")

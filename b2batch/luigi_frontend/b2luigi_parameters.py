@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from b2batch.luigi_frontend.parameters import IntParameter
+from b2batch import IntParameter
 
 
 class BatchIntParameter(IntParameter):

@@ -22,9 +22,10 @@ from b2batch.compat.b2luigi.cli.errors import CliUserError
 from b2batch.compat.b2luigi.cli.params import parse_kv_params, suggest
 from b2batch.compat.b2luigi.core.settings import get_setting, set_setting
 from b2batch.compat.b2luigi.core.utils import _UNSET
-from b2batch.luigi_frontend.task import ExternalTask, LocalTarget, Task, requires
-from b2batch.luigi_frontend.workflow import process
-from b2batch.settings import clear_setting, settings_snapshot
+from b2batch import ExternalTask, LocalTarget, Task, requires
+from b2batch import process
+from b2batch import clear_setting
+from b2batch.settings import settings_snapshot
 from b2batch.systems import known_systems
 
 #: ``subprocess`` too: b2luigi's ``b2luigi.cli.runner.subprocess`` is the module that runs the script (tests

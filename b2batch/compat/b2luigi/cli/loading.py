@@ -16,7 +16,7 @@ from typing import Any
 from b2batch.compat.b2luigi.cli.errors import CliUserError
 from b2batch.compat.b2luigi.core.utils import SYNTHETIC_TASK_MODULE
 from b2batch.luigi_frontend.node import import_file_as
-from b2batch.luigi_frontend.task import ExternalTask, Task, WrapperTask
+from b2batch import ExternalTask, Task, WrapperTask
 
 __all__ = ["TaskIndex", "build_task_index_from", "import_from_file", "is_from_task_classes", "load_task_class_from",
            "task_generator"]

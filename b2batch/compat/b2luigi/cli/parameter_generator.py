@@ -1,6 +1,6 @@
 """``b2luigi.cli.parameter_generator``: the generators of ``parameters.py`` (b2batch's, the same classes as
 ``b2luigi.ParameterGenerator`` and ``b2luigi.ZippedParameterGenerator``)."""
 
-from b2batch.luigi_frontend.generators import ParameterGenerator, ZippedParameterGenerator
+from b2batch import ParameterGenerator, ZippedParameterGenerator
 
 __all__ = ["ParameterGenerator", "ZippedParameterGenerator"]

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from b2batch.compat.b2luigi.cli.errors import CliUserError
 from b2batch.compat.b2luigi.cli.loading import import_from_file
-from b2batch.luigi_frontend.generators import ParameterGenerator, ZippedParameterGenerator
+from b2batch import ParameterGenerator, ZippedParameterGenerator
 
 __all__ = ["check_param_applicability", "expand_parameters", "load_parameters", "parse_kv_params",
            "partition_params", "split_kv_params", "suggest", "unknown_param_error", "warn_ignored_params"]

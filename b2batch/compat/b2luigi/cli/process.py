@@ -10,7 +10,7 @@ from typing import Any
 
 import luigi
 
-from b2batch.luigi_frontend.workflow import process
+from b2batch import process
 
 __all__ = ["build", "process"]
 

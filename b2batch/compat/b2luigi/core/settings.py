@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from b2batch.errors import SettingError
-from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENAMED_SETTINGS, clear_setting,
-                              find_setting, fresh_code_settings, profiled_error, set_setting,
-                              settings_files)
+from b2batch import SettingError, clear_setting, set_setting
+from b2batch.settings import (SETTINGS_ENV_VARS, DeprecatedSettingsWarning, RENAMED_SETTINGS, find_setting,
+                              fresh_code_settings, profiled_error, settings_files)
 
 __all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "clear_setting", "get_setting", "set_setting",
            "with_new_settings"]

@@ -1,5 +1,5 @@
 """``b2luigi.core.task``: the task classes, b2batch's."""
 
-from b2batch.luigi_frontend.task import ExternalTask, Task, WrapperTask
+from b2batch import ExternalTask, Task, WrapperTask
 
 __all__ = ["ExternalTask", "Task", "WrapperTask"]

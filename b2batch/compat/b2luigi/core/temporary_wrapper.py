@@ -14,7 +14,7 @@ import tempfile
 from types import TracebackType
 from typing import Any
 
-from b2batch.luigi_frontend.task import on_temporary_files
+from b2batch import on_temporary_files
 from b2batch.luigi_frontend.temporary import temporary_files
 
 __all__ = ["EnsuredTemporaryScratchDirectory", "TemporaryFileContextManager", "on_temporary_files"]

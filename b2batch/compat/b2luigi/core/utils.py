@@ -26,7 +26,7 @@ from typing import Any
 from b2batch import paths
 from b2batch.compat.b2luigi.core.settings import get_setting
 from b2batch.luigi_frontend import layout
-from b2batch.settings import get_setting as _b2batch_setting
+from b2batch import get_setting as _b2batch_setting
 
 __all__ = ["SYNTHETIC_TASK_MODULE", "create_apptainer_command", "create_cmd_from_task", "create_output_file_name",
            "fill_kwargs_with_lists", "flatten_to_dict", "flatten_to_dict_of_lists", "flatten_to_file_paths",

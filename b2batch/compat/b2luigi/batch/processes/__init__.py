@@ -16,8 +16,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from b2batch.engine import JobStatus
-from b2batch.luigi_frontend.batch_process import BatchProcess
+from b2batch import JobStatus
+from b2batch import BatchProcess
 
 __all__ = ["BatchProcess", "JobStatus", "MemberJobsProcess", "aggregate_job_status", "expand_grouped_task", "status_of",
            "write_failed_jobs_log"]

@@ -43,7 +43,7 @@ def batch_runner(
         if output_file is None:
             raise typer.BadParameter("--output-file is required in test mode", param_hint="'--output-file'")
         from b2batch.compat.b2luigi.cli import runner
-        from b2batch.luigi_frontend.task import requires
+        from b2batch import requires
 
         fast_task = runner._build_fast_task(exec_script=script, output=output_file, input_file=input_file,
                                             force=force, batch=False, extra_args=extra_arg or [],

@@ -11,7 +11,7 @@ from b2batch.compat.b2luigi.cli.options import Params, ParamsFile, TaskFile
 from b2batch.compat.b2luigi.cli.utils import (build_task_index, check_param_applicability, cli_error_boundary,
                                                complete_task_names, expand_parameters, load_parameters,
                                                parse_kv_params, process_task_instance, resolve_defaults)
-from b2batch.luigi_frontend.task import WrapperTask
+from b2batch import WrapperTask
 
 run_app = typer.Typer(name="run", help="Run a task class from tasks.py",
                       context_settings={"allow_interspersed_args": True})

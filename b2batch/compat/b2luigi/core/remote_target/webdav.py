@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 
 from b2batch.compat.b2luigi.core.settings import _no_value, get_setting
-from b2batch.remote.base import RemoteFileSystem, RemoteTarget
+from b2batch import RemoteTarget
+from b2batch.remote.base import RemoteFileSystem
 
 try:
     from webdav3.client import Client
@@ -124,4 +125,4 @@ if Client is not None:
     WebDAVSystem.__name__ = WebDAVSystem.__qualname__ = "WebDAVSystem"
     WebDAVTarget.__name__ = WebDAVTarget.__qualname__ = "WebDAVTarget"
 else:
-    from b2batch.remote.webdav import WebDAVSystem, WebDAVTarget  # noqa: F401
+    from b2batch import WebDAVSystem, WebDAVTarget  # noqa: F401

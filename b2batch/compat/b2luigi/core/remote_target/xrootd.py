@@ -1,5 +1,5 @@
 """``b2luigi.core.remote_target.xrootd``: ``XRootDSystem`` and ``XRootDTarget``, b2batch's."""
 
-from b2batch.remote.xrootd import XRootDSystem, XRootDTarget
+from b2batch import XRootDSystem, XRootDTarget
 
 __all__ = ["XRootDSystem", "XRootDTarget"]
