@@ -11,6 +11,10 @@ fresh subprocess (imports and pool set-up included):
                    default chunks (at most 4 x 50 jobs without a throttle);
   multiprocessing  ``multiprocessing.Pool(2).map(f, range(N))`` on this machine.
 
+  raw-array        (with ``--raw-array``) ONE ``sbatch --array=1-N`` of N ``echo`` jobs, until squeue lists none
+                   of them: what Slurm itself needs for N jobs (issue 39's reference: b2batch's default
+                   settings, job_shape auto, at most 0.25x its wall).
+
 ``f`` lives in a module of the bench folder (pypoolparty imports the function by name on the node). Each
 row also gives the most files and folders its work dir held while the map ran (sampled every 0.2 s) and at
 the end (``keep_work_dir=True``). The Slurm queue is checked empty of the bench's jobs before each row;
@@ -64,7 +68,7 @@ RUNNER = textwrap.dedent('''
         values = pool.map(tasks.trivial, list(range(n)))
     elif kind == "b2batch":
         import b2batch
-        with b2batch.Pool(batch_system="slurm", polling_interval=interval, work_dir=work, keep_work_dir=True,
+        with b2batch.Pool(batch_system="slurm", polling_interval=interval or None, work_dir=work, keep_work_dir=True,
                           verbose=False) as pool:
             values = pool.map(tasks.trivial, range(n))
     else:
@@ -81,10 +85,27 @@ RUNNER = textwrap.dedent('''
 def bench_jobs(user: str) -> int:
     out = subprocess.run(["squeue", "--noheader", f"--user={user}", "--format=%j"], capture_output=True,
                          text=True).stdout.split()
-    return sum(1 for name in out if name.startswith(("pool.b2b", "20")))  # b2batch's and pypoolparty's names
+    return sum(1 for name in out if name.startswith(("pool.b2b", "20", "b2bench-raw", "map_")))  # ours, pypoolparty's
+
+
+def raw_array(folder: Path, n: int, timeout: float) -> dict:
+    """One ``sbatch --array=1-N`` of ``echo`` jobs, timed from the submission until squeue lists none of them."""
+    start = time.time()
+    job = subprocess.run(["sbatch", "--parsable", f"--array=1-{n}", "--job-name=b2bench-raw", "--output=/dev/null",
+                          f"--chdir={folder}", "--wrap", "echo x"], check=True, capture_output=True, text=True,
+                         timeout=120).stdout.strip().split(";")[0]
+    while time.time() - start < timeout:
+        listed = subprocess.run(["squeue", "--noheader", "--array", f"--jobs={job}", "--format=%i"],
+                                capture_output=True, text=True, timeout=120).stdout.split()
+        if not listed:
+            break
+        time.sleep(0.2)
+    return {"kind": "raw-array", "n": n, "wall": time.time() - start, "ok": True}
 
 
 def row(folder: Path, kind: str, n: int, interval: float, timeout: float) -> dict:
+    if kind == "raw-array":
+        return raw_array(folder, n, timeout)
     work = folder / f"{kind}-{n}"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": f"{folder}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -100,13 +121,17 @@ def row(folder: Path, kind: str, n: int, interval: float, timeout: float) -> dic
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1000, 10000])
-    parser.add_argument("--polling-interval", type=float, default=1.0, help="the same for both pools")
+    parser.add_argument("--polling-interval", type=float, default=1.0,
+                        help="the same for both pools (0: b2batch's default settings, poll_interval to max_poll_interval)")
     parser.add_argument("--skip-pypoolparty-above", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--raw-array", action="store_true", help="also a raw sbatch --array of N echo jobs")
+    parser.add_argument("--no-pypoolparty", action="store_true", help="leave pypoolparty's row out")
     args = parser.parse_args()
     try:
-        import pypoolparty  # noqa: F401
+        if not args.no_pypoolparty:
+            import pypoolparty  # noqa: F401
     except ImportError:
         print("pypoolparty is not installed: pip install pypoolparty==0.3.1", file=sys.stderr)
         return 1
@@ -117,8 +142,8 @@ def main() -> int:
     user = os.environ.get("USER") or subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip()
     try:
         for n in args.n:
-            kinds = ["pypoolparty", "b2batch", "multiprocessing"]
-            if args.skip_pypoolparty_above is not None and n > args.skip_pypoolparty_above:
+            kinds = ["pypoolparty", "b2batch", "multiprocessing"] + (["raw-array"] if args.raw_array else [])
+            if args.no_pypoolparty or (args.skip_pypoolparty_above is not None and n > args.skip_pypoolparty_above):
                 kinds.remove("pypoolparty")
             for kind in kinds:
                 while bench_jobs(user):
@@ -141,6 +166,13 @@ def main() -> int:
         for kind in ("b2batch", "multiprocessing"):
             if reference and kind in by_kind:
                 print(f"  N={n:>6} {kind:<16} {by_kind[kind]['wall'] / reference['wall']:.2f}x")
+    if args.raw_array:
+        print("\nratios against one raw sbatch --array of N echo jobs (wall time; target for b2batch <= 0.25x):")
+        for n in args.n:
+            by_kind = {r["kind"]: r for r in rows if r["n"] == n and r.get("wall")}
+            for kind in ("b2batch", "multiprocessing"):
+                if "raw-array" in by_kind and kind in by_kind:
+                    print(f"  N={n:>6} {kind:<16} {by_kind[kind]['wall'] / by_kind['raw-array']['wall']:.2f}x")
     print(json.dumps({"rows": rows, "polling_interval": args.polling_interval}))
     return 0 if ok else 1
 

@@ -155,3 +155,28 @@ def test_pypoolparty_sge_pool_on_sge(sge, tmp_path: Path, monkeypatch: pytest.Mo
     pool = b2batch.pool.sun_grid_engine.Pool(num_chunks=2, polling_interval=0.5, work_dir=str(tmp_path))
     assert pool.map(fails_on_three, range(5)) == [0, -1, -2, None, -4]
     assert pool.map(os.environ.get, ["POOL_SGE_VARIABLE"]) == ["crossed"]
+
+
+# --- the default shape: pilots for short items -------------------------------------------------------------
+
+@pytest.mark.parametrize("system", [pytest.param("slurm", marks=[pytest.mark.slurm, pytest.mark.slow]),
+                                    pytest.param("sge", marks=[pytest.mark.sge, pytest.mark.slow]),
+                                    "htcondor", "lsf", "local"])
+def test_a_map_of_200_short_items_with_default_settings_goes_to_pilots(system: str, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch,
+                                                                       request: pytest.FixtureRequest) -> None:
+    """b2batch.Pool takes job_shape auto: 200 trivial items (one per unit) need a handful of batch jobs, not 200."""
+    from b2batch.display.report import batch_job_counts
+    from b2batch.emulators import make_bin_dir
+
+    if system in ("slurm", "sge"):
+        request.getfixturevalue(system)
+    if system in ("htcondor", "lsf"):
+        monkeypatch.setenv("PATH", f"{make_bin_dir(system, tmp_path / 'bin')}{os.pathsep}{os.environ['PATH']}")
+        monkeypatch.setenv("B2BATCH_EMULATOR_DIR", str(tmp_path / "emulator"))
+    with b2batch.Pool(batch_system=system, work_dir=tmp_path, verbose=False) as pool:
+        assert pool.map(abs, range(-200, 0), chunksize=1) == list(range(200, 0, -1))
+        record = pool.executor.run.record
+        counts = batch_job_counts(record.jobs.values(), record.worker_jobs.values())
+    assert counts["worker_jobs"]["pilot"]["started"] >= 1, counts
+    assert counts["batch_jobs"] <= 20, counts  # a job per item would be 200

@@ -87,7 +87,10 @@ class ShapingSystem(BatchSystem):
 
     def _decide(self, kind: Kind, extra: int = 0) -> Shape:
         now = time.time()
-        running = [now - self._started[i] for i in kind.live if i in self._started]
+        # How long a probe has run: units in pilots only. A unit in a job of its own is "running" from the
+        # scheduler's word on, which includes the job's start-up and the scheduler's lag in noticing its end
+        # (seconds on SGE for a trivial call), not the unit's own run time.
+        running = [now - self._started[i] for i in kind.in_pilots if i in self._started]
         shape = decide(kind.forced, kind.estimate.median(), max(running, default=0.0), len(kind.live) + extra,
                        self.capacity(), self._pooled(kind))
         if kind.shape is None or (shape.kind, shape.size) != (kind.shape.kind, kind.shape.size):
