@@ -155,3 +155,16 @@ def test_a_cancel_of_jobs_that_ended_meanwhile_is_no_warning(state: str, warned:
               settings={}.get, job_id="7")
     system.cancel([job])
     assert ("Could not cancel lsf job(s) with bkill" in caplog.text) == warned, caplog.text
+
+
+def test_the_tasks_one_after_another_in_a_pilot_stay_apart_on_the_timeline() -> None:
+    """A pilot's row: tasks wide enough to see keep a bar each, a pixel apart; a thousand tiny ones merge."""
+    from b2batch.display import charts
+
+    wide = charts.Row(label="pilot job 1 on lsf", segments=[charts.Segment(3.0 * i, 3.0 * (i + 1), "done", f"t{i}")
+                                                             for i in range(10)])
+    svg = str(charts.timeline([wide], 0.0, 30.0))
+    assert svg.count('<rect class="s-done"') == 10
+    tiny = charts.Row(label="pilot job 2 on lsf", segments=[charts.Segment(0.001 * i, 0.001 * (i + 1), "done", "")
+                                                             for i in range(1000)])
+    assert str(charts.timeline([tiny], 0.0, 100.0)).count('<rect class="s-done"') == 1

@@ -61,13 +61,21 @@ def hours(value: float | None) -> str:
     return "<0.01" if 0 < value < 0.005 else f"{value:.2f}"
 
 
+#: A segment at least this many pixels wide keeps a span of its own, with a gap of a pixel before the next one
+#: (tasks one after another in a pilot stay apart); narrower neighbours of one state merge.
+OWN_SPAN = 4.0
+
+
 def _merged(segments: Iterable[Segment], t0: float, scale: float) -> list[tuple[float, float, str, list[str]]]:
-    """Segments as pixel spans; neighbours of one state that touch within a pixel become one span."""
+    """Segments as pixel spans; narrow neighbours of one state that touch within a pixel become one span, wide
+    ones stay apart by a pixel."""
     spans: list[tuple[float, float, str, list[str]]] = []
+    alone: list[bool] = []  # whether each span is one wide segment
     for s in sorted(segments, key=lambda s: s.start):
         x0 = (s.start - t0) * scale
         x1 = max(x0 + 1.0, (s.end - t0) * scale)
-        if spans and spans[-1][2] == s.state and x0 <= spans[-1][1] + 0.5:
+        wide = x1 - x0 >= OWN_SPAN
+        if spans and spans[-1][2] == s.state and x0 <= spans[-1][1] + 0.5 and not (wide or alone[-1]):
             last = spans[-1]
             if len(last[3]) < 3 and s.title:
                 last[3].append(s.title)
@@ -75,7 +83,11 @@ def _merged(segments: Iterable[Segment], t0: float, scale: float) -> list[tuple[
                 last[3].append("")  # counted below
             spans[-1] = (last[0], max(last[1], x1), last[2], last[3])
         else:
+            if spans and alone[-1] and spans[-1][1] > x0 - 1.0:  # a pixel between a wide span and the next
+                last = spans[-1]
+                spans[-1] = (last[0], max(last[0] + 1.0, x0 - 1.0), last[2], last[3])
             spans.append((x0, x1, s.state, [s.title] if s.title else []))
+            alone.append(wide)
     return spans
 
 
