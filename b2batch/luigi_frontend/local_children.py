@@ -83,7 +83,7 @@ class LocalChildren:
     @staticmethod
     def _result_of(child: _Child) -> TaskResult | None:
         """The child's result when it sent one or ended without; None while it runs."""
-        if child.receiver.poll():
+        if child.receiver.poll(0):  # a pipe's poll (no wait), not a run's
             try:
                 status, explanation, new_deps = child.receiver.recv()
             except (EOFError, OSError):
