@@ -104,19 +104,20 @@ def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, comm
     """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
     the settings ``lookup(name)`` of ``owner`` (named in errors); with ``checkpoint`` the batch system's warning
     (SIGUSR1, SIGUSR2) is passed on to the command, which saves its state and ends with exit code 75."""
-    _check_shell(owner, lookup("shell"))
+    shell = lookup("shell")  # looked up once for the whole wrapper
+    _check_shell(owner, shell)
     configured = lookup("working_dir")
     working_dir = paths.resolve(configured) if configured else paths.base_dir()
     env_script, env = env_script_of(owner, lookup), env_of(owner, lookup)
     container = containers.container_of(owner, lookup, job_files, working_dir, env_script)
     values = (label, *job_files.wrapper_paths())
     if container is None:  # the common case: the job's own values go into the wrapper its settings make
-        parts = _skeleton(lookup("shell"), str(working_dir), env_script and str(env_script), tuple(env), checkpoint)
+        parts = _skeleton(shell, str(working_dir), env_script and str(env_script), tuple(env), checkpoint)
         words = [quote(value) for value in values]
         words.append(" ".join(quote(word) for word in command))
         return "".join(part if slot < 0 else words[slot] for part, slot in parts)
-    command = container.wrap(command, lookup("shell"), env_script, env, job_files.setup_failed)
-    return _render(lookup("shell"), values, env_script, env, working_dir, container, command, checkpoint)
+    command = container.wrap(command, shell, env_script, env, job_files.setup_failed)
+    return _render(shell, values, env_script, env, working_dir, container, command, checkpoint)
 
 
 def _check_shell(owner: Any, shell: Any) -> None:
