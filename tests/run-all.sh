@@ -23,6 +23,7 @@ export B2BATCH_REQUIRE_PEERS=1
 if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
     bash tests/clusters/slurm.sh start
     bash tests/clusters/sge.sh start
+    bash tests/clusters/htcondor.sh start  # a real personal HTCondor (skipped, with a note, without the archive)
     bash tests/clusters/xrootd.sh start
     bash tests/clusters/podman.sh start || echo "run-all.sh: podman cannot run here: its container tests are skipped" >&2
     # tmux drives the live table in a real terminal (tests/test_progress.py); not on a new machine
