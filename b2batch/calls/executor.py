@@ -113,7 +113,8 @@ class Executor:
                  settings: dict[str, Any] | None = None, max_in_flight: int | None = None,
                  import_path: list[str] | None = None, delete_call_file_on_load: bool = False,
                  keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None,
-                 log_dir: str | os.PathLike | None = None, preload: list[str] | None = None) -> None:
+                 log_dir: str | os.PathLike | None = None, preload: list[str] | None = None,
+                 feed: Any = None) -> None:
         values = dict(settings or {})
         values["batch_system"] = batch_system
         self.name = name
@@ -122,8 +123,9 @@ class Executor:
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
         self.run.retry_reason = _retry_reason
         # job_shape (auto by default): the run decides per kind of call, as for luigi tasks (docs/job-shapes.md)
+        # (``feed``: how the caller hands its calls over when it holds some back, an engine.shaped.Feed)
         self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings,
-                                         shaping=True)
+                                         shaping=True, feed=feed)
         root = paths.resolve(self.settings("task_file_dir"))
         self.work_dir = (Path(work_dir) if work_dir is not None
                          else root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{self.run.tag}").resolve()

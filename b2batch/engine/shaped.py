@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,15 +44,30 @@ class Kind:
     routed: Counter[str] = field(default_factory=Counter)  # units sent to each shape, in all
 
 
+def _nothing_held() -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Feed:
+    """How a front-end hands its units over: at most ``window`` at a time (0: all it has, as a luigi run does),
+    and ``held()``, the units it holds back now (a joblib call packing calls into units, or waiting for its
+    probes). Both go into :func:`~b2batch.engine.shaping.decide`: ``held()`` counts as ready."""
+
+    window: int = 0
+    held: Callable[[], int] = _nothing_held
+
+
 class ShapingSystem(BatchSystem):
     """Units of the batch system ``inner``, each kind in the shape its units' setting ``job_shape`` asks for
     (``auto``: the shape the run decides; ``pilots`` or ``bundles``: sized by the run; ``job_per_task``)."""
 
     pooled = False  # a unit may get its own job: the front-end writes its wrapper
 
-    def __init__(self, run: Any, inner: BatchSystem) -> None:
+    def __init__(self, run: Any, inner: BatchSystem, feed: Feed | None = None) -> None:
         super().__init__(run)
         self.inner = inner
+        self.feed = feed or Feed()
         self.name = inner.name  # type: ignore[misc]
         self.job_settings = inner.job_settings  # type: ignore[misc]
         self.pilots = PilotSystem(run, inner, size=self._pilots_for)
@@ -91,8 +106,8 @@ class ShapingSystem(BatchSystem):
         # scheduler's word on, which includes the job's start-up and the scheduler's lag in noticing its end
         # (seconds on SGE for a trivial call), not the unit's own run time.
         running = [now - self._started[i] for i in kind.in_pilots if i in self._started]
-        shape = decide(kind.forced, kind.estimate.median(), max(running, default=0.0), len(kind.live) + extra,
-                       self.capacity(), self._pooled(kind))
+        shape = decide(kind.forced, kind.estimate.median(), max(running, default=0.0),
+                       len(kind.live) + extra + self.feed.held(), self.capacity(), self._pooled(kind), self.feed.window)
         if kind.shape is None or (shape.kind, shape.size) != (kind.shape.kind, kind.shape.size):
             logger.info("%s on %s: %s (%s)", kind.family, self.name, shape.kind, shape.why)
         kind.shape = shape

@@ -21,6 +21,12 @@ job's start to its exit code: never the wait in the queue), from the last :data:
   ``ceil(ready / throttle)`` units (never more than :data:`BUNDLE_WALL` seconds of work in one).
 
 The throttle is ``max_jobs_in_flight``, the local system's slots, or :data:`DEFAULT_CAP` when none is set.
+
+A front-end that hands over at most ``window`` units at a time and holds the rest back (joblib keeps ``n_jobs``
+batches out) shows the rule only a window of its backlog. With ``window`` units ready the backlog is unknown: the
+rule takes it as more than the throttle, and the ``window`` (the parallelism the caller asked for) as the
+throttle. Fewer than :data:`MIN_READY` then do not mean a small kind; short and middle kinds get ``window``
+pilots (at most the throttle), long ones a job per unit.
 """
 
 from __future__ import annotations
@@ -84,19 +90,45 @@ def _s(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
 
 
-def decide(forced: str, median: float | None, running_for: float, ready: int, cap: int, pooled: int = 0) -> Shape:
+def decide(forced: str, median: float | None, running_for: float, ready: int, cap: int, pooled: int = 0,
+           window: int = 0) -> Shape:
     """The shape of a kind: ``forced`` is ``auto`` or the one ``job_shape`` names; ``median`` the estimate
     (None: no unit ended yet), ``running_for`` the seconds the longest-running unit of the kind has run so far,
     ``ready`` its units that wait or run, ``cap`` the throttle, ``pooled`` its units in pilots now (or 1 when
-    pilots that would take its units run for others)."""
-    return dataclasses.replace(_decide(forced, median, running_for, max(1, ready), max(1, cap), pooled), ready=ready)
+    pilots that would take its units run for others), ``window`` the most units the front-end hands over at a
+    time (0: it hands over all it has)."""
+    seen, cap = max(1, ready), max(1, cap)
+    if window and seen >= window:
+        shape = _held_back(forced, median, running_for, seen, min(cap, window))
+    else:
+        shape = _decide(forced, median, running_for, seen, cap, pooled)
+    return dataclasses.replace(shape, ready=ready)
+
+
+def _said(median: float | None, running_for: float) -> str:
+    if median is not None:
+        return f"median {_s(median)} per task"
+    return f"a probe has run {_s(running_for)} so far" if running_for else "no task ended yet"
+
+
+def _held_back(forced: str, median: float | None, running_for: float, ready: int, cap: int) -> Shape:
+    """The shape of a kind whose front-end holds units back (``ready`` is its whole window): its backlog is
+    unknown, at least the throttle ``cap`` (the window, or less)."""
+    said = f"{_said(median, running_for)}, {ready} handed over and more held back"
+    per_unit = median if median is not None else running_for
+    if forced == "job_per_task" or (forced == "auto" and per_unit >= LONG):
+        return Shape("job_per_task", 1, f"job_shape {forced}" if forced != "auto" else f"{said}: long")
+    if forced == "bundles":
+        return _decide(forced, median, running_for, ready, cap, 0)
+    if forced == "auto" and median is None and running_for < TARGET_WALL:
+        return Shape("pilots", min(PROBES, cap), f"probing: {said}", probing=True)
+    return Shape("pilots", cap, f"{'job_shape pilots; ' if forced == 'pilots' else ''}{said}: {cap} pilot(s)")
 
 
 def _decide(forced: str, median: float | None, running_for: float, ready: int, cap: int, pooled: int) -> Shape:
     known = median is not None
     per_unit = median if median is not None else running_for
-    said = (f"median {_s(per_unit)} per task" if known else
-            f"a probe has run {_s(per_unit)} so far" if running_for else "no task ended yet")
+    said = _said(median, running_for)
     if forced == "pilots":
         size = min(cap, max(PROBES, math.ceil(ready * per_unit / TARGET_WALL))) if per_unit else min(cap, PROBES)
         return Shape("pilots", min(size, ready), f"job_shape pilots; {said}, {ready} ready")

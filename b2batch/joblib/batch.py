@@ -33,6 +33,7 @@ from typing import Any
 
 from b2batch.calls import CallFuture, Executor, RemoteTraceback, pickling
 from b2batch.engine import RunRecord
+from b2batch.engine.shaped import Feed
 from b2batch.joblib.node import BatchesRaised, BatchOutcome, run_batches
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ class CallBatch:
     def __init__(self, *, name: str, system: str, settings: dict[str, Any], folder: Path, log_folder: Path,
                  keep_logs: bool, level: int, throttle: int | None, batch_size: int | str, coalesce: bool,
                  delete_task_file_on_load: bool, log_level: int, context_func: Any, record: RunRecord,
-                 pilots: int | None = None, frontend: str = "the joblib backend b2batch") -> None:
+                 window: int = 0, frontend: str = "the joblib backend b2batch") -> None:
         self.name = name
         #: How messages name this front-end.
         self.frontend = frontend
@@ -105,7 +106,8 @@ class CallBatch:
         self._stopping = False
         self.executor = Executor(system, name=name, work_dir=folder, settings=settings, log_dir=log_folder,
                                  delete_call_file_on_load=delete_task_file_on_load, record=record,
-                                 preload=["b2batch.joblib.node"], keep_work_dir=False)
+                                 preload=["b2batch.joblib.node"], keep_work_dir=False,
+                                 feed=Feed(window, self._held))
         self._thread = threading.Thread(target=self._loop, name=f"b2batch-{name}-dispatch", daemon=True)
         self._thread.start()
 
@@ -135,6 +137,14 @@ class CallBatch:
                     member.future.cancel()
             self._units.clear()
         self._tidy_logs()
+
+    def _held(self) -> int:
+        """The units the batches that wait here would make (the engine's shaping rule counts them as ready):
+        one per batch, or packed into units of UNIT_SECONDS once the calls are timed."""
+        pending = list(self._pending)
+        if not (self.coalesce and self.per_call) or isinstance(self.batch_size, int):
+            return len(pending)
+        return math.ceil(sum(m.calls for m in pending) * self.per_call / UNIT_SECONDS)
 
     # --- the dispatcher thread ----------------------------------------------------------------------
 

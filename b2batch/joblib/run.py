@@ -1,10 +1,11 @@
 """Starting and ending the jobs of one ``Parallel`` call: the batch system and its settings, pilots or jobs of
 their own, the live progress in a terminal, and with ``export_metadata`` b2batch's run report and timeline.
 
-The default mode is pilots: unless the caller (or the settings chain) chose ``pilot_jobs`` or
-``tasks_per_job``, up to ``min(throttle, n_jobs, 100)`` pilot jobs (on ``local``: its slots), and never more
-than the call has units in flight, pull the call's units from a queue in its folder. ``pilot_jobs=0`` runs each
-unit as a job of its own.
+The jobs take the shape ``job_shape`` asks for, ``auto`` by default: the rule every front-end uses
+(:func:`b2batch.engine.shaping.decide`, ``docs/job-shapes.md``). joblib hands over ``n_jobs`` batches at a time
+(within the throttle) and holds the rest back, so the call tells the run that window: short calls go to that many
+pilots (at most 100, on ``local`` its slots), long ones to a job each. An explicit ``pilot_jobs`` or
+``tasks_per_job`` wins with its value, as for tasks: ``pilot_jobs=0`` runs each unit as a job of its own.
 """
 
 from __future__ import annotations
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
     from b2batch.joblib.backend import B2BatchBackend
 
 logger = logging.getLogger(__name__)
-
-#: Most pilot jobs a call holds by default on a batch system (``pilot_jobs`` sets another number).
-DEFAULT_PILOTS = 100
 
 
 class Watch:
@@ -80,15 +78,22 @@ def log_root(options: opts.Options) -> Path:
     return paths.resolve(options.settings.get("log_dir") or get_setting("log_dir")).resolve()
 
 
-def default_pilots(system: str, throttle: int | None, n_jobs: int) -> int:
-    """Pilot jobs of a call: ``min(throttle, n_jobs)``, at most :data:`DEFAULT_PILOTS` (the local batch system:
-    its slots). The engine keeps that many pilots while units wait, queued ones included, so the number is what
-    the call may hold in the batch system at once, not what it will get."""
-    if system == "local":
-        cap = get_setting("local_slots") or os.cpu_count() or 1
-    else:
-        cap = DEFAULT_PILOTS
-    return min(t for t in (throttle, n_jobs if n_jobs > 0 else None, cap) if t)
+def window(throttle: int | None, n_jobs: int) -> int:
+    """The most units the call hands over at a time: joblib keeps ``n_jobs`` batches out (a negative ``n_jobs``:
+    :data:`~b2batch.joblib.backend.DISPATCH_ALL`), within the throttle; the shaping rule's ``window``."""
+    from b2batch.joblib.backend import DISPATCH_ALL
+
+    return min(t for t in (throttle, n_jobs if n_jobs > 0 else DISPATCH_ALL) if t)
+
+
+def job_shape(options: opts.Options, values: dict[str, Any]) -> str:
+    """The call's ``job_shape``: ``job_per_task`` where ``pilot_jobs`` or ``tasks_per_job`` is set (0 and 1:
+    their values win, as for tasks), else the option's or the setting's."""
+    chosen = {name: options.settings[name] if name in options.settings else get_setting(name, None)
+              for name in ("pilot_jobs", "tasks_per_job")}
+    if any(value is not None for value in chosen.values()):
+        return "job_per_task"
+    return str(values.get("job_shape") or get_setting("job_shape"))
 
 
 def start_batch(backend: B2BatchBackend) -> CallBatch:
@@ -101,10 +106,7 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
     values = opts.job_settings(options, system)
     values["batch_system"] = system
     throttle = options.throttle_at(level, n_jobs)
-    chosen = {"pilot_jobs", "tasks_per_job"} & set(options.settings)
-    adaptive = None
-    if not chosen and not get_setting("pilot_jobs") and get_setting("tasks_per_job") <= 1:
-        values["pilot_jobs"] = adaptive = default_pilots(system, throttle, n_jobs)
+    values["job_shape"] = shape = job_shape(options, values)
     pilots = values.get("pilot_jobs", get_setting("pilot_jobs"))
     name = backend.new_batch_name()
     folder = backend.shared_data_dir() / name
@@ -118,19 +120,21 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
     record = RunRecord(keep_ended=KEEP_ENDED)
     watch = Watch(record, backend, system,
                   live={"folder": log_root(options) / "joblib", "call": name, "level": level, "throttle": throttle})
+    # Calls are packed into units of about UNIT_SECONDS where units may share a job: in pilots.
+    coalesce = options.batch_size == "auto" and (bool(pilots) or shape in ("auto", "pilots"))
     try:
         batch = CallBatch(name=name, system=system, settings=values, folder=folder, log_folder=log_folder,
                           keep_logs=bool(options.log_dir_prefix), level=level, throttle=throttle,
-                          batch_size=options.batch_size, coalesce=bool(pilots) and options.batch_size == "auto",
+                          batch_size=options.batch_size, coalesce=coalesce,
                           delete_task_file_on_load=options.delete_task_file_on_load, log_level=options.log_level(),
-                          context_func=options.context_func, record=record, pilots=adaptive,
+                          context_func=options.context_func, record=record, window=window(throttle, n_jobs),
                           frontend=backend.frontend_name)
     except BaseException:
         watch.close(failed=True, cancelled=True)
         raise
     batch.watch = watch  # type: ignore[attr-defined]
     logger.info("b2batch joblib: call %s on %s (%s), task files in %s, logs in %s", name, system,
-                f"{pilots} pilot jobs at most" if pilots else "a job per unit", folder, log_folder)
+                f"{pilots} pilot jobs at most" if pilots else f"job_shape {shape}", folder, log_folder)
     return batch
 
 

@@ -126,13 +126,16 @@ def system_class(name: str | type, task: Any = None) -> type:
                        f"Fix the setting 'batch_system', or install the plugin that provides {name!r}.")
 
 
-def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None, shaping: bool = False) -> str:
+def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None, shaping: bool = False,
+               feed: Any = None) -> str:
     """Add the batch system ``value`` (a name, ``auto`` or a class) to ``run``, wrapped in pilot or bundle jobs
     when the settings ``lookup(name)`` of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
     turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None.
     With ``shaping``, a front-end lets the units that set neither pilot_jobs nor tasks_per_job take the shape
     their setting ``job_shape`` asks for (:class:`~b2batch.engine.shaped.ShapingSystem`, known by the system's
-    name; the front-end's lookup gives the run's job_shape, from its RunConfig, where the unit sets none)."""
+    name; the front-end's lookup gives the run's job_shape, from its RunConfig, where the unit sets none).
+    ``feed`` (:class:`~b2batch.engine.shaped.Feed`): how the front-end hands its units over, when it holds some
+    back."""
     from b2batch.engine import BatchSystem
     from b2batch.engine.pilots import BundleSystem, PilotSystem
     from b2batch.engine.shaped import ShapingSystem
@@ -143,7 +146,7 @@ def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None,
         system = run.add_system(factory[0], factory[1])
     elif isinstance(cls, type) and issubclass(cls, BatchSystem):
         if shaping:
-            system = run.add_system(cls.name, lambda run: ShapingSystem(run, cls(run)))
+            system = run.add_system(cls.name, lambda run: ShapingSystem(run, cls(run), feed))
         else:
             system = run.add_system(cls.name, cls)
     else:
