@@ -162,6 +162,9 @@ STARTER_UPDATE_INTERVAL = 2
 SHADOW_QUEUE_UPDATE_INTERVAL = 2
 SCHEDD_MIN_INTERVAL = 0
 JOB_START_DELAY = 0
+# Jobs see the machine's /tmp (HTCondor's default mounts a private /tmp and /var/tmp from the scratch folder, where
+# a job finds no folder of the tests' tmp_path).
+MOUNT_UNDER_SCRATCH =
 # Jobs leave the queue at once; condor_history has them.
 HISTORY = \$(SPOOL)/history
 # A memory policy HTCondor enforces without cgroups: a job whose resident memory exceeds its request_memory is
