@@ -6,9 +6,9 @@ Workloads: ``--n`` calls (default 1,000) of a trivial function (``x * x``) and o
 (``time.sleep(--seconds)``). Rows, each a fresh ``Parallel`` call in this process, in this order:
 
   loky n_jobs=2            the reference (its worker processes started before the first timed call);
-  b2batch pilots n_jobs=2  the default mode (pilots, calls put into units of ~0.5 s) with loky's parallelism;
-  b2batch pilots n_jobs=-1 the default mode as the issue's example writes it (as many pilots as there are
-                           units, at most 100);
+  b2batch default n_jobs=2  the default (job_shape auto: joblib's window of 2 units goes to 2 pilots after
+                            2 probes, calls packed into units of ~0.5 s) with loky's parallelism;
+  b2batch default n_jobs=-1 the default as users write it (the rule sizes pilots to the backlog, at most 100);
   b2batch one job per call ``pilot_jobs=0, batch_size=1``: every call a Slurm job of its own (joblib-htcondor's
                            way); only for the trivial function unless ``--per-call-sleep``, which takes about
                            N x 1 s / Slurm's slots.
@@ -104,8 +104,8 @@ def main() -> int:
         rows.append(loky)
         reference = loky["wall"]
         for label, config, parallelism in (
-                ("b2batch pilots n_jobs=2", {"n_jobs": 2}, 2),
-                ("b2batch pilots n_jobs=-1", {"n_jobs": -1}, 8),
+                ("b2batch default n_jobs=2", {"n_jobs": 2}, 2),
+                ("b2batch default n_jobs=-1", {"n_jobs": -1}, 8),
                 ("b2batch one job per call", {"n_jobs": -1, "pilot_jobs": 0, "batch_size": 1}, 8)):
             if "pilot_jobs" in config and (args.skip_per_call or (function is sleepy and not args.per_call_sleep)):
                 continue
