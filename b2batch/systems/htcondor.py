@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ import parse
 from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes
 from b2batch.engine.config import RunConfig
-from b2batch.errors import SettingError
+from b2batch.errors import BatchSystemError, SchedulerCommandError, SettingError, TransientCommandError
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
@@ -48,6 +49,13 @@ concurrency_limits job_max_vacate_time docker_image container_image nice_user x5
 use_x509userproxy stream_output stream_error input image_size max_materialize max_idle
 want_graceful_removal kill_sig allowed_execute_duration allowed_job_duration gpus_minimum_capability
 """.split())
+#: What condor_submit answers when the submitting user may not own jobs: HTCondor's schedd refuses root ('Setting
+#: job owner to "root" is not permitted' with CONDOR_IDS 0.0, else 'The given user is not allowed to own jobs').
+_OWNER_REFUSED = re.compile(r'Setting job owner to "[^"]*" is not permitted|not allowed to own jobs', re.I)
+#: The one line a run as root gets in place of that refusal.
+ROOT_REFUSAL = ("HTCondor never runs jobs owned by root, and this run is root's (uid 0): run it as an ordinary user "
+                "(log in as one, or `runuser -u USER -- COMMAND`), with its files in folders that user can "
+                "write; nothing was submitted.")
 #: Commands of the description that b2batch writes itself.
 RESERVED = frozenset({"executable", "initialdir", "output", "error", "log", "jobbatchname", "batch_name", "queue"})
 
@@ -163,6 +171,13 @@ def _check(text: str, settings: dict[str, Any], unit: str) -> None:
                                f"of the submit description; check its name and value.")
 
 
+def refused_as_root(error: BaseException, uid: int) -> bool:
+    """Whether ``error`` (a failed condor_submit) is HTCondor's refusal of jobs owned by root, ``uid`` being the
+    submitting user's."""
+    return (uid == 0 and isinstance(error, SchedulerCommandError) and not isinstance(error, TransientCommandError)
+            and bool(_OWNER_REFUSED.search(f"{error.stdout}\n{error.stderr}")))
+
+
 def _cause(status: str, ad: dict[str, Any], reason: str) -> str:
     """Why HTCondor held or removed a job: its hold code, else the words of its reason."""
     if status not in ("3", "5"):
@@ -214,6 +229,8 @@ class HTCondorSystem(SchedulerSystem):
         self._places: dict[str, tuple[str, ...]] = {}
         #: The place of the job re-attaching now: that of the earlier run's jobs looked up along with it.
         self._earlier_place: tuple[str, ...] = ()
+        #: Set once the schedd refused a job because the run is root's: no later submission is tried.
+        self._refused: str | None = None
 
     def common_options(self, job: Job) -> list[str]:
         # Checked here, job by job: a job with bad settings is not put into an array, and its error names it.
@@ -278,6 +295,19 @@ class HTCondorSystem(SchedulerSystem):
                                           tag=self.submitted_name(first))
         (folder / "array.sub").write_text(description)
         return ["condor_submit", *place(first), "-terse", "-"], description
+
+    def _run_submit(self, command: list[str], stdin: str | None, what: str) -> Any:
+        """condor_submit; HTCondor's refusal of a job owned by root becomes one line saying so and what to do,
+        and the run tries no further submission (each would be refused the same way)."""
+        if self._refused is not None:
+            raise BatchSystemError(self._refused)
+        try:
+            return super()._run_submit(command, stdin, what)
+        except BatchSystemError as e:
+            if not refused_as_root(e.__cause__ or e, os.geteuid()):
+                raise
+            self._refused = ROOT_REFUSAL
+            raise BatchSystemError(ROOT_REFUSAL) from None
 
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
         for line in stdout.splitlines():

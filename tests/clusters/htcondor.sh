@@ -212,13 +212,13 @@ launch() {
     echo $! >"$STATE/master.pid"
 }
 
-# 0 when the schedd answers and a slot with CPUs is advertised.
+# 0 when the schedd answers and the startd advertises its CPUs (TotalCpus: busy slots count too).
 usable() {
     timeout 20 env -i PATH="$RELEASE/bin:/usr/bin:/bin" CONDOR_CONFIG="$CONFIG" condor_q -totals >/dev/null 2>&1 \
         || return 1
     local cpus
     cpus=$(timeout 20 env -i PATH="$RELEASE/bin:/usr/bin:/bin" CONDOR_CONFIG="$CONFIG" \
-        condor_status -af Cpus 2>/dev/null | awk '$1 > 0 {n += $1} END {print n + 0}')
+        condor_status -af TotalCpus 2>/dev/null | awk '$1 > 0 {n += $1} END {print n + 0}')
     ((cpus > 0))
 }
 
