@@ -22,7 +22,7 @@ def run_config(lookup: Callable[[str], Any] | None = None, **overrides: Any) -> 
     """The run-level settings as the settings chain has them now (settings files, ``set_setting``, the
     profile's defaults), or as ``lookup(name)`` has them (a front-end's own settings over that chain), with
     ``overrides`` (field name -> value; a None value is no override)."""
-    known = (*SETTING_FIELDS, "base_dir", "job_wrapper")
+    known = (*SETTING_FIELDS, "base_dir", "job_wrapper", "flags")
     unknown = sorted(set(overrides) - set(known))
     if unknown:
         raise TypeError(f"run_config() got unknown fields {', '.join(unknown)}; known: {', '.join(known)}")

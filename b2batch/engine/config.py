@@ -67,6 +67,9 @@ class RunConfig:
     max_retry_time: Any = None
     #: Node failures after which a node is excluded from the run's later submissions (0: never).
     max_node_failures: int = 3
+    #: The settings the run's command-line flags set (``--batch-system``, ``--workers``): a layer above
+    #: ``set_setting`` in the front-end's resolver, and what the node side of the run's jobs sees too.
+    flags: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     #: The folder relative paths of the run are relative to (None: the front-end's default, e.g. the script's).
     base_dir: Path | None = None
     #: The front-end's job-script maker, for the worker jobs the engine makes itself (pilots, bundles):
@@ -78,6 +81,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         # Frozen all the way down: a dict given here is copied into a read-only view.
         object.__setattr__(self, "htcondor_settings", MappingProxyType(dict(self.htcondor_settings or {})))
+        object.__setattr__(self, "flags", MappingProxyType(dict(self.flags or {})))
 
     @property
     def max_retry_memory_mb(self) -> float | None:

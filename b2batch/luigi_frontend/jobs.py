@@ -199,6 +199,7 @@ class TaskJobs:
         #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs; the run's
         #: batch_system (--batch-system) too, which lives in the run's configuration, not in the store.
         self.settings = settings_snapshot()
+        self.settings["code"].update(run.config.flags)  # what the run's flags set, the node side sees too
         if isinstance(run.config.batch_system, str):
             self.settings["code"]["batch_system"] = run.config.batch_system
         self._system_names: dict[str, str] = {}
@@ -331,10 +332,10 @@ class TaskJobs:
                 "settings": self.settings, "result_file": files.path_of("result")}
         seen: dict[str, Any] = {}  # the wrapper's settings, each looked up once for this job
 
-        def lookup(name: str) -> Any:
+        def lookup(name: str) -> Any:  # the job's settings: batch_system is the run's (--batch-system) too
             value = seen.get(name, seen)
             if value is seen:
-                value = seen[name] = get_setting(name, task=task)
+                value = seen[name] = job.setting(name)
             return value
 
         wrapper.write_job_script(files, task, task.task_id, lookup, spec=spec,

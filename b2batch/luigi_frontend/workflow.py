@@ -255,6 +255,15 @@ def _as_b2luigis_local_run(jobs: TaskJobs | None) -> None:
     set_setting("batch_system", "local")
 
 
+def config_of_flags(args: Any, batch_system: str | None = None, workers: int | None = None) -> Any:
+    """This run's configuration: the settings chain, with what the flags in ``args`` (:func:`cli.parse`) or
+    process()'s ``batch_system`` and ``workers`` set over it. The flag is this run's, not a setting: the next process() in the
+    same script starts from the settings again."""
+    flags = {"batch_system": args.batch_system or batch_system, "workers": args.workers or workers}
+    return run_config(batch_system=flags["batch_system"],
+                      flags={name: value for name, value in flags.items() if value is not None})
+
+
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
             batch: bool = False, remove: bool = False, remove_only: bool = False, yes: bool = False,
             ignore_additional_command_line_args: bool | None = None, workers: int | None = None,
@@ -310,9 +319,6 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
 
     test = bool(args.test or test)
     batch = bool(args.batch or batch) and not test
-    # The flag is this run's batch_system (its RunConfig), not a setting: the next process() in the same
-    # script starts from the settings again.
-    flag_batch_system = args.batch_system or batch_system
 
     as_b2luigi = bool(get_setting("b2luigi_texts"))  # b2luigi's texts, choices and exit statuses (its profile)
     with remote_checks():  # remote outputs: one listing per result folder, a clear error if unreachable
@@ -355,7 +361,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         build_params.setdefault("local_scheduler", True)
     build_params.setdefault("log_level", "DEBUG" if test else "INFO")
     _configure_logging(build_params["log_level"])
-    config = run_config(batch_system=flag_batch_system)
+    config = config_of_flags(args, batch_system, workers)
     local_sends_jobs = (not batch and not test and get_setting("local_runs_send_jobs")
                         and _names_its_batch_system(tasks))
     if local_sends_jobs:  # as b2luigi: the others run here, a task's own attribute wins
