@@ -98,13 +98,17 @@ def released(path: str | None, cluster: int, proc: int, when: float, reason: str
     append(path, JOB_RELEASED, cluster, proc, when, "Job was released.", [reason])
 
 
-def evicted(path: str | None, cluster: int, proc: int, when: float) -> None:
-    """JOB_EVICTED (004): the job lost its execute slot and goes back to idle."""
+def evicted(path: str | None, cluster: int, proc: int, when: float, reason: str = "") -> None:
+    """JOB_EVICTED (004): the job lost its execute slot and goes back to idle, or (``reason``: condor_rm's) is
+    removed while it runs (HTCondor 25 writes this event before the abort event then)."""
     body = [
-        "(0) Job was not checkpointed.",
+        "(0) Job was not checkpointed." if not reason else "(0) CPU times",
         f"\t{_USAGE}  -  Run Remote Usage",
         f"\t{_USAGE}  -  Run Local Usage",
         "0  -  Run Bytes Sent By Job",
         "0  -  Run Bytes Received By Job",
     ]
-    append(path, JOB_EVICTED, cluster, proc, when, "Job was evicted.", body)
+    if reason:
+        body.append(f"Reason: {reason}")
+    append(path, JOB_EVICTED, cluster, proc, when, "Job was evicted." if not reason else
+           "Job was evicted. Code 1023 Subcode 0", body)

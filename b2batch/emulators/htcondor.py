@@ -216,6 +216,8 @@ def _print(query: Query, ads: list[dict[str, Any]], tool: str) -> None:
     if query.json:
         if ads:
             sys.stdout.write(dumps_ads(ads))
+        elif tool == "condor_history":  # HTCondor 25: condor_q prints nothing, condor_history an empty list
+            sys.stdout.write("[\n]\n")
         return
     if query.long:
         for ad in ads:

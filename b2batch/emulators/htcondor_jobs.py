@@ -168,6 +168,7 @@ def job_ad(job: dict[str, Any], now: float) -> dict[str, Any]:
     ad["LastJobStatus"] = _STATUS.get(job.get("last_status") or state.PENDING, IDLE)
     ad["EnteredCurrentStatus"] = int(job["status_time"])
     ad["NumJobStarts"] = int(job.get("num_starts") or 0)
+    ad["ExitBySignal"] = False  # HTCondor 25 gives every job this attribute from its submission on
     ad["CompletionDate"] = int(job["end_time"]) if status == state.EXITED and job.get("end_time") else 0
     if job.get("start_time"):
         ad["JobStartDate"] = ad["JobCurrentStartDate"] = int(job["start_time"])
@@ -177,7 +178,9 @@ def job_ad(job: dict[str, Any], now: float) -> dict[str, Any]:
         ad["RemoteWallClockTime"] = 0.0
     if status == state.RUNNING:
         ad["RemoteHost"] = f"slot1@{hostname()}"
-    if job.get("start_time"):
+    # HTCondor sets it when the job leaves the slot it was matched to, also when it failed to start there.
+    matched = job.get("start_time") or job.get("hold_code") in HOLD_CODES.values()
+    if matched and status != state.RUNNING:
         ad["LastRemoteHost"] = f"slot1@{hostname()}"
     if job.get("max_rss_kb") is not None:  # the job ended: what it used (condor_history's accounting)
         ad["RemoteUserCpu"] = float(job.get("cpu_user") or 0.0)
@@ -197,6 +200,10 @@ def job_ad(job: dict[str, Any], now: float) -> dict[str, Any]:
         ad["HoldReasonSubCode"] = int(job.get("hold_subcode") or 0)
     if status == state.REMOVED:
         ad["RemoveReason"] = job.get("reason") or ""
+        # As HTCondor 25: a job removed while it ran was killed by SIGTERM; one that never ran was not.
+        ad["ExitBySignal"] = job.get("signal") is not None
+        if job.get("signal") is not None:
+            ad["ExitSignal"] = int(job["signal"])
     return ad
 
 
@@ -228,9 +235,12 @@ def remove(table: JobTable, job: dict[str, Any], by: str) -> None:
     """condor_rm: the job leaves the queue (JobStatus 3, then history); its processes are killed."""
     was_active = job["status"] in state.ACTIVE
     reason = f"via condor_rm (by user {by})"
-    table.update(job, status=state.REMOVED, reason=reason, end_time=table.now)
+    running = job["status"] == state.RUNNING
+    table.update(job, status=state.REMOVED, reason=reason, end_time=table.now, signal=15 if running else None)
     if was_active:
         scheduler.stop(table, job)
+    if running:
+        eventlog.evicted(_log(job), *_ids(job), table.now, reason)
     eventlog.aborted(_log(job), *_ids(job), table.now, reason)
 
 
@@ -299,9 +309,8 @@ class Hooks:
         if error.what == "exec":
             reason = f"Error from {slot}: Failed to execute '{error.path}': {error.strerror} (errno={error.errno})"
         elif error.what == "cwd":
-            reason = (
-                f"Error from {slot}: Failed to change to directory {error.path}: {error.strerror} (errno={error.errno})"
-            )
+            # HTCondor 25's shadow finds it before any starter runs (a shared file system)
+            reason = f"Cannot access initial working directory {error.path}: {error.strerror}"
         else:
             stream = {"stdin": "standard input", "stdout": "standard output", "stderr": "standard error"}[error.what]
             reason = (
