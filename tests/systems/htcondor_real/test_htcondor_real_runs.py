@@ -199,3 +199,27 @@ def test_time_limit_hold_is_escalated_and_resubmitted(test_user: TestUser) -> No
     second = history(test_user, job["job_ids"][1:], "ClusterId,ProcId,JobStatus,ExitCode,AllowedExecuteDuration")
     assert second[job["job_ids"][1]]["AllowedExecuteDuration"] == 20 and second[job["job_ids"][1]]["ExitCode"] == 0
     assert "Escalated" in done.stderr
+
+
+def test_jobs_removed_and_held_by_the_user_mid_run(test_user: TestUser) -> None:
+    """condor_rm of one running job and condor_hold of the other: the run ends with both tasks failed, each
+    message naming what HTCondor did (Removed / Held, by the user), and the held job does not stay in the queue."""
+    test_user.copy_workflow("scheduler_jobs.py")
+    settings(test_user, job_shape="job_per_task")
+    run = test_user.popen(sys_python(), "scheduler_jobs.py", "--system", "htcondor", "--n", "2", "--mode", "sleep",
+                          "--seconds", "60")
+    try:
+        ads = test_user.wait_queue(lambda ads: len(ads) == 2 and all(ad["JobStatus"] == 2 for ad in ads), timeout=90)
+        removed, held = sorted(f"{ad['ClusterId']}.{ad['ProcId']}" for ad in ads)
+        assert test_user.condor("condor_rm", removed).returncode == 0
+        assert test_user.condor("condor_hold", held).returncode == 0
+        out, err = run.communicate(timeout=90)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 1, err[-3000:]
+    assert "JobStatus 3 (Removed): via condor_rm (by user b2test)" in err, err[-3000:]
+    assert "JobStatus 5 (Held): via condor_hold (by user b2test)" in err, err[-3000:]
+    assert test_user.queue() == []  # b2batch removed the held job
+    states = {j["job_ids"][-1]: j["state"] for j in report(test_user.folder)["jobs"] if j["family"] == "Work"}
+    assert states == {removed: "failed", held: "failed"}, states
