@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from b2batch.systems.htcondor import ATTRIBUTES
-from helpers.htcondor_real import USER, give, need_pool, condor_env
+from helpers.htcondor_real import USER, TestUser, condor_env, give, need_pool, remove_jobs_of
 
 pytestmark = pytest.mark.slow
 
@@ -105,7 +105,7 @@ def sides():
     real.chmod(0o755)
     give(real, USER)
     yield {"real": Side("real", real), "emulator": Side("emulator", emulated)}
-    Side("real", real).tool("condor_rm", "-all")
+    remove_jobs_of(TestUser(USER, real), real)
     shutil.rmtree(real, ignore_errors=True)
     shutil.rmtree(emulated, ignore_errors=True)
 

@@ -128,7 +128,7 @@ def give(path: Path, user: str) -> None:
 @pytest.fixture
 def test_user() -> Iterator[TestUser]:
     """The test user with a fresh folder under /tmp (pytest's tmp_path is root's and closed to others); the
-    folder and the user's jobs in the pool are removed afterwards."""
+    folder and the jobs that ran in it are removed afterwards."""
     need_pool()
     folder = Path(tempfile.mkdtemp(prefix="b2b-htcondor-", dir="/tmp"))
     folder.chmod(0o755)
@@ -137,5 +137,10 @@ def test_user() -> Iterator[TestUser]:
     try:
         yield user
     finally:
-        user.condor("condor_rm", "-all")
+        remove_jobs_of(user, folder)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_jobs_of(user: TestUser, folder: Path) -> None:
+    """condor_rm of the user's jobs that run in ``folder`` or below (not those of other tests or a bench)."""
+    user.condor("condor_rm", "-constraint", f'regexp("^{folder}(/|$)", Iwd)')
