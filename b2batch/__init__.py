@@ -2,7 +2,7 @@
 
 luigi's public API is available here too, so ``import b2batch as luigi`` (or ``as b2luigi``) works;
 b2batch's own task classes, parameters and helpers replace luigi's of the same name. Every name is listed
-explicitly below (``tests/test_api.py`` checks that luigi's ``__all__`` is covered) and imported when first
+explicitly below (``tests/package/test_api.py`` checks that luigi's ``__all__`` is covered) and imported when first
 used, so that ``import b2batch.emulators`` or ``import b2batch.engine`` does not load luigi.
 """
 

@@ -7,6 +7,9 @@
   runs it as a real subprocess: ``workflow("flags.py").run("--dry-run")``.
 * ``weird_tmp_path``: a folder whose name is hostile to shells, ``a'; echo foo`` (submitit's idea).
 * ``wait_for(predicate, timeout, what)``: poll until something a test waits for holds.
+* ``slurm``, ``sge``: the local cluster must be up (``tests/clusters/``); skipped without it, failed under CI.
+
+Helpers shared by several test folders live in ``tests/helpers/``.
 """
 
 from __future__ import annotations
@@ -27,10 +30,13 @@ import pytest
 import b2batch
 from b2batch import paths, settings
 from b2batch.luigi_frontend import workflow as luigi_workflow
+from helpers.clusters import need_cluster
 
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 #: compat/b2luigi-shim: a top-level package ``b2luigi`` that is b2batch (not installed by default).
 B2LUIGI_SHIM = Path(__file__).resolve().parents[1] / "compat" / "b2luigi-shim"
+#: b2luigi prints a tab before each task; rich (which both b2luigi and the shim use) expands it.
+TAB = " " * 8
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +62,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
+
+
+def shim_env() -> dict[str, str]:
+    """A workflow's environment with the b2luigi shim (and this checkout of b2batch) importable."""
+    root = str(B2LUIGI_SHIM.parents[1])
+    path = os.pathsep.join(p for p in (str(B2LUIGI_SHIM), root, os.environ.get("PYTHONPATH", "")) if p)
+    return clean_env(PYTHONPATH=path)
 
 
 @dataclass
@@ -131,3 +144,15 @@ def b2luigi(monkeypatch: pytest.MonkeyPatch):
     yield module
     for name in [m for m in sys.modules if m == "b2luigi" or m.startswith("b2luigi.")]:
         del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    """The local Slurm must be up; in CI (CI set) its absence fails the tests instead of skipping them."""
+    need_cluster("Slurm", "slurm.sh")
+
+
+@pytest.fixture(scope="module")
+def sge() -> None:
+    """The local SGE must be up; in CI (CI set) its absence fails the tests instead of skipping them."""
+    need_cluster("SGE", "sge.sh")

@@ -26,12 +26,12 @@ if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
     bash tests/clusters/htcondor.sh start  # a real personal HTCondor (skipped, with a note, without the archive)
     bash tests/clusters/xrootd.sh start
     bash tests/clusters/podman.sh start || echo "run-all.sh: podman cannot run here: its container tests are skipped" >&2
-    # tmux drives the live table in a real terminal (tests/test_progress.py); not on a new machine
+    # tmux drives the live table in a real terminal (tests/display/test_progress.py); not on a new machine
     if ! command -v tmux > /dev/null; then
         apt-get -q -o DPkg::Lock::Timeout=900 update > /dev/null
         apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=900 tmux > /dev/null
     fi
-    # Debian's chromium renders the HTML run report headless (tests/test_html_report.py)
+    # Debian's chromium renders the HTML run report headless (tests/display/test_html_report.py)
     if ! command -v chromium > /dev/null; then
         apt-get -q -o DPkg::Lock::Timeout=900 update > /dev/null
         apt-get install -y -q --no-install-recommends -o DPkg::Lock::Timeout=900 chromium > /dev/null

@@ -6,7 +6,7 @@ from the settings store: two runs in one process each keep their own. A front-en
 :func:`b2batch.runconfig.run_config`, which reads the settings chain; values that belong to one job (a
 task's ``slurm_settings``, its ``poll_interval``, ...) travel with the job (``job.setting(name)``).
 
-The defaults here are those of b2batch's settings (``tests/test_runconfig.py`` checks that they agree), for
+The defaults here are those of b2batch's settings (``tests/engine/test_runconfig.py`` checks that they agree), for
 a run made without a front-end (``Run()`` in tests and tools).
 """
 

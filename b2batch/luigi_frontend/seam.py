@@ -1,4 +1,4 @@
-"""Every private name of luigi that b2batch uses, and nothing else. ``tests/test_luigi_seam.py`` is the
+"""Every private name of luigi that b2batch uses, and nothing else. ``tests/package/test_luigi_seam.py`` is the
 tripwire: it fails loudly when luigi changes one of these.
 
 - The execution summary: luigi makes it from a worker's private history (``_add_task_history``,

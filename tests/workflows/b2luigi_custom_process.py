@@ -1,7 +1,7 @@
 """A batch system of one's own, written as b2luigi documents it: a BatchProcess subclass (start_job with the
 task's executable wrapper, get_job_status, terminate_job) named by ``batch_system = "custom"`` and the task's
 ``process_class``. $FAIL makes one part fail; each start_job is logged in calls.log beside the script.
-Runs unchanged under b2luigi 1.3.0 and through the shim (tests/test_b2luigi_batch.py compares them)."""
+Runs unchanged under b2luigi 1.3.0 and through the shim (tests/dropins/b2luigi/test_b2luigi_batch.py compares them)."""
 
 import os
 import subprocess

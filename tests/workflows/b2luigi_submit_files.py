@@ -1,6 +1,6 @@
 """Prints (JSON) the Slurm script and HTCondor submit lines b2luigi's process classes write for a task, as
 b2luigi's own tests make them (a stand-in process whose task puts its files into one folder, named <DIR> in the
-output). Runs unchanged under b2luigi 1.3.0 and through the shim (tests/test_b2luigi_batch.py compares them)."""
+output). Runs unchanged under b2luigi 1.3.0 and through the shim (tests/dropins/b2luigi/test_b2luigi_batch.py compares them)."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Tasks for the fault-injection tests (tests/test_faults.py): each task records every run of itself.
+"""Tasks for the fault-injection tests (tests/e2e/test_faults.py): each task records every run of itself.
 
     python faults_jobs.py [--n 3]          # settings (batch_system, job_name, ...) from settings.json
 

@@ -1,4 +1,4 @@
-"""A steering process for SIGKILL tests around submission (tests/test_submit_kills.py, bench/submit_kills.py).
+"""A steering process for SIGKILL tests around submission (tests/engine/test_submit_kills.py, bench/submit_kills.py).
 
     python submit_kill.py FOLDER --system lsf --n 4 --seconds 1.5 [--array] [--name NAME]
 

@@ -1,0 +1,221 @@
+"""b2batch.Pool on local jobs: multiprocessing.Pool's semantics, resubmission of killed jobs, the throttle,
+the environment, the work dir (kept on failure, removed on success, small whatever N), and the
+multiprocessing fallback. Real Slurm and SGE, the emulators and pypoolparty's class paths:
+tests/calls/test_pool_systems.py."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import multiprocessing.pool
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import b2batch
+from b2batch.calls import RemoteTraceback
+from b2batch.pool import PoolJobLostError, environment, packing
+from tests.conftest import wait_for
+
+
+def square(x: int) -> int:
+    if x == 7:
+        raise ValueError(f"seven is not allowed: {x}")
+    return x * x
+
+
+def unpicklable(x: int) -> object:
+    return threading.Lock() if x == 2 else x
+
+
+def note_times(folder: str, x: int, seconds: float) -> int:
+    start = time.time()
+    time.sleep(seconds)
+    Path(folder, f"{x}.json").write_text(json.dumps([start, time.time()]))
+    return x
+
+
+def wait_to_be_killed(folder: str, x: int) -> int:
+    """Sleeps in its first attempts (a pid file says which process to kill); returns at once once the test
+    has killed as many as the file ``kills`` allows."""
+    allowed = int(Path(folder, "kills").read_text())
+    attempts = len(list(Path(folder).glob("*.pid"))) + len(list(Path(folder).glob("*.killed")))
+    if attempts >= allowed:
+        return x
+    Path(folder, f"{os.getpid()}.pid").write_text("")
+    time.sleep(120)
+    return x
+
+
+def variable(name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def local_pool(**options: object) -> b2batch.Pool:
+    options.setdefault("batch_system", "local")
+    options.setdefault("verbose", False)
+    return b2batch.Pool(**options)
+
+
+def test_map_starmap_imap_and_apply_equal_those_of_multiprocessing() -> None:
+    inputs = [list(range(9)), [], [5]]
+    with multiprocessing.Pool(2) as reference, local_pool() as pool:
+        for items in inputs:
+            for chunksize in (None, 1, 4):
+                expected = reference.map(abs, items, chunksize)
+                assert pool.map(abs, items, chunksize) == expected, (items, chunksize)
+        pairs = [(2, 3), (3, 2), (10, 0)]
+        assert pool.starmap(pow, pairs, 2) == reference.starmap(pow, pairs, 2)
+        assert pool.starmap(pow, []) == reference.starmap(pow, []) == []
+        assert list(pool.imap(abs, iter(range(-5, 5)), chunksize=3)) == list(reference.imap(abs, range(-5, 5), 3))
+        assert list(pool.imap(abs, iter([]))) == []
+        unordered = reference.imap_unordered(abs, range(-4, 4), 2)
+        assert sorted(pool.imap_unordered(abs, range(-4, 4), 2)) == sorted(unordered)
+        result = pool.map_async(abs, [-1, -2], callback=lambda values: values.append("called"))
+        assert result.get(timeout=60) == [1, 2, "called"] and result.ready() and result.successful()
+        assert pool.apply(divmod, (7, 2)) == reference.apply(divmod, (7, 2))
+        assert pool.apply_async(int, ("ff",), {"base": 16}).get(60) == 255
+        with pytest.raises(ValueError, match="Chunksize"):
+            pool.map(abs, [1], chunksize=0)
+    with pytest.raises(ValueError, match="not running"):
+        pool.map(abs, [1])
+
+
+def test_an_unpicklable_result_is_a_clear_error_as_in_multiprocessing() -> None:
+    with multiprocessing.Pool(2) as reference:
+        with pytest.raises(multiprocessing.pool.MaybeEncodingError):
+            reference.map(unpicklable, range(4))
+    with local_pool() as pool:
+        with pytest.raises(multiprocessing.pool.MaybeEncodingError, match="item 2 cannot be pickled"):
+            pool.map(unpicklable, range(4), chunksize=4)
+
+
+def test_an_exception_raises_in_the_caller_with_its_type_index_and_traceback() -> None:
+    with local_pool() as pool:
+        with pytest.raises(ValueError, match="seven is not allowed") as raised:
+            pool.map(square, range(10), chunksize=3)
+        error = raised.value
+        assert isinstance(error.__cause__, RemoteTraceback) and "in square" in error.__cause__.text
+        assert any("item 7 of map(square)" in note for note in error.__notes__), error.__notes__
+        values = pool.imap(square, range(9), chunksize=2)
+        assert [next(values) for _ in range(7)] == [0, 1, 4, 9, 16, 25, 36]
+        with pytest.raises(ValueError):
+            next(values)  # item 7 raises at its place, and the iteration goes on after it
+        assert list(values) == [64]
+        failed = pool.apply_async(square, (7,), error_callback=lambda e: None)
+        failed.wait(60)
+        assert failed.ready() and not failed.successful()
+        work_dir = pool.work_dir
+    assert work_dir.is_dir(), "a failed item keeps the work dir"
+    lines = packing.read_outputs(work_dir)
+    assert any(line["state"] == "failed" and "seven" in line["error"] for line in lines)
+
+
+def kill_attempts(folder: Path, count: int) -> None:
+    for attempt in range(count):
+        pid_file = wait_for(lambda: list(folder.glob("*.pid")), 60, f"attempt {attempt + 1} to start")[0]
+        os.kill(int(pid_file.stem), signal.SIGKILL)  # the task's process, as an out-of-memory killer would
+        pid_file.rename(pid_file.with_suffix(".killed"))
+
+
+@pytest.mark.parametrize("kills", [1, 2], ids=["resubmitted-then-done", "reported-at-the-limit"])
+def test_a_job_killed_from_outside_is_resubmitted_up_to_the_limit_then_reported(tmp_path: Path, kills: int) -> None:
+    folder = tmp_path / "marks"
+    folder.mkdir()
+    (folder / "kills").write_text(str(kills))
+    with local_pool(max_num_resubmissions=1, polling_interval=0.2) as pool:
+        result = pool.starmap_async(wait_to_be_killed, [(str(folder), 5)])
+        kill_attempts(folder, kills)
+        if kills == 1:
+            assert result.get(timeout=60) == [5]
+        else:
+            with pytest.raises(RuntimeError, match="after 1 resubmission") as raised:
+                result.get(timeout=60)
+            assert isinstance(raised.value, PoolJobLostError) and "killed by SIGKILL" in str(raised.value)
+        records = list(pool.record.jobs.values())
+    assert [len(r.resubmissions) for r in records] == [1]
+
+
+def test_the_throttle_holds_from_start_to_end(tmp_path: Path) -> None:
+    with local_pool(num_simultaneously_running_tasks=2, settings={"local_slots": 6}) as pool:
+        assert pool.starmap(note_times, [(str(tmp_path), x, 1.0) for x in range(6)], chunksize=1) == list(range(6))
+    spans = [json.loads((tmp_path / f"{x}.json").read_text()) for x in range(6)]
+    overlap = max(sum(start <= t < end for start, end in spans) for t, _ in spans)
+    assert overlap == 2, spans
+
+
+def test_a_main_function_a_lambda_and_a_closure_run_and_the_summary_shows(workflow) -> None:
+    script = workflow("pool_main.py")
+    done = script.run("--verbose", env={**os.environ, "POOL_MAIN_VARIABLE": "crossed"}, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    assert results == {"cube": [0, 1, 8, 27, 64], "lambda": [2, 3], "closure": [101, 102], "variable": "crossed"}
+    assert "b2batch summary" in done.stderr and "map(cube)" in done.stderr
+    assert not list((script.folder / "pool_work").iterdir()), "removed on success"
+
+
+def test_the_environment_is_exported_without_the_schedulers_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POOL_TEST_VARIABLE", "it's here")
+    monkeypatch.setenv("SLURM_JOB_ID", "999999")
+    exported = environment.exported(extra={"OMP_NUM_THREADS": 1})
+    assert exported["POOL_TEST_VARIABLE"] == "it's here" and exported["OMP_NUM_THREADS"] == "1"
+    assert not {"SLURM_JOB_ID", "PWD", "SHLVL", "_", "JOB_ID", "TMPDIR"} & set(exported)
+    with local_pool(settings={"env": {"POOL_SET_VARIABLE": "set"}}) as pool:
+        # Local jobs inherit this process's environment anyway: the job's wrapper is what exports it.
+        wrappers: list[str] = []
+        result = pool.map_async(variable, ["POOL_TEST_VARIABLE", "POOL_SET_VARIABLE"], chunksize=1)
+        while not result.ready():
+            # (a wrapper being written reads empty; a job's folder goes as soon as its values are taken)
+            for path in pool.work_dir.glob("jobs/*/executable_wrapper.sh"):
+                try:
+                    if text := path.read_text():
+                        wrappers.append(text)
+                except FileNotFoundError:
+                    continue
+        assert result.get() == ["it's here", "set"]
+    assert wrappers and "export POOL_TEST_VARIABLE='it'\"'\"'s here'" in wrappers[0]
+    assert "SLURM_JOB_ID" not in wrappers[0] and "export PWD=" not in wrappers[0]
+
+
+def test_the_work_dir_is_removed_on_success_and_kept_when_asked(tmp_path: Path) -> None:
+    with local_pool(work_dir=tmp_path / "a") as pool:
+        assert pool.map(abs, [-1]) == [1]
+    assert list((tmp_path / "a").iterdir()) == []
+    with local_pool(work_dir=tmp_path / "b", keep_work_dir=True) as pool:
+        pool.map(abs, [-1])
+        work_dir = pool.work_dir
+    assert sorted(p.name for p in work_dir.iterdir()) == ["jobs", "logs", "outputs.jsonl", "results.pickles"]
+    [line] = packing.read_outputs(work_dir)
+    assert line["state"] == "done" and line["count"] == 1
+    [answer] = packing.read_answers(work_dir)
+    assert answer["answer"].values == [1]
+
+
+def files_while_mapping(tmp_path: Path, count: int) -> tuple[int, int]:
+    """The most files the work dir held while mapping ``count`` items one per job, and the number left."""
+    most = 0
+    with local_pool(work_dir=tmp_path / str(count), keep_work_dir=True, num_simultaneously_running_tasks=2) as pool:
+        result = pool.map_async(abs, range(count), chunksize=1)
+        while not result.ready():
+            most = max(most, packing.file_count(pool.work_dir))
+            time.sleep(0.05)
+        assert result.get() == list(range(count))
+        work_dir = pool.work_dir
+    return most, packing.file_count(work_dir)
+
+
+def test_the_work_dir_file_count_does_not_grow_with_the_items(tmp_path: Path) -> None:
+    small, large = files_while_mapping(tmp_path, 4), files_while_mapping(tmp_path, 24)
+    assert large[1] == small[1] == 5, ("after the map: outputs.jsonl, results.pickles, empty jobs/, and logs/ with "
+                                       "the pool's live state (b2batch monitor)")
+    assert large[0] <= 40, f"at most the window's jobs (4) in flight, not 24: {large[0]} files"
+
+
+def test_batch_system_multiprocessing_is_a_multiprocessing_pool() -> None:
+    with b2batch.Pool(2, batch_system="multiprocessing") as pool:
+        assert isinstance(pool, multiprocessing.pool.Pool)
+        assert pool.map(abs, [-1, -2]) == [1, 2]

@@ -1,0 +1,146 @@
+"""Scheduler calls grow with the number of submissions and polls, not with the number of tasks; the
+throttle bounds the jobs in flight. Run under the HTCondor and LSF emulators."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from b2batch.engine import NativeState
+from b2batch.engine.monitor import JobMonitor
+
+from helpers.emulated import Emulated
+
+
+def _calls(emulated: Emulated, stderr: str) -> dict[str, int]:
+    """The scheduler commands of the run, from its report; the summary names the same counts."""
+    (report,) = (emulated.wf.folder / "logs").glob("b2batch-run-*.report.json")
+    calls = json.loads(report.read_text())["scheduler_calls"]
+    assert "Scheduler commands: " + ", ".join(f"{n} {p}" for p, n in calls.items()) + "." in stderr
+    return calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["htcondor", "lsf"])
+def test_independent_tasks_go_as_one_array_and_one_status_query_per_poll(system: str, workflow,
+                                                                        tmp_path: Path) -> None:
+    emulated = Emulated(system, workflow("scheduler_jobs.py"), tmp_path)
+    emulated.env["B2BATCH_EMULATOR_SLOTS"] = "8"
+    # however loaded the machine, luigi starts all 40 within the window; one job per task (job_shape auto would
+    # send 40 trivial tasks to pilots: tests/engine/test_job_shapes.py)
+    emulated.settings(submission_window=60, job_shape="job_per_task")
+    done = emulated.run("--n", "40")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(emulated.outputs()) == 40
+    calls = _calls(emulated, done.stderr)
+    submit, status = ("condor_submit", "condor_q") if system == "htcondor" else ("bsub", "bjobs")
+    assert calls[submit] == 1, calls  # 40 tasks, one array
+    # Polls are paced by poll_interval (0.5 s in the script), whatever the number of tasks.
+    assert calls[status] < 60, calls
+
+
+@pytest.mark.slow
+def test_throttle_bounds_the_jobs_in_flight(workflow, tmp_path: Path) -> None:
+    emulated = Emulated("htcondor", workflow("scheduler_jobs.py"), tmp_path)
+    emulated.env["B2BATCH_EMULATOR_SLOTS"] = "16"
+    emulated.settings(max_jobs_in_flight=3, output_wait_timeout=3)
+    done = emulated.run("--n", "9", "--mode", "span", "--seconds", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    spans = [tuple(map(float, p.read_text().split())) for p in (emulated.wf.folder / "spans").iterdir()]
+    assert len(spans) == 9
+    most = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
+    assert most <= 3, spans
+    assert _calls(emulated, done.stderr)["condor_submit"] >= 3
+
+
+def test_scheduler_commands_are_paced_per_batch_system_of_a_run_and_counted() -> None:
+    from b2batch.systems.commands import SchedulerCalls, run
+
+    counted: list[str] = []
+    calls = SchedulerCalls(counted.append, rate=4)
+    start = time.monotonic()
+    for _ in range(5):
+        run(["/bin/true"], calls=calls)
+    assert time.monotonic() - start >= 4 / 4 - 0.01  # four gaps of at least 1/4 s
+    assert counted == ["true"] * 5
+    other = time.monotonic()
+    run(["true"], calls=SchedulerCalls(rate=4))  # another system (or run) has a pace of its own
+    run(["true"])  # a one-off command outside a run (b2batch cancel) is neither paced nor counted
+    assert time.monotonic() - other < 0.2 and counted == ["true"] * 5
+
+
+def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> None:
+    queries: list[list[str]] = []
+    state = {"value": "R"}
+
+    def query(ids: list[str]) -> dict[str, NativeState]:
+        queries.append(ids)
+        return {i: NativeState(state["value"]) for i in ids}
+
+    monitor = JobMonitor("test", query, (0.05, 0.4))
+    for i in range(500):
+        monitor.track(str(i))
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        for i in range(500):
+            assert monitor.state(str(i)) == NativeState("R")
+    assert all(len(ids) == 500 for ids in queries)  # one query answers for all jobs
+    # Back-off: 0.05, 0.075, 0.11, ... up to 0.4 s: far fewer than 1.5 / 0.05 = 30 queries.
+    assert 4 <= len(queries) <= 12, len(queries)
+    state["value"] = "C"
+    monitor.invalidate()
+    assert monitor.state("1") == NativeState("C")
+    assert monitor._interval == 0.05  # a change resets the interval
+
+
+def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_passed() -> None:
+    from b2batch.engine.config import RunConfig
+    from b2batch.engine.submission import Submitter
+
+    submitted: list[int] = []
+
+    class System:
+        @staticmethod
+        def groups(jobs: list) -> list[list]:
+            return [jobs]
+
+        @staticmethod
+        def submit(group: list) -> None:
+            submitted.append(len(group))
+
+    class Job:
+        pass
+
+    submitter = Submitter(System, lambda job: None, lambda job, message: None,
+                          RunConfig(submission_window=0.3, max_array_size=3))
+    submitter.flush_if_due()  # nothing waits
+    for _ in range(2):
+        submitter.enqueue(Job())
+        submitter.flush_if_due()
+    assert submitted == []  # luigi may start more ready tasks: wait for them
+    submitter.enqueue(Job())
+    submitter.flush_if_due()
+    assert submitted == [3]  # a full array goes at once
+    submitter.enqueue(Job())
+    submitter.flush_if_due()
+    time.sleep(0.35)
+    assert submitted == [3]
+    submitter.flush_if_due()
+    assert submitted == [3, 1]  # the window has passed
+    # luigi goes on starting tasks: the window doubles, so a long start costs few submissions
+    submitter.enqueue(Job())
+    time.sleep(0.35)
+    submitter.flush_if_due()
+    assert submitted == [3, 1]
+    time.sleep(0.3)
+    submitter.flush_if_due()
+    assert submitted == [3, 1, 1]
+    # after a quiet spell longer than the window, a new start of tasks begins with the setting's window
+    time.sleep(1.3)
+    submitter.enqueue(Job())
+    time.sleep(0.35)
+    submitter.flush_if_due()
+    assert submitted == [3, 1, 1, 1]

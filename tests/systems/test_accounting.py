@@ -1,0 +1,228 @@
+"""Resource accounting (docs/accounting.md): each batch system's accounting read in bulk, the wrappers' own
+figures, and the efficiency in the report and the summary.
+
+Parsers are checked on recorded answers of the real tools (tests/data/accounting: Slurm 22.05 with slurmdbd and
+SGE 8.1.9 of tests/clusters); end to end on the real Slurm and SGE, the HTCondor and LSF emulators and local.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from b2batch.display.efficiency import suggested_mb, summary_lines
+from b2batch.systems.accounting import (parse_bjobs_usage, parse_condor_history, parse_qacct, parse_sacct,
+                                        qacct_command, sacct_command)
+
+from conftest import clean_env
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "accounting"
+CLUSTERS = Path(__file__).resolve().parents[1] / "clusters"
+MIB = 2**20
+
+
+# --- parsers, on recorded answers ---------------------------------------------------------------------
+
+def test_sacct_answer_of_many_jobs_is_read_per_job() -> None:
+    found = parse_sacct((DATA / "sacct-slurm-22.05.txt").read_text())
+    assert set(found) == {"1057_1", "1057_2", "1058"}
+    held = found["1057_1"]  # 300 MB held for 2 s, --mem=500M: MaxRSS is on its .batch step
+    assert (held.wall, held.cpu, held.max_rss, held.req_mem, held.req_cpus, held.host, held.state) == (
+        3.0, 0.504, 322300 * 1024, 500 * MIB, 1, "vm", "COMPLETED")
+    assert (found["1058"].state, found["1058"].exit_code, found["1058"].max_rss) == ("FAILED", 3, None)
+    # The same format for the ends that have a cause (sacct's State words; ReqMem of Slurm < 21.08 per CPU):
+    killed = parse_sacct("7_3|OUT_OF_MEMORY|0:125|00:00:04|00:01.200||2Gc|2|node7\n"
+                         "7_3.batch|OUT_OF_MEMORY|0:125|00:00:04|00:01.200|2100M||2|node7\n"
+                         "8|TIMEOUT|0:0|00:01:00|00:59.000||1G|1|node8\n"
+                         "9|CANCELLED by 0|0:15|1-02:03:04|01:02:03||1G|1|None assigned\n")
+    assert (killed["7_3"].cause, killed["7_3"].req_mem, killed["7_3"].max_rss) == ("memory", 4096 * MIB, 2100 * MIB)
+    assert (killed["8"].cause, killed["8"].wall) == ("time", 60.0)
+    assert (killed["9"].state, killed["9"].cause, killed["9"].host, killed["9"].wall) == (
+        "CANCELLED", "", None, 93784.0)
+    assert sacct_command(["1", "2_3"])[:5] == ["sacct", "--parsable2", "--noheader", "-j", "1,2_3"]
+
+
+def test_qacct_answer_is_read_and_its_kills_named() -> None:
+    text = (DATA / "qacct-sge-8.1.9.txt").read_text()
+    usage = parse_qacct(text)["366"]
+    assert (usage.wall, usage.cpu, usage.req_mem, usage.host, usage.exit_code) == (2.0, 0.138, 1024 * MIB, "vm", 0)
+    assert usage.max_rss == int(207.844 * 1024) * 1024  # SGE prints ru_maxrss (kB) through its byte units
+    killed = text.replace("exit_status  0", "exit_status  137").replace("maxvmem      209.723MB", "maxvmem 1.000G")
+    killed = killed.replace("taskid       undefined", "taskid       4").replace("failed       0",
+                                                                                "failed       100 : assumedly after job")
+    usage = parse_qacct(killed)["366.4"]
+    assert (usage.cause, usage.state) == ("memory", "failed 100: assumedly after job")
+    timed = text.replace("exit_status  0", "exit_status  137").replace("-l h_vmem=1G", "-l h_rt=2,h_vmem=1G")
+    assert parse_qacct(timed)["366"].cause == "time"
+    assert qacct_command(["5"], "*.b2babc") == ["qacct", "-j", "5"]
+    assert qacct_command(["5", "6.2"], "*.b2babc") == ["qacct", "-j", "*.b2babc"]  # one call for the run's jobs
+
+
+def test_condor_history_and_bjobs_answers_are_read() -> None:
+    ads = [{"ClusterId": 16, "ProcId": 0, "JobStatus": 4, "ExitCode": 0, "RemoteWallClockTime": 12.0,
+            "RemoteUserCpu": 3.0, "RemoteSysCpu": 1.0, "ResidentSetSize": 307200, "MemoryUsage": 300,
+            "RequestMemory": 2048, "RequestCpus": 1, "LastRemoteHost": "slot1@node3.example"},
+           {"ClusterId": 16, "ProcId": 1, "JobStatus": 3, "HoldReasonCode": 34, "RemoveReason": "memory limit",
+            "MemoryUsage": "/Expr((ResidentSetSize + 1023) / 1024)/"}]
+    found = parse_condor_history(json.dumps(ads))
+    assert (found["16.0"].cpu, found["16.0"].max_rss, found["16.0"].req_mem, found["16.0"].host) == (
+        4.0, 300 * MIB, 2048 * MIB, "node3.example")
+    assert (found["16.1"].cause, found["16.1"].max_rss) == ("memory", None)
+    assert parse_condor_history("") == {}  # nothing in the history yet: stdout is empty
+    records = {"COMMAND": "bjobs", "JOBS": 2, "RECORDS": [
+        {"JOBID": "12", "STAT": "EXIT", "EXIT_CODE": "137", "CPU_USED": "5.2 second(s)", "MAX_MEM": "2 Gbytes",
+         "MEMLIMIT": "2 G", "EXEC_HOST": "2*hostA", "RUN_TIME": "30 second(s)", "NREQ_SLOT": "2",
+         "EXIT_REASON": "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit"},
+        {"JOBID": "13", "ERROR": "Job <13> is not found"}]}
+    found = parse_bjobs_usage(json.dumps(records))
+    assert set(found) == {"12"}
+    assert (found["12"].cause, found["12"].host, found["12"].req_cpus, found["12"].max_rss, found["12"].wall) == (
+        "memory", "hostA", 2, 2048 * MIB, 30.0)
+
+
+def test_suggested_request_and_summary_lines() -> None:
+    assert suggested_mb([300 * MIB] * 19 + [900 * MIB]) == 400  # p95 of 20 = the 19th: 300 MB + 20% -> 400
+    family = {"system": "slurm", "jobs": 20, "cpu_efficiency": 0.9, "memory_efficiency": 0.15,
+              "peak_memory_mb": 900.0, "requested_memory_mb": 2000.0, "killed_for_memory": 2, "killed_for_time": 0,
+              "failed_nodes": {"n1": 2}, "hosts": 3, "suggested_request": "--mem=400M",
+              "suggested_setting": 'slurm_settings={"mem": "400M"}'}
+    lines = summary_lines({"Sim": family}, {"slurm": "sacct"})
+    assert lines[1] == "Efficiency (used / requested):"
+    assert lines[2] == ('  Sim on slurm (20 job(s)): memory 15% (peak 900 MB of 2.0 GB); 2 killed for memory; '
+                        'failed on n1 (2); ask for --mem=400M (slurm_settings={"mem": "400M"})')
+    quiet = dict(family, memory_efficiency=0.8, killed_for_memory=0, failed_nodes={})
+    assert summary_lines({"Sim": quiet}) == []  # nothing to say: no lines
+
+
+# --- end to end -----------------------------------------------------------------------------------------
+
+def _report(folder: Path) -> dict:
+    reports = sorted(glob.glob(str(folder / "logs" / "b2batch-run-*.report.json")))
+    assert reports, f"no report in {folder}/logs"
+    return json.loads(Path(reports[-1]).read_text())
+
+
+def _usage(report: dict, family: str) -> list[dict]:
+    return [j["usage"] for j in report["jobs"] if j["family"] == family]
+
+
+def _cluster_up(name: str) -> None:
+    if subprocess.run(["bash", str(CLUSTERS / f"{name}.sh"), "status"], capture_output=True).returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"the local {name} is not running: tests/run-all.sh starts it")
+        pytest.skip(f"the local {name} is not running")
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_slurm_sacct_shows_what_a_job_held_and_the_run_asks_once_per_cycle(workflow) -> None:
+    _cluster_up("slurm")
+    wf = workflow("accounting.py")
+    done = wf.run("--system", "slurm", "--n", "2", "--mb", "300", "--fail", "--system-settings",
+                  '{"mem": "1000M"}', timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]  # Fail failed on purpose
+    report = _report(wf.folder)
+    assert report["accounting"] == {"slurm": "sacct"}
+    for usage in _usage(report, "Hold"):
+        assert usage["source"].startswith("sacct"), usage
+        assert 300 * MIB <= usage["max_rss"] <= 420 * MIB, usage  # 300 MB held, plus Python and luigi
+        assert usage["req_mem"] == 1000 * MIB and usage["req_cpus"] == 1 and usage["cpu"] >= 0.5
+    hold = report["efficiency"]["Hold"]
+    assert 0.30 <= hold["memory_efficiency"] <= 0.42 and hold["suggested_request"] in ("--mem=400M", "--mem=500M")
+    assert report["efficiency"]["Fail"]["failed_nodes"] and _usage(report, "Fail")[0]["state"] == "FAILED"
+    calls = report["scheduler_calls"]
+    assert 1 <= calls["sacct"] <= 3 <= calls["squeue"], calls  # 3 jobs ended: never one call per job beyond
+    assert re.search(r"^  Hold on slurm \(2 job\(s\)\): memory \d+% \(peak \d+ MB of 1000 MB\); ask for --mem=",
+                     done.stderr, re.M), done.stderr[-2000:]
+    # A job over its --mem is killed (the local Slurm's OverMemoryKill): named as such, with a larger request.
+    wf = workflow("accounting.py", folder=wf.folder / "killed")
+    done = wf.run("--system", "slurm", "--n", "1", "--mb", "400", "--hold", "4", "--system-settings",
+                  '{"mem": "250M"}', timeout=300)
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = _report(wf.folder)
+    [usage] = _usage(report, "Hold")
+    assert usage["cause"] == "memory" and usage.get("req_mem") == 250 * MIB, usage
+    hold = report["efficiency"]["Hold"]
+    assert hold["killed_for_memory"] == 1 and hold["suggested_memory_mb"] >= 300, hold
+    assert re.search(r"^  Hold on slurm \(1 job\(s\)\): .*1 killed for memory; ask for --mem=\d+M", done.stderr,
+                     re.M), done.stderr[-2000:]
+
+
+def test_local_jobs_and_tasks_in_pilots_have_the_wrappers_figures(workflow, tmp_path: Path) -> None:
+    for shape in ("job_per_task", "pilots"):
+        wf = workflow("accounting.py", folder=tmp_path / shape)
+        done = wf.run("--system", "local", "--n", "1", "--mb", "200", "--hold", "0.5", "--shape", shape, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = _report(wf.folder)
+        [usage] = _usage(report, "Hold")
+        assert usage["source"] == "wrapper" and 200 * MIB <= usage["max_rss"] <= 320 * MIB, (shape, usage)
+        assert usage["cpu"] >= 0.5 and usage["wall"] >= 0.5 and usage["host"], (shape, usage)
+        assert report["accounting"] == {} and report["efficiency"]["Hold"]["cpu_hours"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.sge
+def test_sge_qacct_figures_reach_the_report(workflow) -> None:
+    _cluster_up("sge")
+    wf = workflow("accounting.py")
+    done = wf.run("--system", "sge", "--n", "2", "--mb", "300", "--system-settings",
+                  '{"resources": {"h_vmem": "2G"}}', timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = _report(wf.folder)
+    assert report["accounting"] == {"sge": "qacct"}
+    for usage in _usage(report, "Hold"):
+        assert usage["source"].startswith("qacct") and usage["host"], usage
+        assert 300 * MIB <= usage["max_rss"] <= 420 * MIB and usage["req_mem"] == 2048 * MIB, usage
+    assert report["scheduler_calls"]["qacct"] <= 3
+
+
+def _emulated(system: str, wf, tmp_path: Path, broken: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The workflow under ``b2batch emulate SYSTEM``; with ``broken``, that folder comes first on the PATH that
+    the emulator gives the workflow."""
+    env = clean_env(B2BATCH_EMULATOR_DIR=str(tmp_path / "emulator"), B2BATCH_EMULATOR_SLOTS="4")
+    inner = wf.command("--system", system, "--n", "2", "--mb", "200", "--hold", "1")
+    if broken is not None:
+        inner = ["sh", "-c", f'PATH="{broken}:$PATH" exec "$@"', "sh", *inner]
+    return subprocess.run([sys.executable, "-m", "b2batch", "emulate", system, "--", *inner], cwd=wf.folder,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["htcondor", "lsf"])
+def test_emulated_accounting_and_its_absence(system: str, workflow, tmp_path: Path) -> None:
+    tool = {"htcondor": "condor_history", "lsf": "bjobs"}[system]
+    wf = workflow("accounting.py", folder=tmp_path / "works")
+    done = _emulated(system, wf, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = _report(wf.folder)
+    assert report["accounting"] == {system: tool}
+    for usage in _usage(report, "Hold"):
+        assert usage["source"].startswith(tool) and 200 * MIB <= usage["max_rss"] <= 320 * MIB, usage
+        assert usage["cpu"] >= 0.5 and usage["wall"] >= 1, usage
+    assert "accounting is unavailable" not in done.stderr
+    # The accounting command fails: the run goes on with the wrappers' figures and says so once.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    # Only the accounting form fails (condor_history also finds jobs that left the queue, bjobs answers the
+    # status queries): the accounting asks for MAX_MEM or RemoteUserCpu.
+    script = ("#!/bin/sh\ncase \"$*\" in *max_mem*|*RemoteUserCpu*) echo 'error: the accounting service is down' >&2; "
+              f"exit 2;; esac\nexec {sys.executable} -m b2batch.emulators {tool} \"$@\"\n")
+    (broken / tool).write_text(script)
+    (broken / tool).chmod(0o755)
+    wf = workflow("accounting.py", folder=tmp_path / "fails")
+    done = _emulated(system, wf, tmp_path, broken)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("accounting is unavailable") == 1, done.stderr[-3000:]
+    report = _report(wf.folder)
+    assert report["accounting"][system].startswith("unavailable: ") and "down" in report["accounting"][system]
+    assert report["scheduler_calls"][tool] >= 1
+    for usage in _usage(report, "Hold"):  # the job wrappers' own figures
+        assert usage["source"] == "wrapper" and 200 * MIB <= usage["max_rss"] <= 320 * MIB, usage
+        assert usage["cpu"] >= 0.5 and usage["wall"] >= 1 and usage["host"], usage
