@@ -72,6 +72,24 @@ def test_the_rule() -> None:
     assert decide("pilots", 300.0, 0.0, 3, DEFAULT_CAP).kind == "pilots"
 
 
+def test_the_rule_for_a_front_end_that_holds_units_back() -> None:
+    # joblib hands over n_jobs batches at a time (its window): n_jobs=2 with 2 ready is an unknown backlog,
+    # not a small kind; probes in pilots, then as many pilots as the window (the caller's parallelism).
+    assert ks(decide("auto", None, 0.0, 2, DEFAULT_CAP, window=2)) == ("pilots", 2)
+    shape = decide("auto", 0.5, 0.0, 2, DEFAULT_CAP, window=2)
+    assert ks(shape) == ("pilots", 2) and "more held back" in shape.why
+    assert ks(decide("auto", 0.5, 0.0, 16, DEFAULT_CAP, window=16)) == ("pilots", 16)
+    assert ks(decide("auto", 0.5, 0.0, 500, 8, window=500)) == ("pilots", 8)  # at most the throttle
+    assert ks(decide("auto", 90.0, 0.0, 4, DEFAULT_CAP, window=4)) == ("pilots", 4)
+    # Long calls get a job each; fewer ready than the window: the rule as for tasks (1 call: its own job).
+    assert decide("auto", LONG, 0.0, 4, DEFAULT_CAP, window=4).kind == "job_per_task"
+    assert decide("auto", None, 0.0, 1, DEFAULT_CAP, window=2).kind == "job_per_task"
+    assert ks(decide("auto", None, 0.0, 200, DEFAULT_CAP, window=1000)) == ("pilots", PROBES)
+    # An explicit shape is kept.
+    assert decide("job_per_task", 0.01, 0.0, 4, DEFAULT_CAP, window=4).kind == "job_per_task"
+    assert ks(decide("pilots", 0.01, 0.0, 4, DEFAULT_CAP, window=4)) == ("pilots", 4)
+
+
 def test_the_setting_and_b2luigis_profile() -> None:
     assert SETTINGS["job_shape"].default == "auto"
     assert SETTINGS["job_shape"].kind("pilots") == "pilots"
