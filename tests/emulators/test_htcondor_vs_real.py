@@ -1,7 +1,8 @@
 """The HTCondor emulator held to the real HTCondor 25.14 (tests/clusters/htcondor.sh): the same scenarios on both,
 compared in what b2batch reads (b2batch/systems/htcondor.py): ``condor_submit -terse`` answers, ``condor_q -json``
 and ``condor_history -json`` attribute names, types and values, what ``condor_q`` prints for jobs that left the
-queue, ``condor_rm``'s answers and reasons, error texts and exit statuses, user-log event codes, state moves.
+queue, ``condor_rm``'s answers and reasons, hold codes and reasons, exit codes and signals, error texts and exit
+statuses, user-log event codes (the state moves).
 
 Ids, owners, host names, times and paths are normalised before comparing. Found here and fixed in the emulator:
 ``ExitBySignal`` is in every job ad (false from submission on; a job removed while it ran has ``ExitBySignal`` true
@@ -19,7 +20,9 @@ Differences that remain, on purpose:
 - image-size events (006): the real starter writes them as it measures a job, the emulator never; left out of the
   comparison (b2batch reads no user log);
 - timing: a real job shows ``JobStatus`` 2 as soon as its shadow starts, a moment before its execute event (001);
-  the scenarios wait for the event.
+  a completed real job stays a moment in ``condor_q`` as ``JobStatus`` 4 (with ``RemoteHost``) before it moves to
+  the history, where the emulator moves it at once (b2batch takes 4 from either as the job's end); the scenarios
+  wait for the event and for the history.
 """
 
 from __future__ import annotations
@@ -87,6 +90,16 @@ class Side:
                 raise AssertionError(f"{self.kind}: {ids} not as wanted within {timeout} s: {ads}")
             time.sleep(0.3)
 
+    def history(self, ids: list[str], attributes: str = ATTRIBUTES, timeout: float = 60) -> dict[str, dict]:
+        """condor_history's ads of ``ids`` once the queue forgot them all (a real completed job stays a moment
+        in condor_q, as JobStatus 4 with its RemoteHost)."""
+        deadline = time.monotonic() + timeout
+        while self.ads("condor_q", ids) or len(self.ads("condor_history", ids)) < len(ids):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.kind}: {ids} not in condor_history alone within {timeout} s")
+            time.sleep(0.3)
+        return self.ads("condor_history", ids, attributes)
+
     def events(self, log: str) -> dict[str, list[str]]:
         """The user log's event codes per job (cluster.proc)."""
         found: dict[str, list[str]] = {}
@@ -130,7 +143,7 @@ def test_exit_codes_from_submit_to_history(sides: dict[str, Side]) -> None:
 
     def scenario(side: Side) -> dict:
         ids = side.submit(description("/bin/sh", "-c 'exit $(Process)'", 3, "exit.log"))
-        done = side.wait(ids, lambda ad: ad["JobStatus"] == 4)
+        done = side.history(ids)
         after = side.tool("condor_q", "-json", "-attributes", ATTRIBUTES, *ids)
         return {"history": [{**shape(ad), "values": [ad["JobStatus"], ad.get("ExitCode"), ad.get("ExitBySignal"),
                                                      str(ad.get("LastRemoteHost", "")).rpartition("@")[2]]}
@@ -202,6 +215,26 @@ def test_job_held_by_the_pool(sides: dict[str, Side]) -> None:
         return {"held": {**shape(ad), "values": [ad["HoldReasonCode"], ad["HoldReasonSubCode"],
                                                  ad["HoldReason"].replace(str(gone), "DIR")]},
                 "removed": shape(gone_ad), "events": side.events("held.log")[job]}
+
+    got = on_both(sides, scenario)
+    print(json.dumps(got, indent=1))
+    assert got["emulator"] == got["real"]
+
+
+def test_job_killed_by_a_signal(sides: dict[str, Side]) -> None:
+    """A job whose process is killed by SIGKILL: condor_history says so (ExitBySignal, ExitSignal, no ExitCode) and
+    the user log's terminate event (005) says it too."""
+
+    def scenario(side: Side) -> dict:
+        script = side.folder / "die.sh"
+        script.write_text("#!/bin/sh\nkill -9 $$\n")
+        script.chmod(0o755)
+        (job,) = side.submit(f"executable = {script}\nlog = signal.log\nqueue\n")
+        ad = side.history([job], ATTRIBUTES + ",ExitSignal")[job]
+        text = (side.folder / "signal.log").read_text()
+        return {"ad": {**shape(ad), "values": [ad["ExitBySignal"], ad.get("ExitSignal")]},
+                "events": [c for c in side.events("signal.log")[job] if c != "006"],
+                "terminated": re.findall(r"\(\d\) Abnormal termination \(signal (\d+)\)", text)}
 
     got = on_both(sides, scenario)
     print(json.dumps(got, indent=1))
