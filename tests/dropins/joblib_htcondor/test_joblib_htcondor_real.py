@@ -34,7 +34,8 @@ def test_readme_examples_through_the_drop_in_on_the_real_pool(test_user: TestUse
     shared = test_user.folder / "joblib_htcondor_shared_data"
     assert shared.is_dir() and not list(shared.iterdir()), "joblib-htcondor's shared_data_dir, emptied after the call"
     # The calls ran as jobs of the test user on the pool.
-    ran = test_user.condor("condor_history", "-af", "Owner", "ExitCode", "-constraint",
-                           f'regexp("^{test_user.folder}(/|$)", Iwd)').stdout.split("\n")
+    mine = f'regexp("^{test_user.folder}(/|$)", Iwd)'
+    test_user.wait_queue(lambda ads: ads == [], constraint=mine)  # a completed job stays a moment in the queue
+    ran = test_user.condor("condor_history", "-af", "Owner", "ExitCode", "-constraint", mine).stdout.split("\n")
     ran = [line for line in ran if line.strip()]
     assert ran and all(line.split() == [test_user.name, "0"] for line in ran), ran
