@@ -43,7 +43,9 @@ import pytest
 from b2batch.systems.htcondor import ATTRIBUTES
 from helpers.htcondor_real import USER, TestUser, condor_env, give, need_pool, remove_jobs_of
 
-pytestmark = pytest.mark.slow
+# The one real pool's 2 slots: one test at a time (pytest-xdist's loadgroup; tests/helpers/tiers.py groups
+# tests/systems/htcondor_real/ the same way).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(name="htcondor-real")]
 
 
 class Side:

@@ -13,7 +13,9 @@ import pytest
 
 from helpers.htcondor_real import TestUser, test_user  # noqa: F401 (a fixture)
 
-pytestmark = pytest.mark.slow
+# The one real pool's 2 slots: one test at a time (pytest-xdist's loadgroup; tests/helpers/tiers.py groups
+# tests/systems/htcondor_real/ the same way).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(name="htcondor-real")]
 
 EXAMPLE = '''import random
 

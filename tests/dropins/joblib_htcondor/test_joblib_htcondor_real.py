@@ -14,7 +14,9 @@ import pytest
 from helpers.htcondor_real import TestUser, test_user  # noqa: F401 (a fixture)
 from peers import peer_python
 
-pytestmark = pytest.mark.slow
+# The one real pool's 2 slots: one test at a time (pytest-xdist's loadgroup; tests/helpers/tiers.py groups
+# tests/systems/htcondor_real/ the same way).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(name="htcondor-real")]
 
 README = ('import importlib.metadata, sys; '
           'sys.stdout.write(importlib.metadata.metadata("joblib_htcondor").get_payload())')
