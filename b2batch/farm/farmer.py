@@ -53,6 +53,19 @@ WALLTIME_MARGIN = 5.0
 REQUEUE_SLACK = 60.0
 
 
+@dataclass
+class _Loop:
+    """The farmer loop's clocks (monotonic seconds) and state."""
+
+    end: float | None  # the allocation's end (epoch seconds), None outside a batch job without walltime
+    beat_every: float
+    next_beat: float
+    next_timeline: float
+    next_recover: float = 0.0
+    recovered_at: float = -1.0
+    draining: bool = False  # too little time left in the allocation: no more lines
+    grown: bool = False  # lines were added to the list after this farmer read it: no more lines
+    stop: int | None = None  # the stop signal that came
 
 
 @dataclass
@@ -142,111 +155,144 @@ class Farmer:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
 
     def _serve(self) -> FarmResult:
-        options, workdir = self.options, self.workdir
+        loop = self._start_serving()
+        try:
+            while self._turn(loop):
+                pass
+            put_back, left = self._stop_serving(loop)
+        except BaseException:
+            self._kill_all()
+            raise
+        return self._result(loop, put_back, left)
+
+    def _start_serving(self) -> _Loop:
+        """Register the farmer in the work dir, arm the timeout; the loop's clocks."""
+        options = self.options
         started = time.time()
         end = None
         if options.walltime or options.in_batch_job:
             from b2batch.engine.worker import allocation_end
 
             end = allocation_end(options.walltime, started)
-        workdir.register(self.name, {"host": HOST, "pid": os.getpid(), "started": started,
-                                     "create_time": psutil.Process().create_time(),
-                                     "job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID"),
-                                     "steering": options.steering})
+        self.workdir.register(self.name, {"host": HOST, "pid": os.getpid(), "started": started,
+                                          "create_time": psutil.Process().create_time(),
+                                          "job_id": os.environ.get("SLURM_JOB_ID") or os.environ.get("JOB_ID"),
+                                          "steering": options.steering})
         if options.timeout:
             signal.alarm(int(options.timeout))
         beat_every = max(0.5, options.heartbeat_timeout / 6)
-        next_beat = time.monotonic() + beat_every
-        next_recover = 0.0
-        next_timeline = time.monotonic() + TIMELINE_EVERY
-        stop: int | None = None
-        draining = grown = False
-        recovered_at = -1.0
-        try:
-            while True:
-                self._reap()
-                now = time.monotonic()
-                self._settle_suspects(now)
-                if end is not None and not draining:
-                    needed = options.task_seconds or self.longest
-                    if end - time.time() < needed * 1.1 + WALLTIME_MARGIN:
-                        draining = True
-                        self.say(f"{end - time.time():.0f} s left in the allocation, a line needs up to "
-                                 f"{needed:.0f} s: taking no more lines")
-                want = 0 if (draining or grown) else len(self.free_slots) + self._prefetch() - len(self.queue)
-                if draining and self.queue:
-                    self.put_back_queue()
-                claimed: list[int] = []
-                if (len(self.queue) < len(self.free_slots) and want > 0) or self.results and (
-                        not self.queue or now >= self.record_by) or (self.events and now >= next_timeline):
-                    with workdir.locked():
-                        self._record_locked()
-                        claimed = workdir.claim_locked(self.name, max(0, want))
-                        if len(claimed) < want and now >= next_recover:
-                            next_recover = now + beat_every
-                            recovered_at = now
-                            if workdir.recover_locked(self.name, self.tasks):
-                                claimed += workdir.claim_locked(self.name, want - len(claimed))
-                        beyond = [i for i in claimed if i >= len(self.tasks)]
-                        if beyond:  # another farmer took up lines added to the list after this one read it
-                            workdir.release_locked(self.name, beyond, self.tasks)
-                            claimed = [i for i in claimed if i < len(self.tasks)]
-                            grown = True
-                        if self.events and (now >= next_timeline or not self.running and not claimed):
-                            workdir.append_timeline_locked(self.events)
-                            self.events = []
-                            next_timeline = now + TIMELINE_EVERY
-                    self.queue.extend(claimed)
-                while self.queue and self.free_slots:
-                    self._start(self.queue.popleft())
-                if self.pids:
-                    workdir.journal(self.name, "".join(self.pids))
-                    self.pids = []
-                if not self.running and not self.queue and not self.suspects:
-                    if self.results:
-                        continue  # a line that could not start: record it first
-                    if want > 0 and recovered_at != now:
-                        next_recover = 0.0  # look for dead farmers' lines once more before ending
-                        continue
-                    break
-                if now >= next_beat:
-                    try:
-                        workdir.beat(self.name)
-                    except OSError as e:
-                        logger.warning("Cannot touch the heartbeat of %s: %s", self.name, e)
-                    next_beat = now + beat_every
-                wake = min(next_beat, next_timeline, self.record_by if self.results else next_beat,
-                           *(held for *_, held in self.suspects))
-                busy = self.running or self.suspects
-                info = signal.sigtimedwait(WAITED, max(0.0, wake - time.monotonic()) if busy else 0)
-                if info is not None and info.si_signo in STOP_SIGNALS:
-                    stop = info.si_signo
-                    break
-            put_back = self._stop_all() if stop is not None else []
-            put_back += [run.task_id for run, *_ in self.suspects] + list(self.queue)
-            self.suspects = []
-            self.queue.clear()
-            with workdir.locked():
-                self._record_locked()
+        now = time.monotonic()
+        return _Loop(end=end, beat_every=beat_every, next_beat=now + beat_every, next_timeline=now + TIMELINE_EVERY)
+
+    def _turn(self, loop: _Loop) -> bool:
+        """One turn of the loop: record ended lines, take and start lines, beat, wait for a signal; False when
+        the farmer is done (no line left to run) or a stop signal came (``loop.stop``)."""
+        self._reap()
+        now = time.monotonic()
+        self._settle_suspects(now)
+        self._watch_walltime(loop)
+        want = 0 if (loop.draining or loop.grown) else len(self.free_slots) + self._prefetch() - len(self.queue)
+        if loop.draining and self.queue:
+            self.put_back_queue()
+        if (len(self.queue) < len(self.free_slots) and want > 0) or self.results and (
+                not self.queue or now >= self.record_by) or (self.events and now >= loop.next_timeline):
+            self.queue.extend(self._record_and_claim(loop, now, want))
+        while self.queue and self.free_slots:
+            self._start(self.queue.popleft())
+        if self.pids:
+            self.workdir.journal(self.name, "".join(self.pids))
+            self.pids = []
+        if not self.running and not self.queue and not self.suspects:
+            if self.results:
+                return True  # a line that could not start: record it first
+            if want > 0 and loop.recovered_at != now:
+                loop.next_recover = 0.0  # look for dead farmers' lines once more before ending
+                return True
+            return False
+        if now >= loop.next_beat:
+            try:
+                self.workdir.beat(self.name)
+            except OSError as e:
+                logger.warning("Cannot touch the heartbeat of %s: %s", self.name, e)
+            loop.next_beat = now + loop.beat_every
+        return self._wait(loop)
+
+    def _watch_walltime(self, loop: _Loop) -> None:
+        """Take no more lines once the allocation's time left is shorter than a line needs."""
+        if loop.end is None or loop.draining:
+            return
+        needed = self.options.task_seconds or self.longest
+        if loop.end - time.time() < needed * 1.1 + WALLTIME_MARGIN:
+            loop.draining = True
+            self.say(f"{loop.end - time.time():.0f} s left in the allocation, a line needs up to "
+                     f"{needed:.0f} s: taking no more lines")
+
+    def _record_and_claim(self, loop: _Loop, now: float, want: int) -> list[int]:
+        """Under one hold of the lock: record the lines that ended, claim up to ``want`` lines (those of dead
+        farmers too, now and then), write the timeline when due."""
+        workdir = self.workdir
+        with workdir.locked():
+            self._record_locked()
+            claimed = workdir.claim_locked(self.name, max(0, want))
+            if len(claimed) < want and now >= loop.next_recover:
+                loop.next_recover = now + loop.beat_every
+                loop.recovered_at = now
+                if workdir.recover_locked(self.name, self.tasks):
+                    claimed += workdir.claim_locked(self.name, want - len(claimed))
+            beyond = [i for i in claimed if i >= len(self.tasks)]
+            if beyond:  # another farmer took up lines added to the list after this one read it
+                workdir.release_locked(self.name, beyond, self.tasks)
+                claimed = [i for i in claimed if i < len(self.tasks)]
+                loop.grown = True
+            if self.events and (now >= loop.next_timeline or not self.running and not claimed):
                 workdir.append_timeline_locked(self.events)
                 self.events = []
-                if put_back:
-                    workdir.release_locked(self.name, put_back, self.tasks)
-                left = workdir.counts()["toprocess"]
-            workdir.unregister(self.name)
-            workdir.close()
-        except BaseException:
-            self._kill_all()
-            raise
+                loop.next_timeline = now + TIMELINE_EVERY
+        return claimed
+
+    def _wait(self, loop: _Loop) -> bool:
+        """Wait for a child's end, a stop signal or the next due time; False after a stop signal."""
+        wake = min(loop.next_beat, loop.next_timeline, self.record_by if self.results else loop.next_beat,
+                   *(held for *_, held in self.suspects))
+        busy = self.running or self.suspects
+        info = signal.sigtimedwait(WAITED, max(0.0, wake - time.monotonic()) if busy else 0)
+        if info is not None and info.si_signo in STOP_SIGNALS:
+            loop.stop = info.si_signo
+            return False
+        return True
+
+    def _stop_serving(self, loop: _Loop) -> tuple[list[int], int]:
+        """Stop the running lines after a stop signal, put back what was not done, record the rest, leave the
+        work dir; the lines put back and the lines left to process."""
+        workdir = self.workdir
+        put_back = self._stop_all() if loop.stop is not None else []
+        put_back += [run.task_id for run, *_ in self.suspects] + list(self.queue)
+        self.suspects = []
+        self.queue.clear()
+        with workdir.locked():
+            self._record_locked()
+            workdir.append_timeline_locked(self.events)
+            self.events = []
+            if put_back:
+                workdir.release_locked(self.name, put_back, self.tasks)
+            left = workdir.counts()["toprocess"]
+        workdir.unregister(self.name)
+        workdir.close()
+        return put_back, left
+
+    def _result(self, loop: _Loop, put_back: list[int], left: int) -> FarmResult:
+        """The farm's result and its last words; a requeue of the Slurm job when it stopped with lines left."""
+        stop = loop.stop
         result = FarmResult(exit_code_of(stop), self.finished, self.failed, put_back)
         if stop is not None:
             result.stopped_by = "the timeout" if stop == signal.SIGALRM else signal.Signals(stop).name
             self.say(f"Stopped by {result.stopped_by}: {len(put_back)} running line(s) put back into toprocess")
         # Slurm's warning before the time limit reaches the farmer as USR1, or as TERM forwarded by the job's
         # wrapper; a TERM long before the end is a cancel (scancel), after which a requeue would keep the job.
+        end = loop.end
         warned = stop == signal.SIGUSR1 or (stop == signal.SIGTERM and end is not None
-                                              and end - time.time() < options.signal_seconds + REQUEUE_SLACK)
-        if options.requeue and (warned or draining) and left:
+                                              and end - time.time() < self.options.signal_seconds + REQUEUE_SLACK)
+        if self.options.requeue and (warned or loop.draining) and left:
             self._requeue()
         self.say(f"Finished working: {self.finished} finished, {self.failed} failed in this run, {left} left to "
                  f"process")
