@@ -182,64 +182,17 @@ def _submit(options: dict[str, str], command: list[str], script: str | None) -> 
             return ERROR_EXIT
         job_id = table.next_group_id()
         group = str(job_id)
-        if script is not None:
-            path = table.store.specs_dir / f"{group}.script"
-            path.write_text(script)
-            path.chmod(0o755)
-            argv = [str(path)] if script.startswith("#!") else ["/bin/sh", str(path)]
-            text = next((ln for ln in script.splitlines() if ln.strip() and not ln.startswith("#")), "STDIN")
-        else:
-            text = " ".join(command)
-            argv = ["/bin/sh", "-c", text]
+        argv, text = _command(table, group, command, script)
         specs: dict[str, dict[str, Any]] = {}
         for index in indices or [0]:
             element = f"{job_id}[{index}]" if indices else group
-            cwd = os.path.normpath(
-                os.path.join(submit_cwd, options.get("-cwd", ".").replace("%J", group).replace("%I", str(index)))
-            )
-            stdout = _file(options.get("-oo") or options.get("-o"), job_id, index, cwd, "out")
-            stderr = _file(options.get("-eo") or options.get("-e"), job_id, index, cwd, "err") or stdout
             job_name = f"{name}[{index}]" if indices else (name or text)
-            env = _env(options.get("-env", ""), submit_env)
-            env.update(
-                {
-                    "LSB_JOBID": group,
-                    "LSB_JOBINDEX": str(index),
-                    "LSB_JOBNAME": job_name,
-                    "LSB_QUEUE": queue,
-                    "LSB_HOSTS": " ".join([hostname()] * cpus),
-                    "LSB_MCPU_HOSTS": f"{hostname()} {cpus}",
-                    "LSB_DJOB_NUMPROC": str(cpus),
-                    "LSB_MAX_NUM_PROCESSORS": str(cpus),
-                    "LS_SUBCWD": cwd,
-                    "LSB_SUB_HOST": hostname(),
-                    "LSB_BATCH_JID": element,
-                    "LSB_OUTPUTFILE": stdout or "",
-                    "LSB_ERRORFILE": stderr or "",
-                }
-            )
-            specs[element] = {
-                "argv": argv,
-                "cwd": cwd,
-                "env": env,
-                "stdin": options.get("-i"),
-                "stdout": stdout,
-                "stderr": stderr,
-                "append_stdout": "-oo" not in options,
-                "append_stderr": "-eo" not in options,
-                "walltime": walltime,
-            }
-            attrs = lsf_jobs.new_attrs(job_name, queue, cwd, text, index)
-            attrs.update(
-                {
-                    "output": stdout,
-                    "error": stderr,
-                    "resreq": options.get("-R"),
-                    "memlimit": options.get("-M"),
-                    "project": options.get("-P"),
-                    "runlimit": f"{walltime / 60:.1f}" if walltime else None,
-                }
-            )
+            spec = _element_spec(options, submit_env, submit_cwd, job_id, index, cpus, queue, job_name, element)
+            specs[element] = {**spec, "argv": argv, "walltime": walltime}
+            attrs = lsf_jobs.new_attrs(job_name, queue, spec["cwd"], text, index)
+            attrs.update({"output": spec["stdout"], "error": spec["stderr"], "resreq": options.get("-R"),
+                          "memlimit": options.get("-M"), "project": options.get("-P"),
+                          "runlimit": f"{walltime / 60:.1f}" if walltime else None})
             if limit:
                 attrs["_array_limit"] = limit
             fate = take_next_fate(table)
@@ -253,6 +206,36 @@ def _submit(options: dict[str, str], command: list[str], script: str | None) -> 
     where = f"queue <{queue}>" if "-q" in options else f"default queue <{queue}>"
     out(f"Job <{job_id}> is submitted to {where}.")
     return 0
+
+
+def _command(table: Any, group: str, command: list[str], script: str | None) -> tuple[list[str], str]:
+    """What the job runs (a script from stdin is kept in the store) and its command text as bjobs shows it."""
+    if script is None:
+        text = " ".join(command)
+        return ["/bin/sh", "-c", text], text
+    path = table.store.specs_dir / f"{group}.script"
+    path.write_text(script)
+    path.chmod(0o755)
+    argv = [str(path)] if script.startswith("#!") else ["/bin/sh", str(path)]
+    return argv, next((ln for ln in script.splitlines() if ln.strip() and not ln.startswith("#")), "STDIN")
+
+
+def _element_spec(options: dict[str, str], submit_env: dict[str, str], submit_cwd: str, job_id: int, index: int,
+                  cpus: int, queue: str, job_name: str, element: str) -> dict[str, Any]:
+    """How one job (array element) runs: its folder, files, stdin and environment (LSF's LSB_* variables)."""
+    group = str(job_id)
+    cwd = os.path.normpath(
+        os.path.join(submit_cwd, options.get("-cwd", ".").replace("%J", group).replace("%I", str(index))))
+    stdout = _file(options.get("-oo") or options.get("-o"), job_id, index, cwd, "out")
+    stderr = _file(options.get("-eo") or options.get("-e"), job_id, index, cwd, "err") or stdout
+    env = _env(options.get("-env", ""), submit_env)
+    env.update({"LSB_JOBID": group, "LSB_JOBINDEX": str(index), "LSB_JOBNAME": job_name, "LSB_QUEUE": queue,
+                "LSB_HOSTS": " ".join([hostname()] * cpus), "LSB_MCPU_HOSTS": f"{hostname()} {cpus}",
+                "LSB_DJOB_NUMPROC": str(cpus), "LSB_MAX_NUM_PROCESSORS": str(cpus), "LS_SUBCWD": cwd,
+                "LSB_SUB_HOST": hostname(), "LSB_BATCH_JID": element, "LSB_OUTPUTFILE": stdout or "",
+                "LSB_ERRORFILE": stderr or ""})
+    return {"cwd": cwd, "env": env, "stdin": options.get("-i"), "stdout": stdout, "stderr": stderr,
+            "append_stdout": "-oo" not in options, "append_stderr": "-eo" not in options}
 
 
 _ID = re.compile(r"^(\d+)(?:\[(\d+)(?:-(\d+))?\])?$")
