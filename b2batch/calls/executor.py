@@ -41,6 +41,7 @@ from b2batch.engine.steering import Step, Steering, drive
 from b2batch.runconfig import run_config
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
+from b2batch.settings.resolve import resolve_job_config
 
 logger = logging.getLogger(__name__)
 
@@ -119,14 +120,16 @@ class Executor:
         values["batch_system"] = batch_system
         self.name = name
         self.settings = CallSettings(name, values)
+        #: The settings of every job of this executor, resolved once (the calls front-end's resolver).
+        self.config = resolve_job_config(self.settings)
         record = record if record is not None else RunRecord(keep_ended=KEEP_ENDED)
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
         self.run.retry_reason = _retry_reason
         # job_shape (auto by default): the run decides per kind of call, as for luigi tasks (docs/job-shapes.md)
         # (``feed``: how the caller hands its calls over when it holds some back, an engine.shaped.Feed)
-        self.system = systems.add_to_run(self.run, self.settings("batch_system"), self.settings, self.settings,
+        self.system = systems.add_to_run(self.run, self.config["batch_system"], self.settings, self.config,
                                          shaping=True, feed=feed)
-        root = paths.resolve(self.settings("task_file_dir"))
+        root = paths.resolve(self.config["task_file_dir"])
         self.work_dir = (Path(work_dir) if work_dir is not None
                          else root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{self.run.tag}").resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -175,7 +178,7 @@ class Executor:
         if self.run.needs_job_script(job) and not self.run.writes_job_scripts(job):
             from b2batch.jobscript import wrapper
 
-            wrapper.write_job_script(job.files, self.settings, job.key, self.settings,
+            wrapper.write_job_script(job.files, self.settings, job.key, self.config,
                                      spec={"frontend": "calls", "unit": job.unit})
         future = CallFuture(self, job, single)
         self._requests.put(("submit", future))
@@ -189,7 +192,7 @@ class Executor:
                 "args": [f"{files.folder_text}/call.pkl", files.path_of("result_bytes"), self.import_path,
                          self.delete_call_file_on_load, self._base_dir_text]}
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
-                   files=files, settings=self.settings, params={"call": str(number)}, unit=unit,
+                   files=files, config=self.config, params={"call": str(number)}, unit=unit,
                    bootstrap=self._bootstrap, settings_key=self.settings)
 
     def cancel(self, futures: Iterable[CallFuture]) -> None:

@@ -4,7 +4,7 @@ The engine and the batch systems read run-level values (throttle, arrays, pollin
 limits, the run's batch system and base folder, global per-system options) only from ``run.config``, never
 from the settings store: two runs in one process each keep their own. A front-end builds it with
 :func:`b2batch.runconfig.run_config`, which reads the settings chain; values that belong to one job (a
-task's ``slurm_settings``, its ``poll_interval``, ...) travel with the job (``job.setting(name)``).
+task's ``slurm_settings``, its ``poll_interval``, ...) travel with the job (``job.config[name]``).
 
 The defaults here are those of b2batch's settings (``tests/engine/test_runconfig.py`` checks that they agree), for
 a run made without a front-end (``Run()`` in tests and tools).
@@ -73,10 +73,10 @@ class RunConfig:
     #: The folder relative paths of the run are relative to (None: the front-end's default, e.g. the script's).
     base_dir: Path | None = None
     #: The front-end's job-script maker, for the worker jobs the engine makes itself (pilots, bundles):
-    #: ``job_wrapper(owner, label, lookup, job_files, arguments)`` is the text of an executable wrapper that
-    #: runs the node-side entry point with ``arguments`` under the settings ``lookup(name)`` of ``owner``
-    #: (:func:`b2batch.jobscript.wrapper.job_wrapper`). None: the run makes no worker jobs.
-    job_wrapper: Callable[[Any, str, Callable[[str], Any], Any, list[str]], str] | None = None
+    #: ``job_wrapper(owner, label, config, job_files, arguments)`` is the text of an executable wrapper that
+    #: runs the node-side entry point with ``arguments`` under the settings ``config`` (a JobConfig) of
+    #: ``owner`` (:func:`b2batch.jobscript.wrapper.job_wrapper`). None: the run makes no worker jobs.
+    job_wrapper: Callable[[Any, str, Any, Any, list[str]], str] | None = None
 
     def __post_init__(self) -> None:
         # Frozen all the way down: a dict given here is copied into a read-only view.

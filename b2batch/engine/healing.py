@@ -112,7 +112,7 @@ class Healing:
         if state.status != JobStatus.aborted:
             return ""
         cause, why = self._cause(job, state)
-        room = job.resubmissions < job.setting("max_resubmissions")
+        room = job.resubmissions < job.config["max_resubmissions"]
         if cause == causes.NODE:
             return self._node_failure(job, state, why, room)
         if cause in (causes.MEMORY, causes.TIME) and self.policy.on and room:

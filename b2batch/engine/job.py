@@ -2,17 +2,17 @@
 
 The unit of work is generic: a wrapper script (a command line with its environment) in a job folder, whose
 exit code the wrapper writes to a file. A front-end makes jobs (a luigi task is one way to make one) and
-gives each a way to look up its settings; the engine submits them, follows them, submits again those the
+gives each its settings, resolved (a :class:`~b2batch.engine.jobconfig.JobConfig`); the engine submits them, follows them, submits again those the
 batch system lost, and hands back those that ended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from b2batch.engine.files import JobFiles
+from b2batch.engine.jobconfig import JobConfig
 from b2batch.engine.outcome import COMMAND_NOT_FOUND, SETUP_FAILED, JobOutcome
 
 
@@ -30,8 +30,9 @@ class Job:
     #: The batch system's name (the ``batch_system`` setting, resolved).
     system: str
     files: JobFiles
-    #: The work's settings: ``settings(name)`` follows the settings chain for this unit of work.
-    settings: Callable[[str], Any]
+    #: The work's settings, resolved once by the front-end when it made the job (:mod:`b2batch.engine.jobconfig`):
+    #: ``config["slurm_settings"]`` or ``config.slurm_settings``.
+    config: JobConfig
     params: dict[str, str] = field(default_factory=dict)
     #: The front-end's own object (e.g. the luigi task); the engine never looks at it.
     payload: Any = None
@@ -72,9 +73,6 @@ class Job:
     #: When the unit ran in its worker job (epoch seconds, start and end), as the worker measured it.
     ran: tuple[float, float] | None = None
 
-    def setting(self, name: str) -> Any:
-        return self.settings(name)
-
     def __str__(self) -> str:
         return self.name
 
@@ -89,7 +87,7 @@ class Job:
         what = outcome.describe()
         if outcome.exit_code == COMMAND_NOT_FOUND:
             what += (f"; the command was not found on the node: check the setting 'executable' "
-                     f"(now {self.setting('executable')!r}) and env_script")
+                     f"(now {self.config['executable']!r}) and env_script")
         elif outcome.exit_code == SETUP_FAILED and outcome.setup_failure:
             what += f"; the job could not set up its environment: {outcome.setup_failure}"
         where = f"job {self.job_id} on {self.system}" if self.job_id else f"its job on {self.system}"

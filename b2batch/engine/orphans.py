@@ -14,6 +14,7 @@ from typing import Any
 
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.engine.processes import note_lives
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -60,7 +61,7 @@ def end_earlier_pilots(task_files: Path, system_of: Callable[[str], BatchSystem 
             if system is None:
                 continue
             stub = Job(key=folder.name, name=what, family="pilot", system=system.name,
-                       files=JobFiles(folder=folder, log_folder=folder), settings=lambda name: None,
+                       files=JobFiles(folder=folder, log_folder=folder), config=NO_SETTINGS,
                        job_id=str(journal.get("job_id")))
             try:
                 recall = getattr(system, "recall", None)

@@ -25,7 +25,7 @@ from b2batch.errors import B2BatchError, TransientCommandError
 
 def _pool_root(run: Any, job: Job, kind: str, name: str) -> Path:
     """The folder of a pool's work queue, under the unit's task_file_dir (relative: to the run's base folder)."""
-    return _resolved(str(job.setting("task_file_dir")), run.config.base_dir or Path.cwd()) / f"_{kind}s" / name
+    return _resolved(str(job.config["task_file_dir"]), run.config.base_dir or Path.cwd()) / f"_{kind}s" / name
 
 
 @functools.lru_cache(maxsize=64)
@@ -55,7 +55,7 @@ class PilotSystem(PooledSystem):
 
     def wanted(self, pool: UnitPool) -> int:
         """Pilots wanted for ``pool``."""
-        return self.size(pool) if self.size is not None else pool.template.setting("pilot_jobs")
+        return self.size(pool) if self.size is not None else pool.template.config["pilot_jobs"]
 
     def take_back(self, job: Job) -> bool:
         """Take a unit out of its queue if no pilot has claimed it yet; whether it was taken back."""
@@ -141,11 +141,11 @@ class PilotSystem(PooledSystem):
         if wanted <= 0:
             return
         try:
-            carriers = [self._carrier(pool, pool.template.setting("pilot_idle_timeout")) for _ in range(wanted)]
+            carriers = [self._carrier(pool, pool.template.config["pilot_idle_timeout"]) for _ in range(wanted)]
             self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
         except TransientCommandError as e:
             pool.failing_since = pool.failing_since or now
-            limit = pool.template.setting("scheduler_unreachable_timeout")
+            limit = pool.template.config["scheduler_unreachable_timeout"]
             if now - pool.failing_since > limit:
                 self._give_up(pool, f"{e}\nThe batch system kept failing for {limit:g} s (setting "
                                     f"scheduler_unreachable_timeout); no pilot job was submitted.", changes)
@@ -173,7 +173,7 @@ class BundleSystem(PooledSystem):
         self.size = size
 
     def _size(self, job: Job) -> int:
-        return max(1, self.size(job) if self.size is not None else job.setting("tasks_per_job"))
+        return max(1, self.size(job) if self.size is not None else job.config["tasks_per_job"])
 
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
         """Units that may share jobs (the same settings, size and bundle key, in the order they came), in
@@ -183,7 +183,7 @@ class BundleSystem(PooledSystem):
             by_kind.setdefault(f"{signature(job, self.inner)}-{self._size(job)}-{job.bundle}", []).append(job)
         groups = []
         for members in by_kind.values():
-            size = self._size(members[0]) * max(1, members[0].setting("max_array_size"))
+            size = self._size(members[0]) * max(1, members[0].config["max_array_size"])
             groups += [members[i:i + size] for i in range(0, len(members), size)]
         return groups
 

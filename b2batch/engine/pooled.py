@@ -50,7 +50,7 @@ WORKER_SETTINGS = ("pilot_walltime", "pilot_task_seconds", "heartbeat_timeout", 
 def signature(job: Job, inner: BatchSystem | type[BatchSystem]) -> str:
     """What units must share to run in one worker job of the batch system ``inner``: the settings that shape
     its jobs (none of other systems'), the worker settings and their bootstrap."""
-    values = [job.bootstrap, *(job.setting(name) for name in (*inner.job_settings, *WORKER_SETTINGS))]
+    values = [job.bootstrap, *(job.config[name] for name in (*inner.job_settings, *WORKER_SETTINGS))]
     return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -118,17 +118,17 @@ class PooledSystem(BatchSystem):
         number = self.run.next_number()
         key = f"{self.kind}-{self.run.tag}-{number}"
         files = JobFiles.at(pool.queue.root, "jobs", key,
-                            self.run.config.resolve(template.setting("log_dir")) / f"{self.kind}s" / key)
+                            self.run.config.resolve(template.config["log_dir"]) / f"{self.kind}s" / key)
         carrier = Job(key=key, name=f"{self.kind} job {number} for {template.family}", family=template.family,
-                      system=self.inner.name, files=files, settings=template.settings)
+                      system=self.inner.name, files=files, config=template.config)
         files.make_folders()
         spec = dict(template.bootstrap or {})
         spec["worker"] = {"queue": str(pool.queue.root), "idle_timeout": idle_timeout,
-                          "heartbeat_timeout": template.setting("heartbeat_timeout"),
-                          "walltime": template.setting("pilot_walltime"),
-                          "unit_seconds": template.setting("pilot_task_seconds"), "worker": key}
+                          "heartbeat_timeout": template.config["heartbeat_timeout"],
+                          "walltime": template.config["pilot_walltime"],
+                          "unit_seconds": template.config["pilot_task_seconds"], "worker": key}
         files.write_spec(spec)
-        files.write_wrapper(job_wrapper(template.name, key, template.setting, files, [str(files.spec)]))
+        files.write_wrapper(job_wrapper(template.name, key, template.config, files, [str(files.spec)]))
         files.reset()
         return carrier
 
@@ -220,7 +220,7 @@ class PooledSystem(BatchSystem):
             self._carrier_ended(pool, carrier, ended[carrier.key], changes)
         now = time.monotonic()
         if now >= pool.next_check:
-            pool.next_check = now + max(1.0, pool.template.setting("heartbeat_timeout") / 6)
+            pool.next_check = now + max(1.0, pool.template.config["heartbeat_timeout"] / 6)
             self._check_heartbeats(pool, now, changes)
         if not pool.members:
             return
@@ -284,7 +284,7 @@ class PooledSystem(BatchSystem):
             pass  # cancelled on purpose (b2batch cancel): no failed start
         elif carrier.key not in pool.started and not state.scheduler_side and ended.exit_code != 0:
             pool.failed_starts += 1
-            limit = pool.template.setting("max_resubmissions")
+            limit = pool.template.config["max_resubmissions"]
             message = carrier.failure_message().replace(f"Task {carrier.family} (no parameters) failed",
                                                         f"The {self.kind} job could not run")
             logger.warning("%s (%d of %d)", message.splitlines()[0], pool.failed_starts, limit + 1)
@@ -296,7 +296,7 @@ class PooledSystem(BatchSystem):
             _remove_tree(carrier.files.folder)  # a failed one keeps its files for a look
 
     def _check_heartbeats(self, pool: UnitPool, now: float, changes: dict[Job, JobState]) -> None:
-        timeout = pool.template.setting("heartbeat_timeout")
+        timeout = pool.template.config["heartbeat_timeout"]
         beats = pool.queue.heartbeats()
         for worker, (text, beat) in beats.items():
             if pool.queue.is_revoked(worker):
@@ -313,7 +313,7 @@ class PooledSystem(BatchSystem):
                 pool.queue.revoke(worker)
                 carrier = pool.carriers.pop(worker, None) or Job(
                     key=worker, name=what, family=pool.template.family, system=self.inner.name,
-                    files=pool.template.files, settings=pool.template.settings, job_id=job_id)
+                    files=pool.template.files, config=pool.template.config, job_id=job_id)
                 try:
                     self.inner.cancel([carrier])
                 except B2BatchError as e:
@@ -328,7 +328,7 @@ class PooledSystem(BatchSystem):
     def _lose(self, pool: UnitPool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
         """The units a worker held when it was lost go back to the run, which submits them again."""
         wanted = self.wanted(pool) if self.kind == "pilot" else 1  # type: ignore[attr-defined]
-        limit = pool.template.setting("max_resubmissions") * max(1, wanted or 1)
+        limit = pool.template.config["max_resubmissions"] * max(1, wanted or 1)
         if self.kind == "pilot" and pool.lost > limit:
             self._give_up(pool, f"{pool.lost} {self.kind} jobs were lost (at most max_resubmissions x pilot_jobs = "
                                 f"{limit}); the last: {reason}", changes)
@@ -475,11 +475,11 @@ class PooledSystem(BatchSystem):
         """The worker job of an earlier steering process in ``folder`` if the inner batch system still has it:
         the one its journal names, or the one that carries the tag of its intent (a steering process killed
         while it submitted the job; its journal is written now)."""
-        files = JobFiles(folder=folder, log_folder=self.run.config.resolve(pool.template.setting("log_dir"))
+        files = JobFiles(folder=folder, log_folder=self.run.config.resolve(pool.template.config["log_dir"])
                          / f"{self.kind}s" / folder.name)
         intent, journal = files.read_intent(), files.read_submission()
         stub = Job(key=folder.name, name=f"{self.kind} job of an earlier run", family=pool.template.family,
-                   system=self.inner.name, files=files, settings=pool.template.settings)
+                   system=self.inner.name, files=files, config=pool.template.config)
         if intent is not None:
             if intent.get("system") != self.inner.name or not self.inner.adopt(stub, intent):
                 return None

@@ -235,7 +235,7 @@ class Run:
         outcome = JobOutcome.read(job.files, state)  # the one reading of how the job ended
         if outcome.exit_code == preemption.REQUEUE_EXIT and not self.interrupted:
             requeue = preemption.requeue_reason(outcome.exit_code, job.files.read_checkpointed(), job.requeues,
-                                                job.setting("max_checkpoint_requeues"))
+                                                job.config["max_checkpoint_requeues"])
             if requeue:  # the work saved a checkpoint on the batch system's warning: no failure, no resubmission
                 job.requeues += 1
                 logger.warning("Job %s: task %s %s", job.job_id, job, requeue)
@@ -243,7 +243,7 @@ class Run:
                 self._queue(job)
                 return
         reason = state.scheduler_side
-        if (not reason and state.status == JobStatus.aborted and job.setting("resubmit_failed_tasks")
+        if (not reason and state.status == JobStatus.aborted and job.config["resubmit_failed_tasks"]
                 and outcome.exit_code not in (None, 0)):
             reason = "the task failed and resubmit_failed_tasks is set"
         if not reason and state.status == JobStatus.aborted and self.retry_reason is not None:
@@ -252,7 +252,7 @@ class Run:
             # e.g. cancelled as the earlier run was interrupted, and still leaving the queue when this one began
             reason = "its job of an earlier run was killed before it could end (no exit code)"
         reason = self.healing.resubmit_reason(job, outcome, self.systems[job.system]) or reason
-        if reason and job.resubmissions < job.setting("max_resubmissions") and not self.interrupted:
+        if reason and job.resubmissions < job.config["max_resubmissions"] and not self.interrupted:
             self._resubmit(job, reason)
             return
         if self.healing.suspected(job) and not self.interrupted:
@@ -265,7 +265,7 @@ class Run:
     def _resubmit(self, job: Job, reason: str) -> None:
         job.resubmissions += 1
         logger.warning("Job %s: %s; submitting task %s again (%d of %d)", job.job_id, reason, job,
-                       job.resubmissions, job.setting("max_resubmissions"))
+                       job.resubmissions, job.config["max_resubmissions"])
         self.record.update(job, "resubmitted", reason)
         self._queue(job)
 

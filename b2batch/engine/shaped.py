@@ -89,7 +89,7 @@ class ShapingSystem(BatchSystem):
         cache = (job.settings_key, id(job.bootstrap), job.family) if job.settings_key is not None else None
         kind = self._kinds.get(cache) if cache is not None else None
         if kind is None:
-            sig, forced = signature(job, self.inner), str(job.setting("job_shape") or "auto")
+            sig, forced = signature(job, self.inner), str(job.config["job_shape"] or "auto")
             kind = self._kinds.setdefault((sig, job.family, forced), Kind(job.family, sig, forced))
             if cache is not None:
                 self._kinds[cache] = kind
@@ -216,7 +216,7 @@ class ShapingSystem(BatchSystem):
         if job.unit is None or job_wrapper is None or os.path.exists(job.files.path_of("wrapper")):
             return
         job.files.write_spec({**(job.bootstrap or {}), "unit": job.unit})
-        job.files.write_wrapper(job_wrapper(job.name, job.key, job.setting, job.files, [job.files.path_of("spec")]))
+        job.files.write_wrapper(job_wrapper(job.name, job.key, job.config, job.files, [job.files.path_of("spec")]))
 
     def _follow(self, job: Job, target: BatchSystem) -> None:
         kind = self._kind(job)

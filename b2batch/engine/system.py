@@ -25,7 +25,7 @@ class BatchSystem(abc.ABC):
     #: Name of the batch system, as used in the ``batch_system`` setting.
     name: ClassVar[str] = ""
     #: The settings that shape this system's jobs (their submit options, wrapper and environment), looked up
-    #: with ``job.setting(name)``: units that differ in one of them never share a pilot or bundle job, and
+    #: with ``job.config[name]``: units that differ in one of them never share a pilot or bundle job, and
     #: units that differ only in other settings (e.g. another system's options) do.
     job_settings: ClassVar[tuple[str, ...]] = ()
 

@@ -29,6 +29,7 @@ from b2batch.farm.stopping import exit_code_of
 from b2batch.farm.runners import load_runner
 from b2batch.farm.tasklist import load_handler
 from b2batch.farm.workdir import WorkDir
+from b2batch.settings.resolve import resolve_job_config
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,8 @@ class FarmSteering(Steering):
         self.settings = FarmSettings(**values)
         self.lookup = lambda key: get_setting(key, task=self.settings)
         self.run = Run(config=run_config(self.lookup, batch_system=self.system))
+        #: The settings of every pilot of the farm, resolved once (the farm's resolver).
+        self.config = resolve_job_config(self.settings, batch_system=self.system)
         self.command = pilot_command(args, self.workdir, lock_dir, self.requeue,
                                      "" if args.submit_only else self.run.tag)
         self.run.add_system(self.system, system_class)
@@ -122,9 +125,9 @@ class FarmSteering(Steering):
         folder = self.workdir.own / "jobs"
         files = JobFiles.at(folder, "pilots", key, log_folder=folder / "pilots" / key / "logs")
         job = Job(key=key, name=f"farm pilot {key}", family="farm", system=self.system, files=files,
-                  settings=self.lookup)
+                  config=self.config)
         files.make_folders()
-        wrapper.write_job_script(files, self.settings, key, self.lookup, command=self.command)
+        wrapper.write_job_script(files, self.settings, key, self.config, command=self.command)
         return job
 
     def submit_round(self, count: int, round_number: int) -> None:

@@ -94,10 +94,10 @@ def _system_name(value: Any) -> str:
     return str(value)
 
 
-def wanted(lookup: Any) -> bool:
-    """Whether the settings ``lookup(name)`` run jobs in a container (without checking them)."""
-    return bool(lookup("container") or lookup("apptainer_image")
-                or _system_name(lookup("batch_system")) == "apptainer")
+def wanted(config: Any) -> bool:
+    """Whether the settings ``config`` (a JobConfig) run jobs in a container (without checking them)."""
+    return bool(config["container"] or config["apptainer_image"]
+                or _system_name(config["batch_system"]) == "apptainer")
 
 
 def _fail(owner: Any, setting: str, value: Any, problem: str, fix: str) -> SettingError:
@@ -133,9 +133,9 @@ def _apptainer_on_path() -> str:
     return next((name for name in ("apptainer", "singularity") if shutil.which(name)), "apptainer")
 
 
-def _from_settings(owner: Any, lookup: Any) -> tuple[dict[str, Any], str] | None:
+def _from_settings(owner: Any, config: Any) -> tuple[dict[str, Any], str] | None:
     """The raw container description and the setting it came from, or None."""
-    value = lookup("container")
+    value = config["container"]
     if value:
         if not isinstance(value, dict):
             raise _fail(owner, "container", value, "it must be a dict (a JSON object)",
@@ -146,20 +146,20 @@ def _from_settings(owner: Any, lookup: Any) -> tuple[dict[str, Any], str] | None
             raise _fail(owner, "container", value, f"it has the unknown key(s) {', '.join(map(repr, unknown))}",
                         f"Known keys: {known}.")
         return dict(value), "container"
-    is_system = _system_name(lookup("batch_system")) == "apptainer"
-    image = lookup("apptainer_image")
+    is_system = _system_name(config["batch_system"]) == "apptainer"
+    image = config["apptainer_image"]
     if not image and not is_system:
         return None
     if not image:
         raise SettingError(f"Task {owner}: the batch_system 'apptainer' runs each task in an Apptainer container, "
                            f"but the setting 'apptainer_image' is not set. Set it to the image (a .sif file, a "
                            f"sandbox folder or a docker:// URI), e.g. \"/cvmfs/belle.cern.ch/images/belle2-base-el9\".")
-    engine = lookup("apptainer_cmd") or _apptainer_on_path()
+    engine = config["apptainer_cmd"] or _apptainer_on_path()
     name = Path(engine).name
     return {"engine": name if name in ("apptainer", "singularity") else "apptainer", "executable": engine,
-            "image": image, "mounts": _strings(owner, "apptainer_mounts", lookup("apptainer_mounts"), "mounts"),
-            "mount_defaults": lookup("apptainer_mount_defaults"),
-            "options": _strings(owner, "apptainer_additional_params", lookup("apptainer_additional_params"),
+            "image": image, "mounts": _strings(owner, "apptainer_mounts", config["apptainer_mounts"], "mounts"),
+            "mount_defaults": config["apptainer_mount_defaults"],
+            "options": _strings(owner, "apptainer_additional_params", config["apptainer_additional_params"],
                                 "options", split=True)}, "apptainer_image"
 
 
@@ -167,14 +167,13 @@ def _host_path(mount: str) -> str:
     return mount.split(":", 1)[0]
 
 
-def _default_mounts(lookup: Any, job_files: Any, working_dir: Path, env_script: Path | None) -> list[Path]:
+def _default_mounts(config: Any, job_files: Any, working_dir: Path, env_script: Path | None) -> list[Path]:
     """The folders and files a job needs, at their own paths: made where they are folders of b2batch's."""
-    from b2batch import settings
     from b2batch.jobscript.templating import PACKAGE_FOLDER
 
     folders = []
     for name in ("result_dir", "log_dir", "task_file_dir", "scratch_dir"):
-        value = lookup(name)
+        value = config[name]
         if value and "://" not in str(value):  # remote result_dirs are reached over the network
             folder = paths.resolve(value)
             folder.mkdir(parents=True, exist_ok=True)
@@ -182,7 +181,7 @@ def _default_mounts(lookup: Any, job_files: Any, working_dir: Path, env_script: 
     for folder in (job_files.folder, job_files.log_folder):
         folder.mkdir(parents=True, exist_ok=True)
     found = [working_dir, paths.base_dir(), *folders, job_files.folder, job_files.log_folder,
-             PACKAGE_FOLDER, *settings.settings_snapshot()["files"]]
+             PACKAGE_FOLDER, *config["settings_files"]]
     if env_script is not None:
         found.append(env_script)
     return [Path(p) for p in found]
@@ -201,11 +200,11 @@ def _without_nested(given: list[str], defaults: list[Path]) -> list[str]:
                       and not any(c != p and _inside(p, c) for c in candidates))]
 
 
-def container_of(owner: Any, lookup: Any, job_files: Any, working_dir: Path,
+def container_of(owner: Any, config: Any, job_files: Any, working_dir: Path,
                  env_script: Path | None) -> Container | None:
-    """The container the job of ``owner`` (with the settings ``lookup(name)``) runs in, or None; a bad setting
+    """The container the job of ``owner`` (with the settings ``config``, its JobConfig) runs in, or None; a bad setting
     raises :class:`SettingError` naming the task, the setting, the value and the fix."""
-    found = _from_settings(owner, lookup)
+    found = _from_settings(owner, config)
     if found is None:
         return None
     spec, setting = found
@@ -213,7 +212,7 @@ def container_of(owner: Any, lookup: Any, job_files: Any, working_dir: Path,
     if engine not in ENGINES:
         problem = "it names no engine" if engine is None else f"its engine {engine!r} is not one b2batch knows"
         raise _fail(owner, setting, spec, problem, f"Set \"engine\" to one of {', '.join(ENGINES)}.")
-    if _system_name(lookup("batch_system")) == "apptainer" and engine not in ("apptainer", "singularity"):
+    if _system_name(config["batch_system"]) == "apptainer" and engine not in ("apptainer", "singularity"):
         raise _fail(owner, setting, spec, f"the batch_system 'apptainer' cannot run {engine} containers",
                     "Use the engine apptainer or singularity, or the batch_system local.")
     image = spec.get("image")
@@ -233,7 +232,7 @@ def container_of(owner: Any, lookup: Any, job_files: Any, working_dir: Path,
     mounts = [str(paths.resolve(_host_path(m))) + m[len(_host_path(m)):] if not os.path.isabs(_host_path(m))
               else m for m in _strings(owner, setting, spec.get("mounts"), "mounts", shown=spec)]
     if mount_defaults:
-        mounts = _without_nested(mounts, _default_mounts(lookup, job_files, working_dir, env_script))
+        mounts = _without_nested(mounts, _default_mounts(config, job_files, working_dir, env_script))
     return Container(engine=engine, image=image.strip(), executable=executable, setting=setting, mounts=mounts,
                      options=_strings(owner, setting, spec.get("options"), "options", split=True, shown=spec),
                      workdir=str(working_dir), env_names=list(BATCH_VARIABLES) if engine in ("podman", "docker") else [])

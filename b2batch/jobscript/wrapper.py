@@ -18,23 +18,17 @@ from typing import Any
 from b2batch import paths
 from b2batch.jobscript import containers
 from b2batch.errors import SettingError
-from b2batch.settings import get_setting
 from b2batch.jobscript.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _lookup(task: Any) -> Any:
-    return lambda name: get_setting(name, task=task)
-
-
-def executable_of(task: Any, lookup: Any = None) -> list[str]:
+def executable_of(task: Any, config: Any) -> list[str]:
     """The ``executable`` setting as an argument list; default: the Python running the workflow, or
     ``python3`` of the image when the job runs in a container."""
-    lookup = lookup or _lookup(task)
-    value = lookup("executable")
+    value = config["executable"]
     if value is None:
-        return ["python3"] if containers.wanted(lookup) else [sys.executable]
+        return ["python3"] if containers.wanted(config) else [sys.executable]
     if isinstance(value, str):
         value = shlex.split(value)
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
@@ -43,9 +37,9 @@ def executable_of(task: Any, lookup: Any = None) -> list[str]:
     return list(value)
 
 
-def env_of(task: Any, lookup: Any = None) -> list[tuple[str, str]]:
+def env_of(task: Any, config: Any) -> list[tuple[str, str]]:
     """The ``env`` setting as validated (name, value) pairs."""
-    env = (lookup or _lookup(task))("env") or {}
+    env = config["env"] or {}
     if not isinstance(env, dict):
         raise SettingError(f"Task {task}: the setting 'env' must be a dict of variable names to values, not "
                            f"{type(env).__name__}. Example: {{\"OMP_NUM_THREADS\": \"1\"}}.")
@@ -56,9 +50,9 @@ def env_of(task: Any, lookup: Any = None) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in env.items()]
 
 
-def env_script_of(task: Any, lookup: Any = None) -> Path | None:
+def env_script_of(task: Any, config: Any) -> Path | None:
     """The ``env_script`` setting resolved to a path; an error when it names a file that is not there."""
-    value = (lookup or _lookup(task))("env_script")
+    value = config["env_script"]
     if not value:
         return None
     script = paths.resolve(value)
@@ -68,48 +62,41 @@ def env_script_of(task: Any, lookup: Any = None) -> Path | None:
     return script
 
 
-def write_job_script(job_files: Any, owner: Any, label: str, lookup: Any, *, spec: dict[str, Any] | None = None,
+def write_job_script(job_files: Any, owner: Any, label: str, config: Any, *, spec: dict[str, Any] | None = None,
                      command: list[str] | None = None, wrapper: bool = True, checkpoint: bool = False) -> None:
     """Write what a batch system runs for one job, the one place front-ends write a job's files: its spec
     (``job.json``, the unit of work, when given) and, unless ``wrapper`` is false (a unit that a pilot or bundle
     job runs), its executable wrapper. The wrapper runs ``command``, by default the node-side entry point on
-    the spec, under the ``executable`` setting, with the settings ``lookup(name)`` of ``owner`` (named in errors
+    the spec, under the ``executable`` setting, with the settings ``config`` (its JobConfig) of ``owner`` (named in errors
     as ``label``); a bad setting raises its SettingError before the wrapper is written."""
     if spec is not None:
         job_files.write_spec(spec)
     if not wrapper:
         return
     arguments = command if command is not None else [str(ENTRY_POINT), job_files.path_of("spec")]
-    job_files.write_wrapper(render_job_wrapper(owner, label, lookup, job_files, [*executable_of(owner, lookup),
+    job_files.write_wrapper(render_job_wrapper(owner, label, config, job_files, [*executable_of(owner, config),
                                                                                   *arguments], checkpoint=checkpoint))
 
 
-def render_wrapper(task: Any, job_files: Any) -> str:
-    """The executable wrapper of ``task``'s job."""
-    return render_job_wrapper(task, task.task_id, _lookup(task), job_files,
-                              [*executable_of(task), str(ENTRY_POINT), job_files.path_of("spec")],
-                              checkpoint=callable(getattr(task, "checkpoint", None)))
-
-
-def job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, arguments: list[str]) -> str:
+def job_wrapper(owner: Any, label: str, config: Any, job_files: Any, arguments: list[str]) -> str:
     """The executable wrapper of a job that runs the node-side entry point with ``arguments`` (under the
-    ``executable`` setting), with the settings ``lookup(name)`` of ``owner``: the job-script maker a front-end
+    ``executable`` setting), with the settings ``config`` (its JobConfig) of ``owner``: the job-script maker a front-end
     gives its run (``RunConfig.job_wrapper``) for the worker jobs the engine makes."""
-    return render_job_wrapper(owner, label, lookup, job_files,
-                              [*executable_of(owner, lookup), str(ENTRY_POINT), *arguments])
+    return render_job_wrapper(owner, label, config, job_files,
+                              [*executable_of(owner, config), str(ENTRY_POINT), *arguments])
 
 
-def render_job_wrapper(owner: Any, label: str, lookup: Any, job_files: Any, command: list[str],
+def render_job_wrapper(owner: Any, label: str, config: Any, job_files: Any, command: list[str],
                        checkpoint: bool = False) -> str:
     """The executable wrapper of a job that runs ``command`` (``executable`` is prepended by the caller), with
-    the settings ``lookup(name)`` of ``owner`` (named in errors); with ``checkpoint`` the batch system's warning
+    the settings ``config`` (its JobConfig) of ``owner`` (named in errors); with ``checkpoint`` the batch system's warning
     (SIGUSR1, SIGUSR2) is passed on to the command, which saves its state and ends with exit code 75."""
-    shell = lookup("shell")  # looked up once for the whole wrapper
+    shell = config["shell"]  # looked up once for the whole wrapper
     _check_shell(owner, shell)
-    configured = lookup("working_dir")
+    configured = config["working_dir"]
     working_dir = paths.resolve(configured) if configured else paths.base_dir()
-    env_script, env = env_script_of(owner, lookup), env_of(owner, lookup)
-    container = containers.container_of(owner, lookup, job_files, working_dir, env_script)
+    env_script, env = env_script_of(owner, config), env_of(owner, config)
+    container = containers.container_of(owner, config, job_files, working_dir, env_script)
     values = (label, *job_files.wrapper_paths())
     if container is None:  # the common case: the job's own values go into the wrapper its settings make
         parts = _skeleton(shell, str(working_dir), env_script and str(env_script), tuple(env), checkpoint)

@@ -29,7 +29,9 @@ from b2batch.luigi_frontend import b2luigi_messages, checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, refuse
 from b2batch.luigi_frontend.layout import job_folder, log_folder
+from b2batch.engine.jobconfig import JOB_SETTINGS, JobConfig
 from b2batch.settings import active_profile, get_setting, settings_snapshot
+from b2batch.settings.resolve import resolve_job_config
 
 
 @functools.lru_cache(maxsize=64)
@@ -181,9 +183,36 @@ def _settings_key(task: Any, classes: dict[type, bool]) -> Any:
     return cls
 
 
+_JOB_SETTING_NAMES = frozenset(JOB_SETTINGS)
+
+
+def _config_key(task: Any, classes: dict[type, bool]) -> Any:
+    """The task's class when neither it nor the task sets any setting of :data:`JOB_SETTINGS` itself (then every
+    such task of the class has the same JobConfig); else None. ``classes`` keeps, per class, whether it sets one."""
+    cls = type(task)
+    sets = classes.get(cls)
+    if sets is None:
+        sets = classes[cls] = any(hasattr(cls, name) for name in JOB_SETTINGS)
+    if sets or (vars(task).keys() & _JOB_SETTING_NAMES):
+        return None
+    return cls
+
+
 def _on_this_host(job: Job) -> bool:
     """Whether the job ran on this machine (local jobs, or pilots and bundles of local jobs)."""
     return job.system.partition("-")[0] in ("local", "test")
+
+
+def task_wrapper(task: Any, job_files: JobFiles) -> str:
+    """The executable wrapper of ``task``'s job, with the task's settings resolved as a run without flags does
+    (for tools and tests; a run writes it with :meth:`TaskJobs.write_files`)."""
+    from b2batch.jobscript import wrapper  # rendering needs jinja: imported only on the steering side
+
+    config = resolve_job_config(task)
+    return wrapper.render_job_wrapper(task, task.task_id, config, job_files,
+                                      [*wrapper.executable_of(task, config), str(wrapper.ENTRY_POINT),
+                                       job_files.path_of("spec")],
+                                      checkpoint=callable(getattr(task, "checkpoint", None)))
 
 
 class TaskJobs:
@@ -214,6 +243,10 @@ class TaskJobs:
         self._counted: set[str] = set()
         self._looked_at: set[str] = set()
         self._classes: dict[type, bool] = {}  # whether a task class sets a setting that shapes jobs
+        self._config_classes: dict[type, bool] = {}  # whether a task class sets a setting of JOB_SETTINGS
+        #: The JobConfigs of tasks whose settings come from the class alone, by (class, group size): resolved once
+        #: per class (and group size) and run, however many tasks it has.
+        self._configs: dict[Any, JobConfig] = {}
         self._end_earlier_pilots()
 
     def _end_earlier_pilots(self) -> None:
@@ -251,9 +284,27 @@ class TaskJobs:
         self._groups[task.task_id] = group
         return group
 
-    def _settings_of(self, task: Any) -> Any:
-        """``settings(name)`` of the task's job: its settings, where a group's size is its tasks_per_job."""
-        return _TaskSettings(self, task, self.group_of(task))
+    def config_of(self, task: Any) -> JobConfig:
+        """The luigi front-end's resolver: the task's settings as its job has them, resolved once (and once per
+        task class whose tasks set none themselves). Precedence: the task's attribute or method, the run's flags
+        (its batch_system: the task's own, else --batch-system, else the chain), set_setting, the settings files,
+        the profile's defaults; a group's size is its tasks_per_job; a task that can checkpoint gets the batch
+        system's warning in its submit options."""
+        group = self.group_of(task)
+        key = _config_key(task, self._config_classes)
+        cache = (key, group.size if group is not None else None) if key is not None else None
+        config = self._configs.get(cache) if cache is not None else None
+        if config is None:
+            given = {"batch_system": self.batch_system_of(task), "job_shape": self.job_shape_of(task)}
+            if group is not None:
+                given["tasks_per_job"] = group.size
+            config = resolve_job_config(task, self.run.config.flags, **given)
+            warned = {name: checkpoint.with_warning(task, name, config[name]) for name in checkpoint.WARNING_SETTINGS}
+            if any(warned[name] is not config[name] for name in warned):
+                config = config.replace(**warned)
+            if cache is not None:
+                self._configs[cache] = config
+        return config
 
     def job_shape_of(self, task: Any) -> str:
         """The task's job_shape: ``job_per_task`` where pilot_jobs or tasks_per_job is set for it (0 and 1: their
@@ -283,7 +334,7 @@ class TaskJobs:
                 return cls.system_name or cls.__name__, lambda run: ProcessSystem(run, cls)
             return None
 
-        return systems.add_to_run(self.run, self.batch_system_of(task), task, self._settings_of(task),
+        return systems.add_to_run(self.run, self.batch_system_of(task), task, self.config_of(task),
                                   adapt, shaping=True)
 
     def make(self, task: Any) -> Job:
@@ -293,7 +344,7 @@ class TaskJobs:
         files = task_files(task)
         group = self.group_of(task)
         return Job(key=task.task_id, name=str(task), family=task.task_family, system=system,
-                   files=files, settings=self._settings_of(task), bundle=group.key if group else None,
+                   files=files, config=self.config_of(task), bundle=group.key if group else None,
                    params=task.to_str_params(only_significant=True), payload=task,
                    # A task that checkpoints runs as its own job: its wrapper passes the batch system's warning on.
                    unit=None if checkpoint.can_checkpoint(task) else self._unit_of(task.task_module),
@@ -330,15 +381,7 @@ class TaskJobs:
                 "task_family": task.task_family, "task_id": task.task_id, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
                 "settings": self.settings, "result_file": files.path_of("result")}
-        seen: dict[str, Any] = {}  # the wrapper's settings, each looked up once for this job
-
-        def lookup(name: str) -> Any:  # the job's settings: batch_system is the run's (--batch-system) too
-            value = seen.get(name, seen)
-            if value is seen:
-                value = seen[name] = job.setting(name)
-            return value
-
-        wrapper.write_job_script(files, task, task.task_id, lookup, spec=spec,
+        wrapper.write_job_script(files, task, task.task_id, job.config, spec=spec,
                                  wrapper=self.run.needs_job_script(job),  # pilots and bundles have their own
                                  checkpoint=callable(getattr(task, "checkpoint", None)))
 
@@ -469,14 +512,14 @@ class TaskJobs:
             return
         if result is not None and result.get("status") == DONE and exit_code == 0:
             # Local jobs share this host's file system: their outputs are there at once, or never.
-            wait = 0.0 if _on_this_host(job) else get_setting("output_wait_timeout", task=task)
+            wait = 0.0 if _on_this_host(job) else job.config["output_wait_timeout"]
             deadline = time.monotonic() + wait
             self._check_outputs(job, deadline, time.monotonic())
             return
         error = (result or {}).get("error", "")
         if result is not None and result.get("status") == "checkpointed":
             error = (f"it saved its checkpoint on the batch system's warning {job.requeues} time(s) and was not "
-                     f"requeued again (max_checkpoint_requeues = {job.setting('max_checkpoint_requeues')}): raise "
+                     f"requeued again (max_checkpoint_requeues = {job.config['max_checkpoint_requeues']}): raise "
                      f"the setting or the job's time limit")
         self._end(job, FAILED, job.failure_message(error=error))
 
@@ -491,7 +534,7 @@ class TaskJobs:
             if _on_this_host(job):
                 what = f"its job ended without writing the outputs it declares: {missing}"
             else:
-                timeout = get_setting("output_wait_timeout", task=task)
+                timeout = job.config["output_wait_timeout"]
                 what = (f"its outputs did not appear within {timeout} s (setting output_wait_timeout): {missing}. "
                         f"Check that result_dir is on a file system the submit host sees, or that the task "
                         f"writes the outputs it declares")
@@ -513,25 +556,6 @@ class TaskJobs:
         self._awaiting_outputs.pop(task.task_id, None)
         self.run.settle(job, status == DONE, explanation)
         self._results.append(TaskResult(task, status, explanation))
-
-
-class _TaskSettings:
-    """``settings(name)`` of a task's job (:meth:`TaskJobs._settings_of`): one small object per job while it
-    runs, rather than a closure and its cells."""
-
-    __slots__ = ("jobs", "task", "group")
-
-    def __init__(self, jobs: TaskJobs, task: Any, group: Group | None) -> None:
-        self.jobs, self.task, self.group = jobs, task, group
-
-    def __call__(self, name: str) -> Any:
-        if name == "batch_system":
-            return self.jobs.batch_system_of(self.task)
-        if name == "job_shape":
-            return self.jobs.job_shape_of(self.task)
-        if self.group is not None and name == "tasks_per_job":
-            return self.group.size
-        return checkpoint.with_warning(self.task, name, get_setting(name, task=self.task))  # checkpoint(): a warning
 
 
 class JobTaskProcess:

@@ -291,7 +291,7 @@ class Dispatcher:
     def _lost(self, chunk: _Chunk, future: CallFuture, error: CallJobError) -> None:
         self.failed = True
         batch, start, end, job = chunk.batch, chunk.start, chunk.start + chunk.count, future.job
-        limit = job.setting("max_resubmissions")
+        limit = job.config["max_resubmissions"]
         lost = PoolJobLostError(
             f"Items {start} to {end - 1} of {batch.label}: their job ended without an answer after "
             f"{job.resubmissions} resubmission(s) (max_num_resubmissions={limit}); its stdout and stderr are "

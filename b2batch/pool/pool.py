@@ -152,7 +152,7 @@ class Pool:
             raise
         self.record = self.executor.run.record
         self.slots = throttle or self._system_slots()
-        window = 2 * throttle if throttle else self.executor.settings("max_array_size")
+        window = 2 * throttle if throttle else self.executor.config["max_array_size"]
         self.packer = Packer(self.work_dir)
         self._dispatcher = Dispatcher(self.executor, self.packer, window, task_errors, initializer,
                                       tuple(initargs))

@@ -20,6 +20,9 @@ from b2batch.errors import SettingError
 
 logger = logging.getLogger(__name__)
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["ENTRY_POINT_GROUPS", "detect", "known_systems", "system_class", "system_name_of"]
+
 ENTRY_POINT_GROUPS = ("b2batch.batch_systems", "b2luigi.batch_systems")
 
 BUILT_IN = {
@@ -126,14 +129,14 @@ def system_class(name: str | type, task: Any = None) -> type:
                        f"Fix the setting 'batch_system', or install the plugin that provides {name!r}.")
 
 
-def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None, shaping: bool = False,
+def add_to_run(run: Any, value: Any, owner: Any, config: Any, adapt: Any = None, shaping: bool = False,
                feed: Any = None) -> str:
     """Add the batch system ``value`` (a name, ``auto`` or a class) to ``run``, wrapped in pilot or bundle jobs
-    when the settings ``lookup(name)`` of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
+    when the settings ``config`` (a :class:`~b2batch.engine.jobconfig.JobConfig`) of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
     turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None.
     With ``shaping``, a front-end lets the units that set neither pilot_jobs nor tasks_per_job take the shape
     their setting ``job_shape`` asks for (:class:`~b2batch.engine.shaped.ShapingSystem`, known by the system's
-    name; the front-end's lookup gives the run's job_shape, from its RunConfig, where the unit sets none).
+    name; the front-end's resolver gives the run's job_shape, from its RunConfig, where the unit sets none).
     ``feed`` (:class:`~b2batch.engine.shaped.Feed`): how the front-end hands its units over, when it holds some
     back."""
     from b2batch.engine import BatchSystem
@@ -153,7 +156,7 @@ def add_to_run(run: Any, value: Any, owner: Any, lookup: Any, adapt: Any = None,
         raise SettingError(f"Task {owner}: the batch_system {value!r} is not an engine BatchSystem subclass"
                            f"{' (nor a b2batch.BatchProcess)' if adapt is not None else ''}; fix the setting "
                            f"'batch_system' or the plugin.")
-    pilots, per_job = lookup("pilot_jobs"), lookup("tasks_per_job")
+    pilots, per_job = config["pilot_jobs"], config["tasks_per_job"]
     if not pilots and per_job <= 1:
         return system.name
     if factory is not None:

@@ -64,7 +64,7 @@ def merged_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[st
     """The run's global htcondor_settings ``base`` overlaid with those of ``task`` (a job, or anything with
     ``setting``), without changing either."""
     merged = dict(base or {})
-    merged.update(task.setting("htcondor_settings") or {})
+    merged.update(task.config["htcondor_settings"] or {})
     return merged
 
 
@@ -80,7 +80,7 @@ def submit_description(task: Any, executable: str, folder: str, batch_name: str,
     if any(c in text for text in (executable, folder) for c in "\r\n"):
         raise SettingError(f"Task {task}: the job folder {folder!r} contains a line break, which an HTCondor "
                            f"submit description cannot hold; choose another task_file_dir.")
-    transfer = task.setting("transfer_files") or []
+    transfer = task.config["transfer_files"] or []
     what = f"task {task.key}" if count == 1 else f"an array of {count} {task.family} tasks"
     text = render("htcondor.sub.j2", what=what, executable=executable, arguments=arguments, folder=folder,
                   suffix=suffix, count=count, batch_name=batch_name, tag=safe_name(tag, 200) if tag else "",
@@ -111,7 +111,7 @@ def checked_settings(task: Any, base: Mapping[str, Any] | None = None) -> dict[s
         if "\n" in str(value) or "\r" in str(value):
             raise SettingError(f"Task {task}: htcondor_settings[{key!r}] contains a line break, which a submit "
                                f"description cannot hold.")
-    transfer = task.setting("transfer_files") or []
+    transfer = task.config["transfer_files"] or []
     if isinstance(transfer, str) or any("," in str(f) or "\n" in str(f) for f in transfer):
         raise SettingError(f"Task {task}: transfer_files must be a list of paths without commas, not {transfer!r}.")
     return settings
@@ -128,7 +128,7 @@ def place(task: Any) -> tuple[str, ...]:
     for setting, option, pattern, form in (("htcondor_pool", "-pool", _HOST, "host[:port]"),
                                            ("htcondor_schedd", "-name", _NAME, "a schedd name such as "
                                             "schedd@host.example.org")):
-        value = task.setting(setting)
+        value = task.config[setting]
         if value in (None, ""):
             continue
         if not isinstance(value, str) or value.startswith("-") or not pattern.match(value):
@@ -236,7 +236,7 @@ class HTCondorSystem(SchedulerSystem):
         # Checked here, job by job: a job with bad settings is not put into an array, and its error names it.
         settings = {**checked_settings(job, self.run.config.htcondor_settings), **self.overlay(job)}
         return [json.dumps(settings, sort_keys=True, default=str),
-                json.dumps(job.setting("transfer_files") or [], default=str), *place(job)]
+                json.dumps(job.config["transfer_files"] or [], default=str), *place(job)]
 
     def overlay(self, job: Job) -> dict[str, Any]:
         """Submit commands the run's policies set over the job's own: the escalated ``request_memory`` and run

@@ -28,13 +28,13 @@ BSUB_RESERVED = frozenset({"J", "o", "e", "oo", "eo", "cwd", "K", "I", "Ip", "Is
 def bsub_options(task: Any) -> list[str]:
     """``queue``, ``job_slots`` and ``lsf_settings`` of the task as bsub arguments, each checked."""
     arguments = []
-    queue = task.setting("queue")
+    queue = task.config["queue"]
     if queue:
         arguments += ["-q", str(queue)]
-    slots = task.setting("job_slots")
+    slots = task.config["job_slots"]
     if slots:
         arguments += ["-n", str(slots)]
-    settings = task.setting("lsf_settings") or {}
+    settings = task.config["lsf_settings"] or {}
     if not isinstance(settings, dict):
         raise SettingError(f"Task {task}: the setting 'lsf_settings' must be a dict of bsub options, e.g. "
                            f"{{\"W\": \"60\", \"R\": \"rusage[mem=2000]\"}}, not {settings!r}.")
@@ -132,7 +132,7 @@ class LSFSystem(SchedulerSystem):
         return _healed(options, escalated, excluded) if escalated or excluded else options
 
     def requested(self, job: Job) -> Request:
-        settings = job.setting("lsf_settings") or {}
+        settings = job.config["lsf_settings"] or {}
         if not isinstance(settings, dict):
             return Request()
         named = {str(k).lstrip("-"): v for k, v in settings.items()}

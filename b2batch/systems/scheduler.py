@@ -208,7 +208,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
     def job_name(self, job: Job) -> str:
         """The job's name: the job_name setting (default: the family) made safe (:func:`safe_name`), tagged with
         the run; a submission adds its own tag (:meth:`intend`)."""
-        return f"{safe_name(job.setting('job_name') or job.family)}.b2b{self.run.tag}"
+        return f"{safe_name(job.config['job_name'] or job.family)}.b2b{self.run.tag}"
 
     def job_id_of(self, stdout: str) -> str | None:
         """The job id in the submit command's output (the first line that one of :attr:`job_id_formats`
@@ -240,8 +240,8 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
 
     def submit(self, group: list[Job]) -> None:
         first = group[0]
-        self.call_timeout = first.setting("scheduler_call_timeout")
-        self.monitor.intervals = (first.setting("poll_interval"), first.setting("max_poll_interval"))
+        self.call_timeout = first.config["scheduler_call_timeout"]
+        self.monitor.intervals = (first.config["poll_interval"], first.config["max_poll_interval"])
         self.intend(group)  # before the scheduler may take them: a killed steering process leaves their tag behind
         if len(group) == 1:
             job = group[0]
@@ -255,7 +255,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
             self.monitor.invalidate()
             return
         first = group[0]
-        folder = self.run.config.resolve(first.setting("task_file_dir")) / "arrays" / (
+        folder = self.run.config.resolve(first.config["task_file_dir"]) / "arrays" / (
             f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
         folder.mkdir(parents=True, exist_ok=True)
         dispatch = folder / "dispatch.sh"
@@ -380,7 +380,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
             if record is not None and record.exit_code not in (0, None):
                 return JobState(JobStatus.aborted, self.describe(record), cause=record.cause or self.cause_of(record),
                                 node=record.node)
-        if time.monotonic() - watch.left_queue_at < job.setting("output_wait_timeout"):
+        if time.monotonic() - watch.left_queue_at < job.config["output_wait_timeout"]:
             return JobState(JobStatus.running)  # its exit-code file may still be on its way over a shared FS
         reason = (f"the job left {self.name}'s queue without writing its exit-code file {job.files.exit_code}: it "
                   f"was killed or lost by the batch system")
@@ -416,7 +416,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         re-attaches: a job that ended since is then found over by the usual status queries."""
         known = self._earlier
         if job_id not in known:
-            task_file_dir = self.run.config.resolve(job.setting("task_file_dir") or ".")
+            task_file_dir = self.run.config.resolve(job.config["task_file_dir"] or ".")
             ids = list(dict.fromkeys([job_id, *job.files.unfinished_submissions(self.name, task_file_dir)]))
             ids = [i for i in ids if i not in known]
             chunks = [ids] if self.lists_all_jobs else [ids[k:k + self.lookup_chunk]

@@ -162,15 +162,15 @@ class SGESystem(SchedulerSystem):
 
     def common_options(self, job: Job) -> list[str]:
         # Grid Engine ignores #! lines: -S names the shell. -V passes the submitter's environment on.
-        shell = job.setting("shell")
-        settings = job.setting("sge_settings") or {}
+        shell = job.config["shell"]
+        settings = job.config["sge_settings"] or {}
         escalated, excluded = self.escalated(job), self.excluded_nodes()
         if isinstance(settings, dict) and (escalated or excluded):
             settings = _healed(settings, escalated, excluded)
         return ["-V", "-S", shutil.which(shell) or shell, *qsub_options(settings, job)]
 
     def requested(self, job: Job) -> Request:
-        resources = _resources(job.setting("sge_settings") or {})
+        resources = _resources(job.config["sge_settings"] or {})
         try:
             memory = megabytes(resources["h_vmem"]) if resources.get("h_vmem") else None
         except ValueError:

@@ -161,7 +161,7 @@ class SlurmSystem(SchedulerSystem):
     lists_all_jobs: ClassVar[bool] = True
 
     def common_options(self, job: Job) -> list[str]:
-        settings = job.setting("slurm_settings") or {}
+        settings = job.config["slurm_settings"] or {}
         escalated, excluded = self.escalated(job), self.excluded_nodes()
         if isinstance(settings, dict) and (escalated or excluded):
             settings = _healed(settings, escalated, excluded)
@@ -177,7 +177,7 @@ class SlurmSystem(SchedulerSystem):
             native = self.monitor.states.get(job_id)
             if native is None or native.state != "PENDING":
                 continue
-            settings = job.setting("slurm_settings") or {}
+            settings = job.config["slurm_settings"] or {}
             excluded = _healed(settings if isinstance(settings, dict) else {}, None, nodes)["exclude"]
             by_list.setdefault(excluded, set()).add(job_id.split("_", 1)[0])  # an array: all its pending elements
         for excluded, ids in by_list.items():
@@ -191,7 +191,7 @@ class SlurmSystem(SchedulerSystem):
                     logger.info("Pending Slurm jobs not all moved off %s: %s", ",".join(nodes), e)
 
     def requested(self, job: Job) -> Request:
-        settings = job.setting("slurm_settings") or {}
+        settings = job.config["slurm_settings"] or {}
         if not isinstance(settings, dict):
             return Request()
         named = {SBATCH_SHORT.get(str(k).lstrip("-"), str(k).lstrip("-").replace("_", "-")): v
@@ -216,7 +216,7 @@ class SlurmSystem(SchedulerSystem):
         scheduler_log = folder / "slurm-%A_%a.out"
         # The run's throttle also as Slurm's own (%k): the engine keeps at most that many jobs in flight across
         # arrays, and Slurm then holds to it within each array too, as pypoolparty's users see it in squeue.
-        limit = self.run.max_in_flight or first.setting("max_jobs_in_flight")
+        limit = self.run.max_in_flight or first.config["max_jobs_in_flight"]
         elements = f"1-{count}%{int(limit)}" if limit else f"1-{count}"
         return ["sbatch", "--parsable", f"--array={elements}", f"--job-name={self.submitted_name(first)}",
                 f"--output={scheduler_log}", f"--error={scheduler_log}", f"--chdir={folder}", *common,
@@ -240,7 +240,7 @@ class SlurmSystem(SchedulerSystem):
         job_id = str(job.job_id)
         candidates = [job.files.folder / f"slurm-{job_id}.out"]
         if "_" in job_id:
-            arrays = self.run.config.resolve(job.setting("task_file_dir")) / "arrays"
+            arrays = self.run.config.resolve(job.config["task_file_dir"]) / "arrays"
             candidates += sorted(arrays.glob(f"*/slurm-{job_id}.out"))
         for log in candidates:
             try:

@@ -134,13 +134,14 @@ def test_slurm_throttle_is_also_the_arrays_percent_k_and_slurm_call_timeout_reac
 
 def test_a_slurm_array_carries_the_runs_throttle_as_percent_k(tmp_path: Path) -> None:
     from b2batch.engine import Job, JobFiles, Run
+    from b2batch.engine.jobconfig import NO_SETTINGS
     from b2batch.systems.slurm import SlurmSystem
 
     for limit, setting, expected in ((2, None, "--array=1-5%2"), (None, 3, "--array=1-5%3"),
                                      (None, None, "--array=1-5")):
         settings = {"max_jobs_in_flight": setting}
         job = Job(key="k", name="W(k)", family="W", system="slurm", files=JobFiles.at(tmp_path, "W", "k", tmp_path),
-                  settings=settings.get, params={})
+                  config=NO_SETTINGS.replace(**settings), params={})
         command, _stdin = SlurmSystem(Run(max_in_flight=limit)).array_command(job, [], tmp_path / "dispatch.sh",
                                                                               tmp_path, 5)
         assert expected in command, command

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import clean_env, wait_for
 
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.display import livefiles
 from b2batch.engine import Job, JobFiles, RunRecord
 from b2batch.engine.livestate import MAX_INTERVAL, LiveState
@@ -26,7 +27,7 @@ BATCH = ("--batch", "--batch-system", "local")
 
 
 def _job(key: str, folder: Path) -> Job:
-    return Job(key=key, name=key, family="Fam", system="local", params={"k": key}, settings=lambda name: None,
+    return Job(key=key, name=key, family="Fam", system="local", params={"k": key}, config=NO_SETTINGS,
                files=JobFiles.at(folder, "Fam", key, folder / "logs" / key))
 
 

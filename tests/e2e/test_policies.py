@@ -104,10 +104,9 @@ class _Job:
     """What a batch system's option check asks of a job: its settings."""
 
     def __init__(self, values: dict) -> None:
-        self.values = values
+        from b2batch.engine.jobconfig import NO_SETTINGS
 
-    def setting(self, name: str) -> object:
-        return self.values.get(name)
+        self.config = NO_SETTINGS.replace(**values)
 
     def __str__(self) -> str:
         return "Count(steps=8)"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import b2batch
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.display import monitor
 from b2batch.display.jobstates import RecordedJob, ask_batch_systems
 from b2batch.display.queues import QueueViews
@@ -53,7 +54,7 @@ def test_a_task_cancelled_on_purpose_says_so_instead_of_a_failure(tmp_path: Path
     files = JobFiles.at(tmp_path, "Leaf", "k", tmp_path / "logs")
     files.make_folders()
     files.record_cancel("cancelled with b2batch cancel")
-    job = Job(key="k", name="Leaf(n=1)", family="Leaf", system="lsf", files=files, settings={}.get,
+    job = Job(key="k", name="Leaf(n=1)", family="Leaf", system="lsf", files=files, config=NO_SETTINGS,
               params={"n": "1"})
     assert job.failure_message().splitlines()[0] == "Task Leaf (n=1) was cancelled with b2batch cancel before it ran."
     job.carrier = "pilot job 7 on lsf"
@@ -152,7 +153,7 @@ def test_a_cancel_of_jobs_that_ended_meanwhile_is_no_warning(state: str, warned:
     system = LSFSystem(Run())
     monkeypatch.setattr(system, "query_states", lambda ids: {i: NativeState(state) for i in ids})
     job = Job(key="k", name="W(k)", family="W", system="lsf", files=JobFiles.at(tmp_path, "W", "k", tmp_path),
-              settings={}.get, job_id="7")
+              config=NO_SETTINGS, job_id="7")
     system.cancel([job])
     assert ("Could not cancel lsf job(s) with bkill" in caplog.text) == warned, caplog.text
 

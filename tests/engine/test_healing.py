@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.engine import Job, JobFiles, JobState, JobStatus, NativeState, Run, causes
 from b2batch.engine.config import RunConfig
 from b2batch.engine.escalation import EscalationPolicy, Request, megabytes, seconds
@@ -37,7 +38,7 @@ def make_job(folder: Path, system: str, key: str = "Work_1") -> Job:
                                 "task_file_dir": str(folder / "task_files")}
     job = Job(key=key, name=f"Work({key})", family="Work", system=system,
               files=JobFiles.at(folder / "task_files", "Work", key, folder / "logs" / key),
-              settings=settings.__getitem__)
+              config=NO_SETTINGS.replace(**settings))
     job.files.make_folders()
     return job
 
@@ -286,8 +287,7 @@ def test_slurm_moves_its_pending_jobs_off_an_excluded_node(tmp_path: Path, monke
     for job_id, state in answers.items():
         job = make_job(tmp_path, "slurm", f"Work_{job_id}")
         if job_id == "400":  # the task's own exclude stays
-            job.settings = {**{k: job.setting(k) for k in ("max_resubmissions",)},
-                            "slurm_settings": {"exclude": "x9"}}.__getitem__
+            job.config = job.config.replace(slurm_settings={"exclude": "x9"})
         system._by_id[job_id] = job
         system.monitor.states[job_id] = NativeState(state=state)
     run._avoid_nodes("slurm", ("bad1",))

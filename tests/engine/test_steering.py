@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.engine import Job, JobFiles, Run
 from b2batch.engine.steering import Step, Steering, drive
 
@@ -25,7 +26,7 @@ class Recording(Steering):
         if len(self.fed) < 3:
             key = f"j{len(self.fed)}"
             files = JobFiles.at(self.tmp_path / "jobs", "f", key, self.tmp_path / "logs" / key)
-            job = Job(key=key, name=key, family="f", system="local", files=files, settings=lambda name: None)
+            job = Job(key=key, name=key, family="f", system="local", files=files, config=NO_SETTINGS)
             files.make_folders()
             files.write_wrapper("#!/bin/sh\nprintf '0\\n' > \"$(dirname \"$0\")/exit_code\"\n")
             self.fed.append(key)

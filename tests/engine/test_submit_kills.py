@@ -137,12 +137,10 @@ def test_job_names_and_tags_are_safe_for_every_scheduler(name: str, expected: st
 def test_an_htcondor_submission_carries_its_tag_as_an_attribute(tmp_path: Path) -> None:
     from b2batch.systems.htcondor import submit_description
 
-    class Task:
-        key, family = "k", "Work"
+    from b2batch.engine.jobconfig import NO_SETTINGS
 
-        @staticmethod
-        def setting(name: str) -> object:
-            return None
+    class Task:
+        key, family, config = "k", "Work", NO_SETTINGS
 
     text = submit_description(Task(), "/bin/true", str(tmp_path), "b2b123", tag='Work.b2b1-2"\nqueue 9')
     assert '+B2BatchSubmission = "Work.b2b1-2_queue_9"' in text and "queue 9" not in text.replace("_queue_9", "")

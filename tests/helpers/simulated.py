@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus, Run
 
 
@@ -55,4 +56,4 @@ def make_job(folder: Path, key: str, system: str = "simulated", **settings: obje
     defaults = {"max_resubmissions": 2, "resubmit_failed_tasks": False, **settings}
     return Job(key=key, name=f"Work({key})", family="Work", system=system,
                files=JobFiles.at(folder / "task_files", "Work", key, folder / "logs" / key),
-               settings=defaults.__getitem__, params={"key": key})
+               config=NO_SETTINGS.replace(**defaults), params={"key": key})

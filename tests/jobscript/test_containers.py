@@ -19,6 +19,9 @@ from conftest import clean_env
 from test_golden import _compare, _normalise
 
 import b2batch
+from b2batch.engine.jobconfig import NO_SETTINGS
+from b2batch.settings.resolve import resolve_job_config
+from b2batch.luigi_frontend.jobs import task_wrapper
 from b2batch.jobscript import containers, templating, wrapper
 from b2batch.errors import SettingError
 from b2batch.luigi_frontend.jobs import task_files
@@ -59,7 +62,7 @@ def fake_engine(folder: Path, name: str = "apptainer") -> Path:
 
 
 def render(task: b2batch.Task) -> str:
-    return wrapper.render_wrapper(task, task_files(task))
+    return task_wrapper(task, task_files(task))
 
 
 # --- golden command lines ------------------------------------------------------------------------------
@@ -142,9 +145,8 @@ def test_hostile_container_values_are_data(hostile: str, tmp_path: Path) -> None
                                       "mounts": [str(mount)], "options": ["--env-file", hostile]})
     task = Reconstruct(run_number=7)
     files = task_files(task)
-    lookup = lambda name: get_setting(name, task=task)
     files.make_folders()
-    files.write_wrapper(wrapper.render_job_wrapper(task, task.task_id, lookup, files,
+    files.write_wrapper(wrapper.render_job_wrapper(task, task.task_id, resolve_job_config(task), files,
                                                    [sys.executable, str(recorder), hostile]))
     done = subprocess.run(["bash", str(files.wrapper)], cwd=tmp_path, env=clean_env(FAKE_IMAGE=str(image)),
                           capture_output=True, text=True, timeout=60, check=False)
@@ -327,7 +329,7 @@ def test_compat_module_path() -> None:
     # b2luigi's class (its process API) stands for b2batch's apptainer system on the engine
     assert ApptainerProcess.engine_system == ApptainerSystem.name == "apptainer"
     assert system_class("apptainer") is ApptainerSystem
-    assert containers.wanted(lambda name: ApptainerProcess if name == "batch_system" else None)
+    assert containers.wanted(NO_SETTINGS.replace(batch_system=ApptainerProcess))
 
 
 # --- real podman ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import b2batch
+from b2batch.luigi_frontend.jobs import task_wrapper
 from b2batch import paths
 from b2batch.jobscript import wrapper
 from b2batch.engine import Run
@@ -52,7 +53,7 @@ def task(tmp_path: Path) -> Reconstruct:
 
 def test_executable_wrapper(task: Reconstruct, tmp_path: Path) -> None:
     job_files = task_files(task)
-    _compare("executable_wrapper.sh", _normalise(wrapper.render_wrapper(task, job_files), tmp_path))
+    _compare("executable_wrapper.sh", _normalise(task_wrapper(task, job_files), tmp_path))
 
 
 def test_htcondor_submit_description(task: Reconstruct, tmp_path: Path) -> None:

@@ -18,6 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import b2batch
+from b2batch.settings.resolve import resolve_job_config
+from b2batch.luigi_frontend.jobs import task_wrapper
 from b2batch.jobscript import wrapper
 from b2batch.errors import SettingError
 from b2batch.engine.files import JobFiles
@@ -161,7 +163,7 @@ def test_rendered_wrapper_quotes_each_value_once(tmp_path: Path) -> None:
     b2batch.set_setting("working_dir", str(tmp_path / "w d"))
     task = Quoted(value="v")
     job_files = task_files(task)
-    text = wrapper.render_wrapper(task, job_files)
+    text = task_wrapper(task, job_files)
     assert "export X='it'\"'\"'s'\n" in text
     assert f"cd {shlex.quote(str(tmp_path / 'w d'))} ||" in text
     assert f"exec >>{shlex.quote(str(job_files.stdout))} 2>>{shlex.quote(str(job_files.stderr))}\n" in text
@@ -172,33 +174,33 @@ def test_rendered_wrapper_quotes_each_value_once(tmp_path: Path) -> None:
 def test_invalid_environment_variable_names_are_refused(env: dict[str, str]) -> None:
     b2batch.set_setting("env", env)
     with pytest.raises(SettingError, match="'env'"):
-        wrapper.env_of(Quoted(value="v"))
+        wrapper.env_of(Quoted(value="v"), resolve_job_config(Quoted(value="v")))
 
 
 def test_env_must_be_a_dict() -> None:
     b2batch.set_setting("env", ["A=1"])
     with pytest.raises(SettingError, match="must be a dict"):
-        wrapper.env_of(Quoted(value="v"))
+        wrapper.env_of(Quoted(value="v"), resolve_job_config(Quoted(value="v")))
 
 
 @pytest.mark.parametrize("executable", [[], "", [1, 2], {"python": 1}])
 def test_unusable_executable_is_refused_naming_the_setting(executable: object) -> None:
     b2batch.set_setting("executable", executable)
     with pytest.raises(SettingError, match="'executable'"):
-        wrapper.executable_of(Quoted(value="v"))
+        wrapper.executable_of(Quoted(value="v"), resolve_job_config(Quoted(value="v")))
 
 
 def test_executable_string_is_split_like_a_shell_does() -> None:
     b2batch.set_setting("executable", "/opt/venv/bin/python3 -u")
-    assert wrapper.executable_of(Quoted(value="v")) == ["/opt/venv/bin/python3", "-u"]
+    assert wrapper.executable_of(Quoted(value="v"), resolve_job_config(Quoted(value="v"))) == ["/opt/venv/bin/python3", "-u"]
     b2batch.set_setting("executable", "'/opt/my python/bin/python3' -u")
-    assert wrapper.executable_of(Quoted(value="v")) == ["/opt/my python/bin/python3", "-u"]
+    assert wrapper.executable_of(Quoted(value="v"), resolve_job_config(Quoted(value="v"))) == ["/opt/my python/bin/python3", "-u"]
 
 
 def test_missing_env_script_is_a_clear_error(tmp_path: Path) -> None:
     b2batch.set_setting("env_script", "nowhere/setup.sh")
     with pytest.raises(SettingError, match="env_script.*nowhere/setup.sh"):
-        wrapper.env_script_of(Quoted(value="v"))
+        wrapper.env_script_of(Quoted(value="v"), resolve_job_config(Quoted(value="v")))
 
 
 # --- a whole workflow in a folder named to break shells ---------------------------------------------------------

@@ -37,11 +37,11 @@ def steer(folder: Path, system: str, n: int, seconds: float, array: bool, name: 
     """Run the N tasks on ``system`` to their end; 0 if all succeeded."""
     from b2batch.engine import Job, JobFiles, Run
     from b2batch.engine.config import RunConfig
-    from b2batch.settings import get_setting
+    from b2batch.settings.resolve import resolve_job_config
     from b2batch.systems import system_class
 
     own = _settings(system, name, folder, array)
-    settings = lambda key: own[key] if key in own else get_setting(key)  # noqa: E731
+    job_config = resolve_job_config(None).replace(**own)
     config = RunConfig(poll_interval=0.2, max_poll_interval=0.5, max_array_size=n if array else 1,
                        submission_window=0.0, scheduler_call_timeout=60)
     run = Run(config=config)
@@ -57,7 +57,7 @@ def steer(folder: Path, system: str, n: int, seconds: float, array: bool, name: 
         files.write_spec({"task_family": "Work", "task_params": {"i": i}})  # for b2batch status
         files.write_wrapper(f"#!/bin/sh\necho \"start $$ $(date +%s.%N)\" >> {folder}/runs/{key}.txt\n"
                             f"sleep {seconds}\necho 0 > {files.path_of('exit_code')}\n")
-        jobs.append(Job(key=key, name=f"Work({key})", family="Work", system=system, files=files, settings=settings))
+        jobs.append(Job(key=key, name=f"Work({key})", family="Work", system=system, files=files, config=job_config))
     with run.holding():
         for job in jobs:
             run.submit(job)

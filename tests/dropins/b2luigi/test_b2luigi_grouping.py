@@ -21,6 +21,7 @@ from conftest import clean_env
 import b2batch
 from b2batch.luigi_frontend import parameters
 from b2batch.engine import BatchSystem, Job, Run
+from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.errors import SettingError
 from b2batch.luigi_frontend.grouping import Slots, group_of
@@ -182,7 +183,7 @@ def test_answers_of_a_shared_batch_system_reach_the_follower_they_belong_to() ->
 
     run = Run()
     system = run.add_system("all", AnswersForAll)
-    own, carrier = (Job(key=k, name=k, family="F", system="all", files=None, settings=lambda n: None)
+    own, carrier = (Job(key=k, name=k, family="F", system="all", files=None, config=NO_SETTINGS)
                     for k in ("own", "carrier"))
     run.live[id(own)] = own
     AnswersForAll.answer = {own: JobState(JobStatus.successful), carrier: JobState(JobStatus.aborted)}

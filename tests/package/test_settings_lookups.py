@@ -1,0 +1,119 @@
+"""Tripwire (issue 41, must-have 1): settings are looked up above the engine, once, into a job's JobConfig.
+
+Every module under ``b2batch/`` is read with ``ast`` (nothing is imported). The test fails when
+
+- a module calls ``get_setting`` (or ``find_setting``), or hands it on, that is not listed below as the settings store, a
+  resolver, a command-line module or known debt (a front-end module that still reads its own settings; the
+  list shrinks as they are paid: a listed module that no longer calls it fails too, so the list stays true);
+- a module under ``engine/``, ``systems/`` or ``jobscript/`` calls ``.setting(...)``, ``.settings(...)`` or a
+  ``lookup(...)``, takes a parameter named ``lookup``, or imports the settings store.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "b2batch"
+
+#: The store itself.
+STORE = {"b2batch.settings", "b2batch.settings.resolve", "b2batch.settings.declared", "b2batch.settings.typos"}
+#: The resolvers: where a front-end turns its unit's (or run's) settings into a JobConfig or a RunConfig.
+RESOLVERS = {
+    "b2batch.runconfig": "RunConfig of every front-end",
+    "b2batch.luigi_frontend.jobs": "TaskJobs.config_of, the luigi front-end's (and b2luigi's) resolver",
+    "b2batch.calls.executor": "the calls executor's (joblib, Pool): CallSettings",
+    "b2batch.farm.batch": "the farm's: FarmSettings",
+    "b2batch.joblib.options": "joblib's backend options over the settings",
+    "b2batch.joblib.run": "joblib's job_shape and pilot_jobs of a batch of calls",
+    "b2batch.pool.pool": "Pool's settings={...} over the settings",
+}
+#: The command-line modules (a process's entry: which folders, which run).
+COMMAND_LINE = {
+    "b2batch.console": "b2batch status/cancel/show: the task and log folders",
+    "b2batch.display.commands": "b2batch report/monitor/timeline: the log folder",
+    "b2batch.luigi_frontend.workflow": "process(): the run's flags and modes",
+}
+#: Front-end modules that still read settings themselves (for a task, not for its job): known debt.
+KNOWN_DEBT = {
+    "b2batch.display.monitor": "the log folder of the live view",
+    "b2batch.display.report": "the log folder of the report",
+    "b2batch.remote.outputs": "the retries of remote outputs",
+    "b2batch.remote.base": "scratch_dir of remote targets",
+    "b2batch.remote.plain": "scratch_dir of remote targets",
+    "b2batch.remote.webdav": "the WebDAV credentials",
+    "b2batch.joblib.backend": "the joblib work folder",
+    "b2batch.luigi_frontend.task": "result_dir and the output layout of a task",
+    "b2batch.luigi_frontend.batch_process": "b2luigi's BatchProcess plugins",
+    "b2batch.luigi_frontend.b2luigi_messages": "b2luigi's texts",
+    "b2batch.luigi_frontend.grouping": "b2luigi's max_grouping_size",
+    "b2batch.luigi_frontend.staging": "staging of inputs",
+    "b2batch.luigi_frontend.dispatching": "b2luigi's dispatch()",
+    "b2batch.luigi_frontend.checkpoint": "checkpoint_warning",
+    "b2batch.luigi_frontend.layout": "the job and log folders of a task",
+    "b2batch.luigi_frontend.temporary": "scratch_dir of temporary files",
+    "b2batch.luigi_frontend.retry": "luigi's retries",
+    "b2batch.luigi_frontend.checks": "the graph checks",
+}
+ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)
+BELOW = ("b2batch.engine", "b2batch.systems", "b2batch.jobscript")
+LOOKUPS = {"get_setting", "find_setting"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def calls_of(path: Path) -> set[str]:
+    """The names of the functions and methods ``path`` calls or hands on (``lookup or get_setting``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call):
+            found.add(_called(node))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            found.add(node.id)
+    return found
+
+
+def test_get_setting_is_called_only_by_the_store_resolvers_command_line_and_known_debt() -> None:
+    calling = {name for name, path in MODULES.items() if calls_of(path) & LOOKUPS}
+    assert sorted(calling - ALLOWED) == [], "look settings up in the front-end's resolver, into the job's JobConfig"
+    paid = sorted((set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)) - calling)
+    assert paid == [], "these no longer look settings up: take them off the lists"
+
+
+def test_nothing_below_the_front_ends_looks_a_setting_up() -> None:
+    found = []
+    for name, path in MODULES.items():
+        if not name.startswith(BELOW):
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _called(node) in ("setting", "settings", "lookup", *LOOKUPS):
+                found.append(f"{name}:{node.lineno} calls {_called(node)}()")
+            elif isinstance(node, ast.arg) and node.arg == "lookup":
+                found.append(f"{name}:{node.lineno} takes a lookup parameter")
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                if any(m == "b2batch.settings" or m.startswith("b2batch.settings.") for m in modules):
+                    found.append(f"{name}:{node.lineno} imports the settings store")
+    assert found == [], "read job.config (a JobConfig the front-end resolved), never the settings store"
+
+
+def test_the_tripwire_sees_a_lookup(tmp_path: Path) -> None:
+    module = tmp_path / "made_up.py"
+    module.write_text("from b2batch.settings import get_setting\n\ndef f(job):\n    return job.setting('x') or "
+                      "get_setting('y')\n")
+    assert {"setting", "get_setting"} <= calls_of(module)
