@@ -1,8 +1,8 @@
 """b2luigi's HTCondor example (its batch documentation: ten number tasks and their average, each with
 htcondor_settings) through the b2luigi drop-in on the real HTCondor of tests/clusters/htcondor.sh, as the
-unprivileged test user. The luigi summary is luigi's for eleven successful tasks, which issue 43 reports b2luigi 1.3.0
-printing for the same script on this pool (in 121 s, a job per task; not rerun here); the jobs ask HTCondor for what the
-tasks' htcondor_settings say."""
+unprivileged test user. SUMMARY is what b2luigi 1.3.0 itself printed for this script on this pool (its venv of
+tests/peers/install.sh, as the test user, 2026-11-29: exit status 0, a job per task, about 4 minutes, too long to
+rerun in the suite); the jobs ask HTCondor for what the tasks' htcondor_settings say."""
 
 from __future__ import annotations
 
