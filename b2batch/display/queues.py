@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import FILE_NAMES
+from b2batch.engine.outcome import has_ended
 from b2batch.engine.workqueue import WorkQueue
 
 #: The folders of a task_file_dir that hold work queues, by the kind of worker job that serves them.
@@ -40,7 +41,7 @@ class WorkerJob:
 
     @property
     def ended(self) -> bool:
-        return (self.folder / FILE_NAMES["exit_code"]).exists()
+        return has_ended(self.folder)
 
 
 @dataclass

@@ -294,7 +294,8 @@ class JobFiles:
                 record = json.loads(journal.read_text())
             except (OSError, ValueError):
                 continue
-            if record.get("system") == system and record.get("job_id") and not (journal.parent / "exit_code").exists():
+            ended = (journal.parent / FILE_NAMES["exit_code"]).exists()
+            if record.get("system") == system and record.get("job_id") and not ended:
                 ids.append(str(record["job_id"]))
         return ids
 

@@ -27,7 +27,7 @@ from b2batch.engine import causes
 from b2batch.engine.escalation import Escalation, EscalationPolicy, Request
 from b2batch.engine.nodes import NodeFailure, NodeHealth
 from b2batch.engine.outcome import JobOutcome
-from b2batch.engine.state import JobState, JobStatus
+from b2batch.engine.state import JobStatus
 
 if TYPE_CHECKING:
     from b2batch.engine.config import RunConfig
@@ -97,12 +97,10 @@ class Healing:
 
     # --- what the run asks ----------------------------------------------------------------------------
 
-    def resubmit_reason(self, job: Job, state: JobOutcome | JobState, system: BatchSystem) -> str:
-        """Account for the end of ``job`` (its outcome, the engine's one reading of it; a bare JobState is read
-        into one); why to submit it again, or ""."""
+    def resubmit_reason(self, job: Job, state: JobOutcome, system: BatchSystem) -> str:
+        """Account for the end of ``job`` from its outcome (the engine's one reading of it, the run's); why to
+        submit it again, or ""."""
         self._suspects.pop(job.key, None)  # each end is judged afresh: an earlier suspicion went with its job
-        if not isinstance(state, JobOutcome):
-            state = JobOutcome.read(job.files, state)
         if state.status == JobStatus.successful:
             # Where the batch system names the node, every good end counts; else the wrapper's log is read only
             # once some node is suspected.

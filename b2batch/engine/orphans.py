@@ -15,6 +15,7 @@ from typing import Any
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
 from b2batch.engine.jobconfig import NO_SETTINGS
+from b2batch.engine.outcome import has_ended
 from b2batch.engine.processes import note_lives
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -41,7 +42,7 @@ def end_earlier_pilots(task_files: Path, system_of: Callable[[str], BatchSystem 
         notes = queue.steerings()
         if any(steering_lives(about) for about in notes.values()):
             continue
-        jobs = [f.parent for f in queue.root.glob("jobs/*/submission.json") if not (f.parent / "exit_code").exists()]
+        jobs = [f.parent for f in queue.root.glob("jobs/*/submission.json") if not has_ended(f.parent)]
         if not jobs and not notes:
             continue
         queue.finish_all()

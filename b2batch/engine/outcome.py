@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from b2batch.engine.files import JobFiles
+from b2batch.engine.files import FILE_NAMES, JobFiles
 from b2batch.engine.state import JobState, JobStatus
 
 #: Exit code of the wrapper when the job's own set-up (env_script, working_dir) failed.
@@ -74,7 +74,7 @@ class JobOutcome:
     def read(cls, files: JobFiles, state: JobState | None = None) -> JobOutcome:
         """The outcome of the job whose files are ``files`` and whose batch job ended in ``state`` (None: judged
         from its exit code alone: successful with 0, aborted otherwise)."""
-        code = files.read_exit_code()
+        code = written_exit_code(files)
         if state is None:
             state = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
         return cls(status=state.status, reason=state.reason, scheduler_side=state.scheduler_side, cause=state.cause,
@@ -111,9 +111,35 @@ class JobOutcome:
 def last_outcome(files: JobFiles) -> JobOutcome | None:
     """How the last job in a job folder ended (e.g. one of an earlier steering process); None when it has not
     written its exit code (it may still run, or was lost)."""
-    if files.read_exit_code() is None:
+    if written_exit_code(files) is None:
         return None
     return JobOutcome.read(files)
+
+
+def written_exit_code(files: JobFiles) -> int | None:
+    """The exit code the job's wrapper wrote, None while there is none: the one reading of the exit-code file
+    (the run's outcome, a batch system's judgement of a job that left its queue, an earlier run's job)."""
+    return files.read_exit_code()
+
+
+def status_of_files(files: JobFiles) -> JobStatus | None:
+    """How the job ended by its own files alone: successful (exit code 0), aborted (another), or None (no exit
+    code yet: the batch system's answer decides)."""
+    code = written_exit_code(files)
+    return None if code is None else JobStatus.successful if code == 0 else JobStatus.aborted
+
+
+def has_ended(folder: str | Path) -> bool:
+    """Whether the job of the job folder ``folder`` wrote its exit code (without reading it)."""
+    return (Path(folder) / FILE_NAMES["exit_code"]).exists()
+
+
+def ended_at(files: JobFiles) -> float | None:
+    """When the job's wrapper wrote its exit code (epoch seconds), or None."""
+    try:
+        return files.exit_code.stat().st_mtime
+    except OSError:
+        return None
 
 
 def _signal_name(code: int | None) -> str:

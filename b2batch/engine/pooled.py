@@ -33,7 +33,7 @@ from typing import Any
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
 from b2batch.engine.processes import process_started
-from b2batch.engine.outcome import JobOutcome
+from b2batch.engine.outcome import JobOutcome, has_ended, status_of_files
 from b2batch.engine.state import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.workqueue import WorkQueue
@@ -258,8 +258,8 @@ class PooledSystem(BatchSystem):
                 self.run.record.worker_job(worker, units=1)
             if ran.get("started") and ran.get("ended"):
                 job.ran = (float(ran["started"]), float(ran["ended"]))
-            code = job.files.read_exit_code()
-            changes[job] = JobState(JobStatus.successful if code == 0 else JobStatus.aborted)
+            by_files = status_of_files(job.files)  # a unit's end is its exit code alone
+            changes[job] = JobState(JobStatus.aborted if by_files is None else by_files)
 
     def _carrier_ended(self, pool: UnitPool, carrier: Job, state: JobState, changes: dict[Job, JobState]) -> None:
         self._take_done(pool, changes)  # what it finished before it ended counts
@@ -462,7 +462,7 @@ class PooledSystem(BatchSystem):
         """Follow the worker jobs of earlier steering processes that the inner batch system still has."""
         for folder in sorted({path.parent for name in ("submission.json", "submitting.json")
                               for path in pool.queue.root.glob(f"jobs/*/{name}")}):
-            if (folder / "exit_code").exists():
+            if has_ended(folder):
                 _remove_tree(folder)  # a worker job that ended: nothing to follow
                 continue
             stub = self._earlier_carrier(pool, folder)

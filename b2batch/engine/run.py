@@ -28,7 +28,7 @@ from b2batch.engine import preemption
 from b2batch.engine.config import RunConfig
 from b2batch.engine.healing import Healing
 from b2batch.engine.job import Job
-from b2batch.engine.outcome import JobOutcome
+from b2batch.engine.outcome import JobOutcome, written_exit_code
 from b2batch.engine.record import RunRecord
 from b2batch.engine.state import JobState, JobStatus
 from b2batch.engine.submission import Submitter
@@ -137,14 +137,14 @@ class Run:
         files = job.files
         intent = files.read_intent()
         if intent is not None:
-            if intent.get("system") != system.name or files.read_exit_code() is not None:
+            if intent.get("system") != system.name or written_exit_code(files) is not None:
                 return False
             if not system.adopt(job, intent):
                 return False
             files.record_submission(system.name, str(job.job_id), job.placement)
             return True
         journal = files.read_submission()
-        return bool(journal and journal.get("system") == system.name and files.read_exit_code() is None
+        return bool(journal and journal.get("system") == system.name and written_exit_code(files) is None
                     and system.attach(job, journal))
 
     def _queue(self, job: Job) -> None:
@@ -308,7 +308,7 @@ class Run:
         for job in jobs:
             if self.live.pop(id(job), None) is None:
                 continue
-            if reason and job.job_id is not None and job.files.read_exit_code() == 0:
+            if reason and job.job_id is not None and written_exit_code(job.files) == 0:
                 self.record.update(job, "done")  # it ended successfully before it could be cancelled
                 self.submitters[job.system].done(job)
                 continue

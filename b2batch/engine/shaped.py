@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from b2batch.engine.job import Job
+from b2batch.engine.outcome import ended_at
 from b2batch.engine.pilots import BundleSystem, PilotSystem
 from b2batch.engine.pooled import UnitPool, signature
 from b2batch.engine.shaping import DEFAULT_CAP, Estimate, Shape, decide
@@ -258,10 +259,7 @@ class ShapingSystem(BatchSystem):
         if job.ran is not None:
             seconds = job.ran[1] - job.ran[0]
         elif id(job) in self._started:
-            try:
-                end = job.files.exit_code.stat().st_mtime
-            except OSError:
-                end = now
+            end = ended_at(job.files) or now
             seconds = end - self._started[id(job)]
         if seconds is not None:
             kind.estimate.add(seconds)

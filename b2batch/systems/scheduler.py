@@ -30,6 +30,7 @@ import parse
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
 from b2batch.engine.escalation import Request
 from b2batch.engine.monitor import JobMonitor
+from b2batch.engine.outcome import written_exit_code, status_of_files
 from b2batch.engine.usage import Usage
 from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
                             TransientCommandError)
@@ -320,7 +321,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         native = monitor.states.get(job.job_id)
         if monitor.failures_since is not None:
             limit = self.run.config.scheduler_unreachable_timeout
-            if monitor.unreachable_for() > limit and job.files.read_exit_code() is None:
+            if monitor.unreachable_for() > limit and written_exit_code(job.files) is None:
                 return JobState(JobStatus.aborted, f"{self.name} did not answer status queries for {limit:g} s "
                                 f"(setting scheduler_unreachable_timeout); last error: {monitor.last_error}. The "
                                 f"job may still run: check it with the scheduler's own tools before running the "
@@ -353,11 +354,11 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         """A job in a state of :meth:`final_once_exit_code_written`: a job that succeeded is done at once; for
         a failed one the final state (e.g. Slurm's TIMEOUT or OUT_OF_MEMORY rather than COMPLETING) says why,
         so it is awaited for up to :attr:`completing_grace` seconds."""
-        exit_code = job.files.read_exit_code()
+        by_files = status_of_files(job.files)
         watch = self._watching.setdefault(id(job), _Watch(job))
-        if exit_code is None:
+        if by_files is None:
             return status
-        if exit_code == 0:
+        if by_files == JobStatus.successful:
             return JobStatus.successful
         now = time.monotonic()
         if watch.completing_since is None:
@@ -366,9 +367,9 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
 
     def _state_outside_queue(self, job: Job) -> JobState:
         monitor = self.monitor
-        exit_code = job.files.read_exit_code()
-        if exit_code is not None:
-            return JobState(JobStatus.successful if exit_code == 0 else JobStatus.aborted)
+        by_files = status_of_files(job.files)
+        if by_files is not None:
+            return JobState(by_files)
         watch = self._watching.setdefault(id(job), _Watch(job))
         if monitor.polls == 0 or monitor.last_error is not None:
             return JobState(JobStatus.idle)  # no answer from the scheduler yet
@@ -404,7 +405,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         status = self.state_map.get(native.state) if native else None
         # A job that ended successfully since the front-end looked (its exit code is there now) is followed
         # too: the next poll reports its end, so it is not submitted again. Others that ended go again.
-        if status is None or (status.final and job.files.read_exit_code() != 0):
+        if status is None or (status.final and written_exit_code(job.files) != 0):
             return False
         self._track(job, job_id)
         return True

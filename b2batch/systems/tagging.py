@@ -21,6 +21,7 @@ import re
 from typing import Any, ClassVar
 
 from b2batch.engine import Job, JobStatus, NativeState
+from b2batch.engine.outcome import written_exit_code
 from b2batch.errors import B2BatchError
 from b2batch.systems import commands
 
@@ -140,7 +141,7 @@ class TaggedSubmissions:
         status = self.state_map.get(native.state, JobStatus.running)  # an unknown state: it is there
         # As for a journal: a job that ended successfully is followed (the next poll reports its end), others
         # that ended are submitted again.
-        if status.final and job.files.read_exit_code() != 0:
+        if status.final and written_exit_code(job.files) != 0:
             return False
         job.placement["submission"] = str(intent.get("submission"))
         self._track(job, job_id)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from b2batch.engine.jobconfig import NO_SETTINGS
-from b2batch.engine import Job, JobFiles, JobState, JobStatus, NativeState, Run, causes
+from b2batch.engine import Job, JobFiles, JobOutcome, JobState, JobStatus, NativeState, Run, causes
 from b2batch.engine.config import RunConfig
 from b2batch.engine.escalation import EscalationPolicy, Request, megabytes, seconds
 from b2batch.engine.healing import Healing
@@ -28,6 +28,11 @@ SYSTEM_SETTINGS = {
     "lsf": ("lsf_settings", {"M": "2048", "W": "10", "R": "rusage[mem=2048]"}),
 }
 CLASSES = {"slurm": SlurmSystem, "sge": SGESystem, "htcondor": HTCondorSystem, "lsf": LSFSystem}
+
+
+def reason_of(healing: Any, job: Job, state: JobState, system: Any) -> str:
+    """What the run's policies make of ``job`` ending in ``state``: its outcome read as the run reads it."""
+    return healing.resubmit_reason(job, JobOutcome.read(job.files, state), system)
 
 
 def make_job(folder: Path, system: str, key: str = "Work_1") -> Job:
@@ -131,16 +136,16 @@ def test_escalated_request_and_excluded_nodes_in_each_systems_syntax(tmp_path: P
     assert batch.requested(job) == Request(2048, 600)
     job.job_id = "11"
     killed = JobState(JobStatus.aborted, "killed", cause=causes.MEMORY, node="wn1")
-    assert "escalating memory 2 GB -> 4 GB" in run.healing.resubmit_reason(job, killed, batch)
+    assert "escalating memory 2 GB -> 4 GB" in reason_of(run.healing, job, killed, batch)
     job.job_id = "12"
     timed_out = JobState(JobStatus.aborted, "killed", cause=causes.TIME, node="wn1")
-    assert "escalating time 0:10:00 -> 0:20:00" in run.healing.resubmit_reason(job, timed_out, batch)
+    assert "escalating time 0:10:00 -> 0:20:00" in reason_of(run.healing, job, timed_out, batch)
     other = make_job(tmp_path, system, key="Work_2")
-    run.healing.resubmit_reason(other, JobState(JobStatus.successful, node="wn2"), batch)
+    reason_of(run.healing, other, JobState(JobStatus.successful, node="wn2"), batch)
     job.job_id = "13"
     lost = JobState(JobStatus.aborted, "node down", scheduler_side="node down", cause=causes.NODE, node='wn1"; x')
-    run.healing.resubmit_reason(job, lost, batch)  # a name unsafe in a submit file is never written
-    run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "node down", "node down", causes.NODE, "wn1"), batch)
+    reason_of(run.healing, job, lost, batch)  # a name unsafe in a submit file is never written
+    reason_of(run.healing, job, JobState(JobStatus.aborted, "node down", "node down", causes.NODE, "wn1"), batch)
     assert run.healing.excluded(system) == ('wn1"; x', "wn1") and batch.excluded_nodes() == ("wn1",)
     options = batch.common_options(job)
     expected = {
@@ -172,19 +177,19 @@ def test_a_node_is_excluded_only_while_another_node_works(tmp_path: Path) -> Non
     for number in range(3):
         job.job_id = str(number)
         job.files._exit = None
-        assert healing.resubmit_reason(job, setup_failure, batch) == ""
+        assert reason_of(healing, job, setup_failure, batch) == ""
     assert healing.excluded("slurm") == ()
-    healing.resubmit_reason(make_job(tmp_path, "slurm", "Work_2"), JobState(JobStatus.successful, node="good1"),
+    reason_of(healing, make_job(tmp_path, "slurm", "Work_2"), JobState(JobStatus.successful, node="good1"),
                             batch)
     assert healing.excluded("slurm") == ("bad1",)  # counted failures, now that another node worked
     job.job_id = "4"
-    assert healing.resubmit_reason(job, setup_failure, batch).startswith("node failure on bad1")
+    assert reason_of(healing, job, setup_failure, batch).startswith("node failure on bad1")
     entry = run.record.policies["node_failures"][0]
     assert entry["node"] == "bad1" and entry["failures"] == 4 and entry["excluded"]
     assert "set-up failed: cannot change into working_dir" in entry["text"]
     off = Run(config=RunConfig(max_node_failures=0))
     off_system = off.add_system("slurm", SlurmSystem)
-    assert off.healing.resubmit_reason(job, setup_failure, off_system) == "" and not off.record.policies[
+    assert reason_of(off.healing, job, setup_failure, off_system) == "" and not off.record.policies[
         "node_failures"]
 
 
@@ -299,7 +304,7 @@ def test_slurm_moves_its_pending_jobs_off_an_excluded_node(tmp_path: Path, monke
     job.files.setup_failed.write_text("cannot change into working_dir /gone\n")
     job.files.exit_code.write_text("3\n")
     run.healing.node_works("slurm", "good1")
-    run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "exit 3", node="bad2"), system)
+    reason_of(run.healing, job, JobState(JobStatus.aborted, "exit 3", node="bad2"), system)
     assert [c[-1] for c in seen] == ["ExcNodeList=bad2", "ExcNodeList=x9,bad2"]
 
 
@@ -307,9 +312,9 @@ def test_a_suspicion_holds_for_the_end_that_raised_it_only(tmp_path: Path) -> No
     run = Run(config=RunConfig(max_node_failures=3))
     system = run.add_system("slurm", SlurmSystem)
     job = make_job(tmp_path, "slurm")
-    assert run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "lost", node="bad1"), system) == ""
+    assert reason_of(run.healing, job, JobState(JobStatus.aborted, "lost", node="bad1"), system) == ""
     assert run.healing.suspected(job)  # no exit code, no other node seen: the run would park it
     # It went again for another reason (e.g. resubmit_failed_tasks); its next end is the task's own failure.
     job.files.exit_code.write_text("1\n")
-    assert run.healing.resubmit_reason(job, JobState(JobStatus.aborted, "exit 1", node="good1"), system) == ""
+    assert reason_of(run.healing, job, JobState(JobStatus.aborted, "exit 1", node="good1"), system) == ""
     assert not run.healing.suspected(job)
