@@ -51,6 +51,16 @@ _SUBMODULES = {"task": "b2batch.luigi_frontend.task"}
 
 __all__ = sorted([*_MODULE_OF, *_SUBMODULES, "__version__"])
 
+#: b2batch's public modules beside the names above: the API for code built on b2batch (the b2luigi shim in
+#: ``compat/b2luigi-shim``, batch-system plugins). Each offers the names of its ``__all__``, documented there;
+#: anything else of b2batch (other modules, names outside ``__all__``, names with a leading ``_``) may change
+#: without notice. ``tests/dropins/b2luigi/test_b2luigi_layer_imports.py`` holds the shim to this list.
+PUBLIC_MODULES = ("b2batch.settings", "b2batch.systems", "b2batch.remote", "b2batch.paths",
+                  "b2batch.luigi_frontend.layout", "b2batch.luigi_frontend.task_job_files",
+                  "b2batch.luigi_frontend.batch_worker", "b2batch.luigi_frontend.temporary",
+                  "b2batch.luigi_frontend.node", "b2batch.luigi_frontend.cli", "b2batch.luigi_frontend.generators",
+                  "b2batch.luigi_frontend.b2luigi_cli")
+
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:

@@ -15,6 +15,9 @@ from pathlib import Path
 
 _pinned_base_dir: str | None = None
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["base_dir", "base_dir_pinned", "pin_base_dir", "pinned_base_dir", "resolve"]
+
 
 def base_dir() -> Path:
     """The folder relative paths of settings are relative to."""

@@ -2,7 +2,7 @@
 # Installs what the tests need (the package with its test extras and the drop-in shims, the real peers in
 # venvs of their own, a local Slurm, a local Sun Grid
 # Engine and a local XRootD server), then runs the whole test suite. Arguments go to pytest (e.g.
-# -m "not slow" for a quick subset).
+# -m "not slow" for the fast tier, which needs none of this: python3 -m pytest -m "not slow").
 # The exit status is pytest's: "no tests ran" (5) fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,9 +14,12 @@ fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # The drop-in shims (import b2luigi / joblib_htcondor / pypoolparty): their dependencies are b2batch, installed
 # just above from this checkout (with deps, pip would look for a b2batch on the package index), and typer and
-# click (the b2luigi command), in the test extras.
+# click (the b2luigi command), in the test extras. The b2luigi shim holds the b2luigi layer's code (b2luigi's API
+# on b2batch's public API): editable, as b2batch is, so that the tests run this checkout's code, not a copy made
+# at the last install (test_b2luigi_last_mile.py installs it non-editable into a fresh venv).
+python3 -m pip install --quiet --disable-pip-version-check --no-deps -e ./compat/b2luigi-shim
 python3 -m pip install --quiet --disable-pip-version-check --no-deps \
-    ./compat/b2luigi-shim ./compat/joblib-htcondor-shim ./compat/pypoolparty-shim
+    ./compat/joblib-htcondor-shim ./compat/pypoolparty-shim
 # The real b2luigi, joblib-htcondor, pypoolparty and PyTaskFarmer, each in its own venv (differential tests).
 bash tests/peers/install.sh
 export B2BATCH_REQUIRE_PEERS=1
@@ -40,4 +43,13 @@ if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
 else
     echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm, SGE and XRootD tests are skipped" >&2
 fi
-exec python3 -m pytest -p no:cacheprovider --durations=25 "$@"
+# Most slow tests wait on schedulers: B2BATCH_TEST_WORKERS=N runs them side by side on N pytest-xdist workers
+# (try 4 on 2 cores). Tests that share a cluster, or measure time, then run one after another in their
+# xdist_group (tests/helpers/tiers.py); the clusters above are started once, here, not per worker. Off (0) until
+# a whole run with workers has been seen green.
+workers=${B2BATCH_TEST_WORKERS:-0}
+parallel=()
+if [[ $workers != 0 ]]; then
+    parallel=(-n "$workers" --dist loadgroup)
+fi
+exec python3 -m pytest -p no:cacheprovider --durations=25 "${parallel[@]}" "$@"

@@ -23,6 +23,9 @@ import luigi.task
 from b2batch.luigi_frontend.b2luigi_cli import task_iterator
 from b2batch.settings import set_setting
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["run_here", "run_task_of_id"]
+
 logger = logging.getLogger(__name__)
 
 

@@ -10,6 +10,9 @@ from types import FrameType
 
 from b2batch.settings import active_profile
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["B2LUIGI_FLAGS"]
+
 
 #: Short forms of b2batch's flags (b2luigi's); a script whose own argparse has one keeps it.
 SHORT = {"--yes": "-y"}

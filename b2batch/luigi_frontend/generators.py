@@ -19,6 +19,9 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["CliUserError", "ParameterGenerator", "ZippedParameterGenerator", "expand_parameters"]
+
 
 class CliUserError(ValueError):
     """A generator given values it cannot use; also every other wrong input of the shim's ``b2luigi`` command

@@ -15,6 +15,9 @@ from b2batch import paths
 from b2batch.errors import OutputPathError
 from b2batch.settings import get_setting, profiled_error
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["job_folder", "log_folder", "output_path", "parameter_parts", "path_value", "task_folder"]
+
 
 def parameter_parts(task: Any, strict: bool = True, hidden: bool = False) -> list[str]:
     """The path components that stand for the task's parameters, e.g. ``["energy=10", "seed=3"]``.

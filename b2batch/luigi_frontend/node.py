@@ -32,6 +32,9 @@ from b2batch.settings import use_settings_snapshot
 
 logger = logging.getLogger(__name__)
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["active_spec", "import_file_as"]
+
 _active_spec: dict[str, Any] | None = None
 
 

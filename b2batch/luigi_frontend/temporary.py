@@ -16,6 +16,9 @@ from typing import Any, TypeVar
 from b2batch import paths
 from b2batch.settings import active_profile, get_setting
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["on_temporary_files", "temporary_files", "temporary_name"]
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -10,7 +10,7 @@ A setting is looked up in this order:
    script finds the settings.json beside it wherever it is started from);
 4. the ``default`` passed to :func:`get_setting`;
 5. the default of the process's profile (:data:`PROFILES`): a workflow written against b2luigi (one that
-   imported ``b2luigi`` through the shim, or ``b2batch.compat.b2luigi``) gets b2luigi 1.3's defaults;
+   imported ``b2luigi`` through the shim) gets b2luigi 1.3's defaults;
 6. the default declared in :data:`SETTINGS`.
 
 Every setting b2batch knows is declared once, in :data:`SETTINGS`; ``settings.json.example`` and the docs'
@@ -40,6 +40,9 @@ from b2batch.settings.typos import (TYPO_CUTOFF, closest_name, misspelt_setting_
 
 logger = logging.getLogger(__name__)
 
+#: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
+__all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "SETTINGS_ENV_VARS", "SETTINGS_FILE_NAME", "active_profile", "clear_setting", "find_setting", "fresh_code_settings", "get_setting", "profiled_error", "set_setting", "settings_files", "settings_snapshot", "use_profile"]
+
 SETTINGS_ENV_VARS = ("B2BATCH_SETTINGS", "B2LUIGI_SETTINGS_JSON")
 SETTINGS_FILE_NAME = "settings.json"
 _NOT_SET: Any = object()
@@ -50,8 +53,8 @@ _profile = "b2batch"  # the process's profile: the one choice of this kind (use_
 
 
 def use_profile(name: str) -> None:
-    """Choose the process's defaults layer (:data:`PROFILES`); importing ``b2luigi`` (the shim) or
-    ``b2batch.compat.b2luigi`` chooses ``b2luigi``. Settings given anywhere else still win."""
+    """Choose the process's defaults layer (:data:`PROFILES`); importing ``b2luigi`` (the shim)
+    chooses ``b2luigi``. Settings given anywhere else still win."""
     global _profile
     if name not in PROFILES:
         raise SettingError(f"Unknown settings profile {name!r}; the profiles are {', '.join(PROFILES)}.")

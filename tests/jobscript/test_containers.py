@@ -301,7 +301,7 @@ def test_apptainer_batch_system_runs_tasks_in_apptainer(how: str, tmp_path: Path
                                 '    b2luigi.set_setting("apptainer_mounts", ["/usr"])\n'
                                 '    b2luigi.set_setting("apptainer_additional_params", "--cleanenv")')
     else:  # b2luigi's class, as a task attribute
-        script = write_workflow(tmp_path, attributes="from b2batch.compat.b2luigi.batch.processes.apptainer import "
+        script = write_workflow(tmp_path, attributes="from b2luigi.batch.processes.apptainer import "
                                 "ApptainerProcess as batch_system\n    apptainer_image = 'el9.sif'")
     done = run_workflow(script, path=tmp_path / "bin", FAKE_IMAGE="el9.sif")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -322,7 +322,7 @@ def test_apptainer_batch_system_runs_tasks_in_apptainer(how: str, tmp_path: Path
 
 
 def test_compat_module_path() -> None:
-    from b2batch.compat.b2luigi.batch.processes.apptainer import ApptainerProcess
+    from b2luigi.batch.processes.apptainer import ApptainerProcess
     from b2batch.systems import system_class
     from b2batch.systems.apptainer import ApptainerSystem
 

@@ -20,6 +20,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "b2batch"
+#: The b2luigi shim's package (b2luigi's API on b2batch's), read too; its modules are keyed ``b2luigi-shim/...``.
+SHIM = Path(__file__).resolve().parents[2] / "compat" / "b2luigi-shim"
 
 MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter", "WeakValueDictionary",
                  "WeakKeyDictionary", "WeakSet", "count", "local"}
@@ -45,18 +47,19 @@ KNOWN: dict[str, dict[str, str]] = {
                                    "changed after import"},
     # b2luigi 1.3's own module-level API, which its users' code and tests import or patch by these names; b2batch's
     # engine never reads them (its runs query schedulers through their own monitors).
-    **{f"compat/b2luigi/batch/processes/{system}.py": {
+    **{f"b2luigi-shim/b2luigi/batch/processes/{system}.py": {
         "_batch_job_status_cache": f"b2luigi's process-wide status cache of {system} jobs, for its process classes"}
        for system in ("htcondor", "lsf", "slurm")},
-    "compat/b2luigi/batch/workers.py": {"BatchSystems": "b2luigi's enum of batch systems (with installed plugins), made "
+    "b2luigi-shim/b2luigi/batch/workers.py": {"BatchSystems": "b2luigi's enum of batch systems (with installed plugins), made "
                                                         "once at import"},
-    **{f"compat/b2luigi/cli/apps/{name}.py": {f"{name}_app": "b2luigi's typer sub-application of this command"}
+    **{f"b2luigi-shim/b2luigi/cli/apps/{name}.py": {f"{name}_app": "b2luigi's typer sub-application of this command"}
        for name in ("batch_runner", "cleanup", "graph", "remove", "run", "show", "tasks", "test")},
-    "compat/b2luigi/cli/command.py": {"app": "b2luigi's typer application (the b2luigi command)",
+    "b2luigi-shim/b2luigi/cli/command.py": {"app": "b2luigi's typer application (the b2luigi command)",
                                       "console": "the rich console the command prints to, as b2luigi's"},
-    "compat/b2luigi/cli/errors.py": {"console": "the rich console b2luigi's command errors are printed to"},
-    "compat/b2luigi/cli/runner.py": {"console": "the rich consoles of b2luigi's runner module",
-                                     "stderr_console": "the rich consoles of b2luigi's runner module"},
+    "b2luigi-shim/b2luigi/cli/errors.py": {"console": "the rich console b2luigi's command errors are printed to"},
+    "b2luigi-shim/b2luigi/cli/output.py": {"console": "the rich consoles of b2luigi's runner module (runner.console, "
+                                                      "which its users replace to capture the output)",
+                                           "stderr_console": "the rich consoles of b2luigi's runner module"},
 }
 
 
@@ -121,10 +124,11 @@ def mutable_globals(source: str) -> set[str]:
 
 def package_state() -> dict[str, set[str]]:
     state = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        names = mutable_globals(path.read_text(encoding="utf-8"))
-        if names:
-            state[path.relative_to(PACKAGE).as_posix()] = names
+    for root, prefix in ((PACKAGE, ""), (SHIM, "b2luigi-shim/")):
+        for path in sorted((root / "b2luigi" if root == SHIM else root).rglob("*.py")):
+            names = mutable_globals(path.read_text(encoding="utf-8"))
+            if names:
+                state[prefix + path.relative_to(root).as_posix()] = names
     return state
 
 

@@ -177,7 +177,7 @@ def test_the_status_cache_keeps_statuses_for_the_ttl_setting(b2luigi, monkeypatc
             self.asked = getattr(self, "asked", 0) + 1
 
     clock = [1000.0]
-    monkeypatch.setattr("b2batch.compat.b2luigi.batch.cache.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("b2luigi.batch.cache.time.monotonic", lambda: clock[0])
     cache = Cache()
     assert DEFAULT_BATCH_STATUS_CACHE_TTL == 120
     b2luigi.set_setting("batch_status_cache_ttl", 30)
@@ -202,7 +202,7 @@ def test_status_queries_are_tried_four_times(b2luigi, monkeypatch: pytest.Monkey
     from b2luigi.batch.processes.lsf import LSFJobStatusCache
 
     sleeps: list[float] = []
-    monkeypatch.setattr("b2batch.compat.b2luigi.batch.helpers.time.sleep", sleeps.append)
+    monkeypatch.setattr("b2luigi.batch.helpers.time.sleep", sleeps.append)
     answers = [subprocess.CalledProcessError(255, ["bjobs"])] * 3 + [b'{"RECORDS": [{"JOBID": "5", "STAT": "RUN"}]}']
     with mock.patch("subprocess.check_output", side_effect=answers) as check_output:
         cache = LSFJobStatusCache()

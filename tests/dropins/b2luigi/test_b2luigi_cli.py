@@ -1,4 +1,4 @@
-"""The ``b2luigi`` command of the shim (``b2batch.compat.b2luigi.cli``): its subcommands side by side with the
+"""The ``b2luigi`` command of the shim (``b2luigi.cli``): its subcommands side by side with the
 real b2luigi 1.3.0's command (``tests/peers``) on the same project (texts, exit codes, files), and its pieces in
 this process (b2luigi's module paths, parameters, task names). ``b2luigi run --batch`` runs local jobs."""
 
@@ -53,7 +53,7 @@ PARAMETERS = "config = {'split': 3}\n"
 SWEEP = "from b2luigi import ParameterGenerator\nconfig = {'split': ParameterGenerator([1, 2])}\n"
 
 #: Our command in a fresh interpreter, named ``b2luigi`` as the console script is.
-OURS = "import sys; sys.argv[0] = 'b2luigi'; from b2batch.compat.b2luigi.cli import main; main()"
+OURS = "import sys; sys.argv[0] = 'b2luigi'; from b2luigi.cli import main; main()"
 
 
 def project(folder: Path, parameters: str = PARAMETERS) -> Path:
@@ -158,8 +158,8 @@ def test_b2luigis_cli_module_paths_are_b2batchs_modules_not_copies(b2luigi) -> N
     from b2luigi.cli.errors import CliUserError
     from b2luigi.cli.parameter_generator import ParameterGenerator
 
-    import b2batch.compat.b2luigi.cli.apps.show as our_show
-    import b2batch.compat.b2luigi.cli.runner as our_runner
+    import b2luigi.cli.apps.show as our_show
+    import b2luigi.cli.runner as our_runner
 
     assert runner is our_runner and show is our_show and utils.CliUserError is CliUserError
     assert ParameterGenerator is b2luigi.ParameterGenerator
@@ -185,3 +185,23 @@ def test_parameters_and_task_names_as_b2luigi_reads_them(b2luigi, tmp_path: Path
     assert sorted(index.manifest) == ["LeafTask", "RootTask"]
     with pytest.raises(CliUserError, match=r"Unknown task 'LeafTsk'. Did you mean 'LeafTask'\? Use 'b2luigi tasks'"):
         index.resolve("LeafTsk")
+
+
+def test_a_replaced_runner_console_gets_what_the_command_prints(monkeypatch: pytest.MonkeyPatch) -> None:
+    """b2luigi's ``runner.console`` and ``runner.stderr_console`` (b2luigi's users replace them to capture the
+    output) are where ``render``, ``removal`` and ``params`` print, though those no longer import ``runner``."""
+    import io
+
+    from rich.console import Console
+
+    from b2luigi.cli import params, removal, render, runner
+
+    out, err = Console(file=io.StringIO(), width=100), Console(file=io.StringIO(), width=100)
+    monkeypatch.setattr(runner, "console", out)
+    monkeypatch.setattr(runner, "stderr_console", err)
+    assert render._console() is out and removal._console() is out and runner.console is out
+    params.warn_ignored_params(["colour"], "MyTask")
+    render.render_task_list([])
+    assert "ignoring parameters not declared by MyTask: colour" in err.file.getvalue()
+    monkeypatch.undo()
+    assert runner.console is not out and render._console() is runner.console

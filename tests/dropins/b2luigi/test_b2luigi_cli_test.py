@@ -1,4 +1,4 @@
-"""``b2luigi test`` of the shim (``b2batch.compat.b2luigi.cli.apps.test``, ``cli.fast_test``): side by side with the
+"""``b2luigi test`` of the shim (``b2luigi.cli.apps.test``, ``cli.fast_test``): side by side with the
 real b2luigi 1.3.0's command (``tests/peers``) on the same scripts (exit codes, texts, files), its task classes in
 this process, and ``--batch`` with a job of (emulated) HTCondor that rebuilds the task on the node."""
 
@@ -19,10 +19,10 @@ pytest.importorskip("typer")  # the shim's dependency (compat/b2luigi-shim/pypro
 
 import luigi  # noqa: E402
 
-from b2batch.compat.b2luigi.cli import fast_test  # noqa: E402
-from b2batch.compat.b2luigi.cli.errors import CliUserError  # noqa: E402
-from b2batch.compat.b2luigi.core.settings import get_setting, set_setting, with_new_settings  # noqa: E402
-from b2batch.compat.b2luigi.core.utils import create_cmd_from_task  # noqa: E402
+from b2luigi.cli import fast_test  # noqa: E402
+from b2luigi.cli.errors import CliUserError  # noqa: E402
+from b2luigi.core.settings import get_setting, set_setting, with_new_settings  # noqa: E402
+from b2luigi.core.utils import create_cmd_from_task  # noqa: E402
 from b2batch import settings  # noqa: E402
 from b2batch.luigi_frontend import cli  # noqa: E402
 from peers import peer_python  # noqa: E402
@@ -229,7 +229,7 @@ def test_batch_runs_the_task_as_a_job_that_reruns_b2luigi_test(tmp_path: Path) -
         pathlib.Path(out).write_text("|".join([given, os.environ.get("H2_FROM_ENV_SCRIPT", ""), *sys.argv[5:]]))
         """))
     command = tmp_path / "b2luigi"  # the console script's part: a file, as a job reruns it
-    command.write_text("import sys\nfrom b2batch.compat.b2luigi.cli import main\nsys.exit(main())\n")
+    command.write_text("import sys\nfrom b2luigi.cli import main\nsys.exit(main())\n")
     env = {**os.environ, "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
     inner = [sys.executable, str(command), "test", "-s", "job.py", "-o", "out/result.txt", "-i", "data/input.txt",
              "--batch-system", "htcondor", "--env-script", "env.sh", "--", "--lr", "0.1"]

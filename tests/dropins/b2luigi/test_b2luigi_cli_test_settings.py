@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from b2batch.compat.b2luigi.core.settings import get_setting, set_setting, with_new_settings
+from b2luigi.core.settings import get_setting, set_setting, with_new_settings
 from b2batch.settings import clear_setting
 
 

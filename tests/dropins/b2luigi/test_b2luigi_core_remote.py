@@ -116,7 +116,7 @@ class _Client:
 
 
 @pytest.fixture
-def webdav_module(monkeypatch: pytest.MonkeyPatch):
+def webdav_module(monkeypatch: pytest.MonkeyPatch, b2luigi):  # b2luigi: torn down after this fixture
     """``b2luigi.core.remote_target.webdav`` imported again with a stand-in webdavclient3 installed; imported
     once more without it after the test."""
     package = types.ModuleType("webdav3")
@@ -125,7 +125,7 @@ def webdav_module(monkeypatch: pytest.MonkeyPatch):
     package.client = client
     monkeypatch.setitem(sys.modules, "webdav3", package)
     monkeypatch.setitem(sys.modules, "webdav3.client", client)
-    from b2batch.compat.b2luigi.core.remote_target import webdav
+    from b2luigi.core.remote_target import webdav
 
     yield importlib.reload(webdav)
     monkeypatch.undo()
@@ -160,7 +160,7 @@ def test_webdav_system_works_through_webdavclient3_when_installed(webdav_module,
 def test_webdav_system_is_b2batchs_without_webdavclient3(b2luigi, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "webdav3", None)  # not importable
     monkeypatch.setitem(sys.modules, "webdav3.client", None)
-    from b2batch.compat.b2luigi.core.remote_target import webdav
+    from b2luigi.core.remote_target import webdav
 
     try:
         module = importlib.reload(webdav)

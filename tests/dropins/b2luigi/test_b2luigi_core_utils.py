@@ -107,7 +107,7 @@ def test_get_filename_and_map_folder_follow_the_script(b2luigi, monkeypatch, tmp
 
 
 def test_is_subdir() -> None:
-    from b2batch.compat.b2luigi.core.utils import is_subdir
+    from b2luigi.core.utils import is_subdir
 
     assert is_subdir("/a/b/c", "/a/b") and is_subdir("/a/b", "/a/b/") and is_subdir("x/y", ".")
     assert not is_subdir("/a/bc", "/a/b") and not is_subdir("/a", "/a/b")

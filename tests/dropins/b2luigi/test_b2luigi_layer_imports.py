@@ -1,16 +1,16 @@
 """The b2luigi layer on b2batch's public API (issue 40, must-have 4): the tripwire.
 
-The layer is the shim's ``b2luigi`` package, ``b2batch/compat/b2luigi/`` and ``b2batch/luigi_frontend/b2luigi_*.py``.
-Every name it takes from b2batch outside itself (``from b2batch.x import y``, and ``m.y`` of a b2batch module
-``m`` it imported) is either public, ``b2batch.<name>`` for a name of ``b2batch.__all__`` (the API that README.md
-and docs/ document), or one of ``KNOWN_PRIVATE``: the layer's debt, listed also in docs/migrating.md ("The b2luigi
-layer and b2batch's public API"). A new private import fails the first test; a debt paid (a name no longer used)
-fails the second, so that the list only shrinks.
+The layer is the shim's ``b2luigi`` package (``compat/b2luigi-shim/b2luigi/``). Every name it takes from b2batch
+(``from b2batch.x import y``, and ``m.y`` of a b2batch module ``m`` it imported) must be public: ``b2batch.<name>``
+for a name of ``b2batch.__all__``, a module of ``b2batch.PUBLIC_MODULES``, or ``<module>.<name>`` for a name of
+that module's ``__all__``. Anything else (a name with a leading underscore, another module, a name outside
+``__all__``) fails the test: the layer is b2luigi's API on top of b2batch's public API, nothing more.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import subprocess
 import sys
@@ -21,56 +21,10 @@ import b2batch
 ROOT = Path(__file__).resolve().parents[3]
 SHIM = ROOT / "compat" / "b2luigi-shim" / "b2luigi"
 
-#: Private names of b2batch the layer uses today (2026-11, 35 entries: 30 names and the 5 modules they come
-#: from): what moving the layer into the shim's distribution still needs b2batch to make public or to offer
-#: another way (the b2luigi profile's settings, the job runner's entry points, the output layout).
-KNOWN_PRIVATE = frozenset({
-    "b2batch.engine.Run",
-    "b2batch.luigi_frontend.batch_worker",
-    "b2batch.luigi_frontend.batch_worker.run_here",
-    "b2batch.luigi_frontend.batch_worker.run_task_of_id",
-    "b2batch.luigi_frontend.cli.B2LUIGI_FLAGS",
-    "b2batch.luigi_frontend.generators.CliUserError",
-    "b2batch.luigi_frontend.jobs.RunContext",
-    "b2batch.luigi_frontend.jobs.TaskJobs",
-    "b2batch.luigi_frontend.jobs.task_files",
-    "b2batch.luigi_frontend.layout",
-    "b2batch.luigi_frontend.layout.log_folder",
-    "b2batch.luigi_frontend.layout.output_path",
-    "b2batch.luigi_frontend.layout.path_value",
-    "b2batch.luigi_frontend.node.import_file_as",
-    "b2batch.luigi_frontend.temporary.temporary_files",
-    "b2batch.paths",
-    "b2batch.paths.base_dir_pinned",
-    "b2batch.paths.pinned_base_dir",
-    "b2batch.remote.RemoteFileSystem",
-    "b2batch.remote.base.RemoteFileSystem",
-    "b2batch.runconfig.run_config",
-    "b2batch.settings.DeprecatedSettingsWarning",
-    "b2batch.settings.RENAMED_SETTINGS",
-    "b2batch.settings.SETTINGS_ENV_VARS",
-    "b2batch.settings.find_setting",
-    "b2batch.settings.fresh_code_settings",
-    "b2batch.settings.profiled_error",
-    "b2batch.settings.settings_files",
-    "b2batch.settings.settings_snapshot",
-    "b2batch.settings.use_profile",
-    "b2batch.systems",
-    "b2batch.systems.detect",
-    "b2batch.systems.known_systems",
-    "b2batch.systems.system_class",
-    "b2batch.systems.system_name_of",
-})
-
 
 def layer_files() -> list[Path]:
     """The source files of the b2luigi layer."""
-    return [*sorted((ROOT / "b2batch" / "compat" / "b2luigi").rglob("*.py")),
-            *sorted((ROOT / "b2batch" / "luigi_frontend").glob("b2luigi_*.py")), *sorted(SHIM.rglob("*.py"))]
-
-
-def _in_layer(module: str) -> bool:
-    return module.startswith(("b2batch.compat.b2luigi", "b2batch.luigi_frontend.b2luigi_")) or module == "b2luigi"
+    return sorted(SHIM.rglob("*.py"))
 
 
 def _is_module(name: str) -> bool:
@@ -90,14 +44,12 @@ def names_used(path: Path) -> set[str]:
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "b2batch":
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
-                if _in_layer(node.module) or _in_layer(full):
-                    continue
                 used.add(full)
                 if _is_module(full):
                     modules[alias.asname or alias.name] = full
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == "b2batch" and not _in_layer(alias.name):
+                if alias.name.split(".")[0] == "b2batch":
                     used.add(alias.name)
                     modules[alias.asname or alias.name] = alias.name
     for node in ast.walk(tree):
@@ -107,36 +59,54 @@ def names_used(path: Path) -> set[str]:
 
 
 def public_names() -> set[str]:
-    """b2batch's documented API: the package and each name of ``b2batch.__all__`` (``from b2batch import *``
-    and ``__all__`` itself, which the shim re-exports, too)."""
-    return {"b2batch", "b2batch.*", "b2batch.__all__", *(f"b2batch.{name}" for name in b2batch.__all__)}
+    """b2batch's public API: the package and each name of ``b2batch.__all__`` (``from b2batch import *``
+    and ``__all__`` itself, which the shim re-exports, too), each module of ``b2batch.PUBLIC_MODULES`` and the
+    names of its ``__all__`` that do not start with ``_``."""
+    public = {"b2batch", "b2batch.*", "b2batch.__all__", *(f"b2batch.{name}" for name in b2batch.__all__)}
+    for module in b2batch.PUBLIC_MODULES:
+        public.add(module)
+        public.update(f"{module}.{name}" for name in importlib.import_module(module).__all__
+                      if not name.startswith("_"))
+    return public
 
 
-def private_uses() -> dict[str, list[str]]:
-    """Each non-public b2batch name the layer uses, with the files that use it."""
+def private_uses(files: list[Path] | None = None) -> dict[str, list[str]]:
+    """Each non-public b2batch name the layer (or ``files``) uses, with the files that use it."""
     public = public_names()
     found: dict[str, list[str]] = {}
-    for path in layer_files():
+    for path in layer_files() if files is None else files:
         for name in names_used(path) - public:
-            found.setdefault(name, []).append(str(path.relative_to(ROOT)))
+            found.setdefault(name, []).append(path.name)
     return found
 
 
-def test_the_layer_takes_from_b2batch_only_public_names_and_its_listed_debt() -> None:
-    new = {name: files for name, files in private_uses().items() if name not in KNOWN_PRIVATE}
-    assert not new, ("the b2luigi layer imports private names of b2batch; use b2batch's public API (b2batch.__all__) "
-                     f"or make the name public and document it: {new}")
+def test_the_layer_takes_from_b2batch_only_public_names() -> None:
+    found = private_uses()
+    assert not found, ("the b2luigi layer imports private names of b2batch; use b2batch's public API "
+                       f"(b2batch.__all__, b2batch.PUBLIC_MODULES) or make the name public and document it: {found}")
 
 
-def test_the_listed_debt_is_still_owed() -> None:
-    paid = KNOWN_PRIVATE - set(private_uses())
-    assert not paid, f"no longer used by the layer: take them out of KNOWN_PRIVATE and docs/migrating.md: {paid}"
+def test_every_public_module_documents_its_names() -> None:
+    """Each public module lists its names in ``__all__``, each of them there and documented."""
+    for module_name in b2batch.PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        assert module.__doc__, module_name
+        for name in module.__all__:
+            value = getattr(module, name)
+            if callable(value) and not isinstance(value, type(sys)):
+                assert value.__doc__, f"{module_name}.{name} has no docstring"
 
 
-def test_the_debt_is_written_down_in_the_migration_guide() -> None:
-    text = (ROOT / "docs" / "migrating.md").read_text()
-    assert "### The b2luigi layer and b2batch's public API" in text
-    assert f"{len(KNOWN_PRIVATE)} private names" in text
+def test_the_tripwire_sees_private_imports(tmp_path: Path) -> None:
+    """The check itself: a private name, a module outside the public list and a name outside a public module's
+    ``__all__`` are each found; public ones are not."""
+    made_up = tmp_path / "made_up.py"
+    made_up.write_text("from b2batch.engine import Run\nfrom b2batch.settings import _NOT_SET, get_setting\n"
+                       "from b2batch import systems, Task\nimport b2batch.luigi_frontend.jobs as jobs\n"
+                       "systems.detect(); systems._plugins(); jobs.TaskJobs\n")
+    assert set(private_uses([made_up])) == {"b2batch.engine.Run", "b2batch.settings._NOT_SET",
+                                             "b2batch.systems._plugins", "b2batch.luigi_frontend.jobs",
+                                             "b2batch.luigi_frontend.jobs.TaskJobs"}
 
 
 def test_import_b2luigi_works_from_any_folder(tmp_path: Path) -> None:
@@ -148,3 +118,13 @@ def test_import_b2luigi_works_from_any_folder(tmp_path: Path) -> None:
                               cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 0, (cwd, done.stderr[-2000:])
         assert "b2batch" in done.stdout, done.stdout
+
+
+def test_b2batch_holds_no_b2luigi_code() -> None:
+    """b2batch has no b2luigi layer of its own (it is the shim's), and running b2batch's workflow machinery
+    loads none of the shim's modules."""
+    assert not (ROOT / "b2batch" / "compat").exists()
+    done = subprocess.run([sys.executable, "-c", "import sys, b2batch; from b2batch.luigi_frontend import workflow, "
+                           "jobs, node; b2batch.Task; print(sorted(m for m in sys.modules if m.split('.')[0] == "
+                           "'b2luigi'))"], capture_output=True, text=True, timeout=120, check=True, cwd="/")
+    assert done.stdout.strip() == "[]", done.stdout
