@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import signal
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import luigi
 import luigi.task
 
-from b2batch.console import confirm
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
 from b2batch.luigi_frontend import b2luigi_cli, batch_worker, cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
-from b2batch.luigi_frontend.jobs import (JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs,
-                                         outputs_counted)
+from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
+from b2batch.luigi_frontend.outputs import print_dry_run, print_outputs, remove_outputs, task_names, tasks_to_remove
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
 from b2batch.runconfig import run_config
@@ -38,121 +37,6 @@ def _configure_logging(level: str) -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
         package_logger.addHandler(handler)
         package_logger.setLevel(getattr(logging, level, logging.INFO))
-
-
-def walk(tasks: list[Any], descend_into_complete: bool = True) -> Iterator[tuple[Any, bool]]:
-    """Every task of the graph once, with whether it is complete; requirements after the tasks needing them.
-
-    With ``descend_into_complete=False`` the requirements of complete tasks are skipped, as luigi would.
-    """
-    seen: set[str] = set()
-    stack = list(reversed(tasks))
-    while stack:
-        task = stack.pop()
-        if task.task_id in seen:
-            continue
-        seen.add(task.task_id)
-        complete = task.complete() and outputs_counted(task)  # partial outputs of a failed job do not count
-        yield task, complete
-        if descend_into_complete or not complete:
-            stack.extend(reversed(luigi.task.flatten(task.requires())))
-
-
-def _describe(task: Any) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in task.to_str_params(only_significant=True).items())
-    return f"{task.task_family}({params})"
-
-
-def print_dry_run(tasks: list[Any]) -> int:
-    """Print, as b2luigi does, the tasks that would run, grouped by class (``Would run <task>``, and
-    ``call: dry_run()`` before calling a task's ``dry_run()`` method), then ``In total N`` or ``All tasks are
-    finished!``; how many would run. External tasks whose outputs are missing are named, not counted."""
-    from rich.text import Text
-
-    from b2batch.luigi_frontend.terminal import per_family, terminal
-
-    console = terminal()
-    would_run: dict[str, list[Any]] = collections.defaultdict(list)
-    missing = []
-    for task, complete in walk(tasks, descend_into_complete=False):
-        if not complete:
-            (would_run[task.task_family] if getattr(type(task), "run", None) else missing).append(task)
-    per_family(console, would_run, "Would run", "dry_run")
-    for task in missing:
-        console.print(Text(f"Missing input {task}: an external task whose output does not exist", style="red"))
-    total = sum(len(family_tasks) for family_tasks in would_run.values())
-    console.print(f"In total {total}" if total else "All tasks are finished!")
-    return total
-
-
-def print_outputs(tasks: list[Any]) -> None:
-    """Print every task of the graph with its output files and whether each exists."""
-    for task, _complete in walk(tasks):
-        print(_describe(task))
-        for target in luigi.task.flatten(task.output()):
-            path = getattr(target, "path", target)
-            mark = "exists " if target.exists() else "missing"
-            print(f"    [{mark}] {path}")
-
-
-def _names(value: Any) -> list[str]:
-    """Task class names given to ``remove``/``remove_only``/``keep_tasks``: a name, names, or a flag."""
-    if value in (None, True, False):
-        return []
-    return [value] if isinstance(value, str) else [str(name) for name in value]
-
-
-def tasks_to_remove(tasks: list[Any], names: list[str], keep: list[str]) -> list[Any]:
-    """The tasks whose outputs ``--remove`` removes: the root ``tasks``, or with ``names`` every task of those
-    classes in their graph; without the tasks of the classes in ``keep``. A name not in the graph stops the
-    run with an error that lists the classes there are."""
-    graph = [task for task, _complete in walk(tasks)] if names or keep else tasks
-    families = {task.task_family for task in graph}
-    unknown = sorted((set(names) | set(keep)) - families)
-    if unknown:
-        raise SystemExit(f"ERROR: --remove/--keep name task classes that are not in the workflow's graph: "
-                         f"{', '.join(unknown)}. The graph has: {', '.join(sorted(families))}.")
-    chosen = [task for task in graph if task.task_family in names] if names else list(tasks)
-    return [task for task in chosen if task.task_family not in keep]
-
-
-def remove_outputs(tasks: list[Any], ask: bool) -> int:
-    """Remove the outputs of ``tasks`` (not of their requirements), saying what it does as b2luigi does; how
-    many tasks had outputs removed."""
-    from rich.text import Text
-
-    from b2batch.luigi_frontend.terminal import per_family, terminal
-
-    console = terminal()
-    by_family: dict[str, list[Any]] = collections.defaultdict(list)
-    for task in {t.task_id: t for t in tasks}.values():
-        if any(target.exists() for target in luigi.task.flatten(task.output())):
-            by_family[task.task_family].append(task)
-    if not by_family:
-        console.print("Nothing to remove.")
-        return 0
-    if ask:
-        console.print("The following task outputs will be removed:")
-        for family in sorted(by_family):
-            console.print(Text(f"\t- {family}", style="bold"))
-            for task in by_family[family]:
-                for target in luigi.task.flatten(task.output()):
-                    if target.exists():
-                        console.print(Text(f"\t    {getattr(target, 'path', target)}"))
-        console.print()
-        if not confirm("Remove these outputs?"):
-            console.print("No tasks were removed (pass --yes to remove without asking).", style="yellow")
-            return 0
-
-    def remove_targets(task: Any) -> None:
-        for target in luigi.task.flatten(task.output()):
-            if target.exists():
-                target.remove()
-
-    per_family(console, by_family, "Removing...", "remove_output", otherwise=remove_targets)
-    removed = sum(len(family_tasks) for family_tasks in by_family.values())
-    console.print(f"Removed outputs for {removed} tasks.", style="green")
-    return removed
 
 
 #: Signals that stop a run and cancel its jobs: Ctrl-C (SIGINT); SIGTERM from ``kill``, ``timeout``, a CI runner
@@ -287,99 +171,156 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     executable wrapper; see :mod:`.batch_worker`); ``progress_tui=True`` (or ``--tui``) writes the run's live
     state for ``b2batch monitor`` (as the setting ``live_state`` does) and prints how to follow it.
     """
-    yes = yes or bool(env_params.pop("auto_confirm", False))
-    keep_tasks = _names(env_params.pop("keep_tasks", None))
-    retry_failed = bool(env_params.pop("retry_failed", False))  # --retry-failed: poison tasks go again
-    runs_first_task = bool(env_params.pop("batch_runner", False))
-    progress_tui = bool(env_params.pop("progress_tui", False))
-    job_script = env_params.pop("_job_script", None)  # what jobs run again instead of __main__ (b2luigi test)
+    extras = _Extras.take(env_params)
+    yes = yes or extras.yes
     spec = node.active_spec()
     if spec is not None:
         sys.exit(node.run_spec(spec))
-    try:
-        load_settings_files()  # a broken settings.json stops the run here, with one message
-        check_settings()  # as does a value of the wrong kind
-    except SettingError as e:
-        sys.exit(f"ERROR: {e}")
-
-    if get_setting("process_once"):  # b2luigi's rule: one process() per script
-        global _process_called
-        if _process_called:
-            raise RuntimeError("process() was called a second time in this script; a workflow written against "
-                               "b2luigi may call it once (the setting process_once). Pass all root tasks to one "
-                               "call, process([task_a, task_b]), or require them from one WrapperTask.")
-        _process_called = True
-
+    _load_settings()
+    _once_per_script()
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
-    if runs_first_task:  # the task was made from its class and parameters: no command line to read
+    if extras.runs_first_task:  # the task was made from its class and parameters: no command line to read
         batch_worker.run_here(tasks[0])
         return None
     args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
-    context = RunContext.of_main(rest) if job_script is None else RunContext(script=str(job_script), argv=rest)
-
+    context = RunContext.of_main(rest) if extras.job_script is None else RunContext(script=str(extras.job_script),
+                                                                                       argv=rest)
     test = bool(args.test or test)
     batch = bool(args.batch or batch) and not test
-
     as_b2luigi = bool(get_setting("b2luigi_texts"))  # b2luigi's texts, choices and exit statuses (its profile)
     with remote_checks():  # remote outputs: one listing per result folder, a clear error if unreachable
-        if args.show_output or show_output:
-            (b2luigi_cli.show_outputs if as_b2luigi else print_outputs)(tasks)
+        if _looks_or_removes(tasks, args, as_b2luigi, test, show_output=show_output, dry_run=dry_run,
+                             remove=remove, remove_only=remove_only, yes=yes, keep=extras.keep_tasks):
             return None
-        if args.dry_run or dry_run:
-            if as_b2luigi:
-                b2luigi_cli.dry_run(tasks)
-            sys.exit(1 if print_dry_run(tasks) else 0)
-        if getattr(args, "batch_runner", False) and not test:  # b2luigi's flag, after --test as there
-            batch_worker.run_task_of_id(tasks, args.task_id)
-            return None
-        if as_b2luigi and (args.remove or remove or args.remove_only or remove_only):
-            only = not (args.remove or remove)  # b2luigi: --remove wins over --remove-only
-            b2luigi_cli.remove(tasks, _names(args.remove or remove or args.remove_only or remove_only), only,
-                               yes=bool(args.yes or yes), keep=list(args.keep or []) + keep_tasks)
-        # The flags: None (not given), or the names given ([]: the root tasks). The arguments: anything false
-        # (False, None, b2luigi's default []) says no, True the root tasks, names those classes.
-        removing = [r for r in (args.remove_only, args.remove) if r is not None]
-        removing += [r for r in (remove_only, remove) if r]
-        if removing:
-            keep = list(args.keep or []) + keep_tasks
-            chosen = tasks_to_remove(tasks, [n for r in removing for n in _names(r)], keep)
-            remove_outputs(chosen, ask=not (args.yes or yes))
-            if args.remove_only is not None or remove_only:
-                return None
+    build_params = _build_params(args, test, workers, scheduler_host, scheduler_port, env_params)
+    _configure_logging(build_params["log_level"])
+    run, jobs = _make_run(tasks, args, context, batch=batch, test=test, batch_system=batch_system,
+                          workers=workers, retry_failed=extras.retry_failed, as_b2luigi=as_b2luigi)
+    if exit_on_failure is None:
+        exit_on_failure = bool(get_setting("exit_on_failure"))
+    report = _report(run, jobs, context, batch=batch, test=test, exit_on_failure=exit_on_failure,
+                     tui=extras.progress_tui or bool(getattr(args, "tui", False)))
+    _execute(tasks, run, jobs, report, batch, build_params)
+    if report.failed and exit_on_failure:
+        sys.exit(1)
+    return report.result if get_setting("process_returns_result") else None
 
+
+@dataclass
+class _Extras:
+    """process()'s keyword arguments that are no luigi parameters (b2luigi's and b2batch's own)."""
+
+    yes: bool  # b2luigi 1.3's auto_confirm
+    keep_tasks: list[str]
+    retry_failed: bool  # --retry-failed: poison tasks go again
+    runs_first_task: bool  # batch_runner=True: b2luigi's batch-runner command
+    progress_tui: bool
+    job_script: Any  # what jobs run again instead of __main__ (b2luigi test)
+
+    @classmethod
+    def take(cls, env_params: dict[str, Any]) -> _Extras:
+        """Take them out of ``env_params``; the rest goes to luigi."""
+        return cls(yes=bool(env_params.pop("auto_confirm", False)),
+                   keep_tasks=task_names(env_params.pop("keep_tasks", None)),
+                   retry_failed=bool(env_params.pop("retry_failed", False)),
+                   runs_first_task=bool(env_params.pop("batch_runner", False)),
+                   progress_tui=bool(env_params.pop("progress_tui", False)),
+                   job_script=env_params.pop("_job_script", None))
+
+
+def _load_settings() -> None:
+    """Read the settings files and check the settings: a broken settings.json or a value of the wrong kind
+    stops the run here, with one message."""
+    try:
+        load_settings_files()
+        check_settings()
+    except SettingError as e:
+        sys.exit(f"ERROR: {e}")
+
+
+def _once_per_script() -> None:
+    """b2luigi's rule (the setting process_once): one process() per script."""
+    if not get_setting("process_once"):
+        return
+    global _process_called
+    if _process_called:
+        raise RuntimeError("process() was called a second time in this script; a workflow written against "
+                           "b2luigi may call it once (the setting process_once). Pass all root tasks to one "
+                           "call, process([task_a, task_b]), or require them from one WrapperTask.")
+    _process_called = True
+
+
+def _looks_or_removes(tasks: list[Any], args: Any, as_b2luigi: bool, test: bool, *, show_output: bool,
+                      dry_run: bool, remove: Any, remove_only: Any, yes: bool, keep: list[str]) -> bool:
+    """Show the outputs, make a dry run (which exits), run one task as b2luigi's batch worker, or remove
+    outputs; True when that was all the call asked for."""
+    if args.show_output or show_output:
+        (b2luigi_cli.show_outputs if as_b2luigi else print_outputs)(tasks)
+        return True
+    if args.dry_run or dry_run:
+        if as_b2luigi:
+            b2luigi_cli.dry_run(tasks)
+        sys.exit(1 if print_dry_run(tasks) else 0)
+    if getattr(args, "batch_runner", False) and not test:  # b2luigi's flag, after --test as there
+        batch_worker.run_task_of_id(tasks, args.task_id)
+        return True
+    keep = list(args.keep or []) + keep
+    if as_b2luigi and (args.remove or remove or args.remove_only or remove_only):
+        only = not (args.remove or remove)  # b2luigi: --remove wins over --remove-only
+        b2luigi_cli.remove(tasks, task_names(args.remove or remove or args.remove_only or remove_only), only,
+                           yes=bool(args.yes or yes), keep=keep)
+    # The flags: None (not given), or the names given ([]: the root tasks). The arguments: anything false
+    # (False, None, b2luigi's default []) says no, True the root tasks, names those classes.
+    removing = [r for r in (args.remove_only, args.remove) if r is not None]
+    removing += [r for r in (remove_only, remove) if r]
+    if removing:
+        chosen = tasks_to_remove(tasks, [n for r in removing for n in task_names(r)], keep)
+        remove_outputs(chosen, ask=not (args.yes or yes))
+        if args.remove_only is not None or remove_only:
+            return True
+    return False
+
+
+def _build_params(args: Any, test: bool, workers: int | None, scheduler_host: str | None,
+                  scheduler_port: int | None, env_params: dict[str, Any]) -> dict[str, Any]:
+    """luigi's ``build`` parameters: workers, the scheduler (local unless a host or port is given), log level."""
     host = args.scheduler_host or scheduler_host
     port = args.scheduler_port or scheduler_port
-    build_params: dict[str, Any] = {
+    params: dict[str, Any] = {
         "workers": 1 if test else (args.workers or workers or get_setting("workers")),
         "detailed_summary": True,
         **env_params,
     }
     if host or port:
-        build_params.update(local_scheduler=False, scheduler_host=host or "localhost",
-                            scheduler_port=port or 8082)
+        params.update(local_scheduler=False, scheduler_host=host or "localhost", scheduler_port=port or 8082)
     else:
-        build_params.setdefault("local_scheduler", True)
-    build_params.setdefault("log_level", "DEBUG" if test else "INFO")
-    _configure_logging(build_params["log_level"])
+        params.setdefault("local_scheduler", True)
+    params.setdefault("log_level", "DEBUG" if test else "INFO")
+    return params
+
+
+def _make_run(tasks: list[Any], args: Any, context: RunContext, *, batch: bool, test: bool, batch_system: str | None,
+              workers: int | None, retry_failed: bool, as_b2luigi: bool) -> tuple[Run, TaskJobs | None]:
+    """The engine run with the run's configuration, and the tasks' jobs when tasks go to batch jobs."""
     config = config_of_flags(args, batch_system, workers)
     local_sends_jobs = (not batch and not test and get_setting("local_runs_send_jobs")
                         and _names_its_batch_system(tasks))
     if local_sends_jobs:  # as b2luigi: the others run here, a task's own attribute wins
         config = config.replace(batch_system="local")
     run = Run(config=config)
-    if local_sends_jobs:
-        jobs: TaskJobs | None = TaskJobs(run, context)
-    else:
-        jobs = TaskJobs(run, context) if batch else None
+    jobs = TaskJobs(run, context) if (batch or local_sends_jobs) else None
     if as_b2luigi and not batch and not test:
         _as_b2luigis_local_run(jobs)
     if jobs is not None:
         jobs.retry_failed = retry_failed or bool(getattr(args, "retry_failed", False))
-    mode = "batch" if batch else "test" if test else "local"
-    if exit_on_failure is None:
-        exit_on_failure = bool(get_setting("exit_on_failure"))
+    return run, jobs
+
+
+def _report(run: Run, jobs: TaskJobs | None, context: RunContext, *, batch: bool, test: bool,
+            exit_on_failure: bool, tui: bool) -> RunReport:
+    """The run's report (summary, timeline, JSON and HTML), with the live state for ``b2batch monitor`` when
+    asked for (``--tui``, ``progress_tui=True`` or the setting ``live_state``)."""
     live_folder = None
-    tui = progress_tui or bool(getattr(args, "tui", False))
     if jobs is not None and (tui or get_setting("live_state")):
         from b2batch import paths
 
@@ -387,9 +328,16 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
         if tui:
             print(f"b2batch: follow this run from any terminal with: b2batch monitor {live_folder}",
                   file=sys.stderr, flush=True)
-    report = RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
-                       exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")),
-                       live_folder=live_folder, live_info={"tag": run.tag})
+    mode = "batch" if batch else "test" if test else "local"
+    return RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
+                     exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")),
+                     live_folder=live_folder, live_info={"tag": run.tag})
+
+
+def _execute(tasks: list[Any], run: Run, jobs: TaskJobs | None, report: RunReport, batch: bool,
+             build_params: dict[str, Any]) -> None:
+    """Run the tasks (b2batch's graph runner for a batch run with the local scheduler, else luigi's workers),
+    stopping on signals; an error or a stop signal exits with its message or status after the summary."""
     errors: dict[str, str] = {}
     try:
         with _signals_stop(run), report:
@@ -420,6 +368,3 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     except KeyboardInterrupt as stop:  # the summary said what was stopped; no traceback after it
         # 128 + the signal, as a shell shows a process the signal ended (b2luigi's status under SIGTERM or SIGHUP)
         sys.exit(128 + (stop.signum if isinstance(stop, StoppedBySignal) else signal.SIGINT))
-    if report.failed and exit_on_failure:
-        sys.exit(1)
-    return report.result if get_setting("process_returns_result") else None
