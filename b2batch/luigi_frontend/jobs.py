@@ -31,7 +31,7 @@ from b2batch.luigi_frontend.grouping import Group, group_of, refuse
 from b2batch.luigi_frontend.layout import job_folder, log_folder
 from b2batch.engine.jobconfig import JOB_SETTINGS, JobConfig
 from b2batch.settings import active_profile, get_setting, settings_snapshot
-from b2batch.settings.resolve import resolve_job_config
+from b2batch.settings.resolve import resolve_job_config, resolve_setting
 
 
 @functools.lru_cache(maxsize=64)
@@ -186,16 +186,16 @@ def _settings_key(task: Any, classes: dict[type, bool]) -> Any:
 _JOB_SETTING_NAMES = frozenset(JOB_SETTINGS)
 
 
-def _config_key(task: Any, classes: dict[type, bool]) -> Any:
-    """The task's class when neither it nor the task sets any setting of :data:`JOB_SETTINGS` itself (then every
-    such task of the class has the same JobConfig); else None. ``classes`` keeps, per class, whether it sets one."""
+def _own_names(task: Any, classes: dict[type, frozenset[str]]) -> frozenset[str]:
+    """The names of :data:`JOB_SETTINGS` that the task or its class has (an attribute, property or method): the
+    ones resolved for each task; the others are the run's, the same for every task. ``classes`` keeps them per
+    class."""
     cls = type(task)
-    sets = classes.get(cls)
-    if sets is None:
-        sets = classes[cls] = any(hasattr(cls, name) for name in JOB_SETTINGS)
-    if sets or (vars(task).keys() & _JOB_SETTING_NAMES):
-        return None
-    return cls
+    names = classes.get(cls)
+    if names is None:
+        names = classes[cls] = frozenset(name for name in JOB_SETTINGS if hasattr(cls, name))
+    mine = vars(task).keys() & _JOB_SETTING_NAMES
+    return names | mine if mine else names
 
 
 def _on_this_host(job: Job) -> bool:
@@ -243,10 +243,11 @@ class TaskJobs:
         self._counted: set[str] = set()
         self._looked_at: set[str] = set()
         self._classes: dict[type, bool] = {}  # whether a task class sets a setting that shapes jobs
-        self._config_classes: dict[type, bool] = {}  # whether a task class sets a setting of JOB_SETTINGS
+        self._config_classes: dict[type, frozenset[str]] = {}  # the names of JOB_SETTINGS a task class has
         #: The JobConfigs of tasks whose settings come from the class alone, by (class, group size): resolved once
         #: per class (and group size) and run, however many tasks it has.
         self._configs: dict[Any, JobConfig] = {}
+        self._shared: JobConfig | None = None  # the names no task sets itself, as the run's flags and chain have them
         self._end_earlier_pilots()
 
     def _end_earlier_pilots(self) -> None:
@@ -291,14 +292,18 @@ class TaskJobs:
         the profile's defaults; a group's size is its tasks_per_job; a task that can checkpoint gets the batch
         system's warning in its submit options."""
         group = self.group_of(task)
-        key = _config_key(task, self._config_classes)
-        cache = (key, group.size if group is not None else None) if key is not None else None
+        own = _own_names(task, self._config_classes)
+        cache = (type(task), group.size if group is not None else None) if not own else None
         config = self._configs.get(cache) if cache is not None else None
         if config is None:
-            given = {"batch_system": self.batch_system_of(task), "job_shape": self.job_shape_of(task)}
+            if self._shared is None:  # what a task that sets nothing itself has: resolved once per run
+                self._shared = resolve_job_config(None, self.run.config.flags)
+            flags = self.run.config.flags
+            given = {name: resolve_setting(task, name, flags) for name in own}  # the task's own, checked
+            given.update(batch_system=self.batch_system_of(task), job_shape=self.job_shape_of(task))
             if group is not None:
                 given["tasks_per_job"] = group.size
-            config = resolve_job_config(task, self.run.config.flags, **given)
+            config = self._shared.replace(**given)
             warned = {name: checkpoint.with_warning(task, name, config[name]) for name in checkpoint.WARNING_SETTINGS}
             if any(warned[name] is not config[name] for name in warned):
                 config = config.replace(**warned)

@@ -20,6 +20,13 @@ def own_value(owner: Any, name: str) -> Any:
     return _from_task(owner, name)
 
 
+def resolve_setting(owner: Any, name: str, flags: Any = None) -> Any:
+    """The value of ``name`` for ``owner`` by the precedence above (``flags``: the run's flags)."""
+    if flags and name in flags and own_value(owner, name) is _NOT_SET:
+        return flags[name]
+    return get_setting(name, task=owner)
+
+
 def resolve_job_config(owner: Any, flags: Any = None, names: tuple[str, ...] = JOB_SETTINGS,
                        **given: Any) -> JobConfig:
     """The JobConfig of ``owner``'s jobs: ``given`` values as they are, then for every other name of ``names``
@@ -27,9 +34,7 @@ def resolve_job_config(owner: Any, flags: Any = None, names: tuple[str, ...] = J
     flags = flags or {}
 
     def value_of(name: str) -> Any:
-        if name in flags and own_value(owner, name) is _NOT_SET:
-            return flags[name]
-        return get_setting(name, task=owner)
+        return resolve_setting(owner, name, flags)
 
     files = given.pop("settings_files", None)
     return job_config(value_of, names, settings_files=tuple(settings_snapshot()["files"] if files is None else files), **given)
