@@ -22,6 +22,7 @@ from joblib.parallel import ParallelBackendBase, SequentialBackend
 from b2batch import paths
 from b2batch.errors import B2BatchError
 from b2batch.joblib import options as opts
+from b2batch.joblib.options import DISPATCH_ALL
 from b2batch.joblib.node import current_level
 from b2batch.settings import get_setting
 
@@ -32,14 +33,6 @@ PARAMETERS = ("batch_system", "request_cpus", "request_memory", "request_disk", 
               "python_path", "initial_dir", "extra_directives", "log_dir_prefix", "poll_interval", "shared_data_dir",
               "delete_task_file_on_load", "worker_log_level", "throttle", "batch_size", "max_recursion_level",
               "export_metadata", "context_func", "progress")
-
-
-#: ``n_jobs`` for "everything" (a negative ``n_jobs``, or None): joblib keeps ``pre_dispatch`` ("2 * n_jobs")
-#: batches out and hands over the next one as each ends. joblib-htcondor's ``sys.maxsize // 2`` reads the whole
-#: input at once (a Python object per call held until its end: 3 GB for a million calls); this keeps at most
-#: 2,000 batches out, enough to fill every pilot and unit (batches grow to up to 10,000 calls once the calls
-#: were timed), so the steering process's memory does not grow with the number of calls.
-DISPATCH_ALL = 1_000
 
 
 class NestingError(B2BatchError, RuntimeError):

@@ -2,8 +2,8 @@
 its exception, and the seconds it took.
 
 A job (or a unit in a pilot) is one call of :func:`run_batches` through :mod:`b2batch.calls.node`. Importing
-this module imports :mod:`b2batch.joblib`, so the backend's name is registered in the job before any batch
-runs, and a nested ``Parallel`` that names it finds it. The nesting level travels with the call and is set in
+this module runs its package's ``__init__`` first (Python imports a module's packages before it), which
+registers the backend's name, so a nested ``Parallel`` that names it finds it in the job. The nesting level travels with the call and is set in
 ``$B2BATCH_JOBLIB_LEVEL`` for the calls (and the processes they start).
 """
 
@@ -18,8 +18,6 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import b2batch.joblib  # noqa: F401  (registers the backend's name in the job)
 
 #: The nesting level of the calls running in this process (0: not in a job of the backend).
 LEVEL_VARIABLE = "B2BATCH_JOBLIB_LEVEL"

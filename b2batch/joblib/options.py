@@ -36,6 +36,13 @@ from b2batch.settings import SETTINGS, get_setting
 
 logger = logging.getLogger(__name__)
 
+#: ``n_jobs`` for "everything" (a negative ``n_jobs``, or None): joblib keeps ``pre_dispatch`` ("2 * n_jobs")
+#: batches out and hands over the next one as each ends. joblib-htcondor's ``sys.maxsize // 2`` reads the whole
+#: input at once (a Python object per call held until its end: 3 GB for a million calls); this keeps at most
+#: 2,000 batches out, enough to fill every pilot and unit (batches grow to up to 10,000 calls once the calls
+#: were timed), so the steering process's memory does not grow with the number of calls.
+DISPATCH_ALL = 1_000
+
 #: Default throttle when ``n_jobs`` is negative ("dispatch everything"), as in joblib-htcondor.
 DEFAULT_THROTTLE = 1000
 

@@ -80,10 +80,8 @@ def log_root(options: opts.Options) -> Path:
 
 def window(throttle: int | None, n_jobs: int) -> int:
     """The most units the call hands over at a time: joblib keeps ``n_jobs`` batches out (a negative ``n_jobs``:
-    :data:`~b2batch.joblib.backend.DISPATCH_ALL`), within the throttle; the shaping rule's ``window``."""
-    from b2batch.joblib.backend import DISPATCH_ALL
-
-    return min(t for t in (throttle, n_jobs if n_jobs > 0 else DISPATCH_ALL) if t)
+    :data:`~b2batch.joblib.options.DISPATCH_ALL`), within the throttle; the shaping rule's ``window``."""
+    return min(t for t in (throttle, n_jobs if n_jobs > 0 else opts.DISPATCH_ALL) if t)
 
 
 def job_shape(options: opts.Options, values: dict[str, Any]) -> str:
