@@ -35,6 +35,11 @@ class BatchSystemError(B2BatchError):
     """A batch system could not be used: unknown, unreachable, or it rejected a job."""
 
 
+class RunStoppingError(BatchSystemError):
+    """The batch system refuses every job of this run (HTCondor never runs jobs owned by root): the run stops
+    at once with this one message, submitting nothing more."""
+
+
 class SchedulerCommandError(BatchSystemError):
     """A scheduler command failed; carries the command, exit code and output."""
 

@@ -24,7 +24,7 @@ from b2batch.display.jsonfile import write_json
 from b2batch.display.efficiency import efficiency, summary_lines
 from b2batch.display.trace import describe, iso_time, trace_events, trace_head
 from b2batch.engine import JobRecord, RunRecord
-from b2batch.errors import StoppedBySignal
+from b2batch.errors import B2BatchError, StoppedBySignal
 from b2batch.engine.livestate import worker_job_counts
 
 logger = logging.getLogger(__name__)
@@ -429,9 +429,12 @@ def _tag() -> str:
 
 
 def _stopped_by(exc_type: type[BaseException], exc: BaseException | None) -> str:
-    """What stopped a run, as the summary names it: the signal (``SIGTERM``), else the exception's class."""
+    """What stopped a run, as the summary names it: the signal (``SIGTERM``); b2batch's error, whose one message
+    follows the summary; else the exception's class."""
     if isinstance(exc, StoppedBySignal):
         return exc.signal_name
     if exc_type is KeyboardInterrupt:
         return "SIGINT (Ctrl-C)"  # Python's own handler of SIGINT raised it
+    if isinstance(exc, B2BatchError):
+        return "the error below"
     return exc_type.__name__

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from b2batch.errors import B2BatchError, TransientCommandError
+from b2batch.errors import B2BatchError, RunStoppingError, TransientCommandError
 
 if TYPE_CHECKING:
     from b2batch.engine.config import RunConfig
@@ -114,6 +114,8 @@ class Submitter:
             self.next_attempt = now + pause
             logger.warning("%s; trying again in %g s (attempt %d)", e, pause, self.attempts + 1)
             return False
+        except RunStoppingError:
+            raise  # no job of the run can get past it: the run stops with its one message
         except B2BatchError as e:
             self._fail(group, str(e))
             return True

@@ -20,7 +20,8 @@ import parse
 from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes
 from b2batch.engine.config import RunConfig
-from b2batch.errors import BatchSystemError, SchedulerCommandError, SettingError, TransientCommandError
+from b2batch.errors import (BatchSystemError, RunStoppingError, SchedulerCommandError, SettingError,
+                            TransientCommandError)
 from b2batch.systems import commands
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.shaping import WRAPPER_SETTINGS
@@ -300,14 +301,14 @@ class HTCondorSystem(SchedulerSystem):
         """condor_submit; HTCondor's refusal of a job owned by root becomes one line saying so and what to do,
         and the run tries no further submission (each would be refused the same way)."""
         if self._refused is not None:
-            raise BatchSystemError(self._refused)
+            raise RunStoppingError(self._refused)
         try:
             return super()._run_submit(command, stdin, what)
         except BatchSystemError as e:
             if not refused_as_root(e.__cause__ or e, os.geteuid()):
                 raise
             self._refused = ROOT_REFUSAL
-            raise BatchSystemError(ROOT_REFUSAL) from None
+            raise RunStoppingError(ROOT_REFUSAL) from None
 
     def array_job_ids(self, stdout: str, count: int) -> list[str]:
         for line in stdout.splitlines():

@@ -1,5 +1,6 @@
 """A run as root against a real HTCondor: HTCondor never runs a job owned by root. The run stops before any job
-is submitted, with one line saying so and what to do (b2batch/systems/htcondor.py: ROOT_REFUSAL)."""
+is submitted, with one line saying so and what to do (b2batch/systems/htcondor.py: ROOT_REFUSAL, a
+RunStoppingError: the run stops at the first refusal)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,10 @@ def test_run_as_root_stops_with_one_line(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if "HTCondor never runs jobs owned by root" in line]
-    assert lines and all(line.endswith(ROOT_REFUSAL) for line in lines), done.stderr[-3000:]
+    assert lines == [f"ERROR: {ROOT_REFUSAL}"], done.stderr[-3000:]  # once, after the summary
+    assert "(stopped by the error below)" in done.stderr, done.stderr[-3000:]
     assert "not allowed to own jobs" not in done.stderr and "is not permitted" not in done.stderr
-    # HTCondor was asked once; every other job of the run failed with the same line, unsubmitted.
+    # HTCondor was asked once; the run stopped there: no other job was tried.
     report = json.loads(next((tmp_path / "logs").glob("*.report.json")).read_text())
     assert report["scheduler_calls"] == {"condor_submit": 1}, report["scheduler_calls"]
     assert subprocess.run(["condor_q", "-allusers", "-af", "ClusterId", "ProcId"], env=env, capture_output=True,
