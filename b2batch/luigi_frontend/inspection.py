@@ -25,7 +25,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from b2batch.console import confirm, in_workflow_folder
-from b2batch.luigi_frontend import layout, outputs, workflow
+from b2batch.luigi_frontend import graph_outputs, layout, workflow
 from b2batch.luigi_frontend.jobs import outputs_counted
 from b2batch.luigi_frontend.terminal import terminal
 from b2batch.remote.checks import remote_checks
@@ -145,7 +145,7 @@ def dot_graph(tasks: list[Any], params: bool = True) -> str:
         return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     lines = ["digraph workflow {", "    rankdir=TB;"]
-    for task, complete in outputs.walk(tasks):
+    for task, complete in graph_outputs.walk(tasks):
         colour = "palegreen" if complete else "lightpink"
         label = str(task) if params else task.task_family
         lines.append(f"    {quoted(task.task_id)} [label={quoted(label)}, style=filled, fillcolor={colour}];")
@@ -170,7 +170,7 @@ def job_folders(tasks: list[Any]) -> set[Path]:
     lists these)."""
     from b2batch.luigi_frontend.jobs import task_files
 
-    return {task_files(task).folder.resolve() for task, _complete in outputs.walk(tasks)}
+    return {task_files(task).folder.resolve() for task, _complete in graph_outputs.walk(tasks)}
 
 
 def cleanup_paths(tasks: list[Any]) -> list[Path]:
@@ -178,7 +178,7 @@ def cleanup_paths(tasks: list[Any]) -> list[Path]:
     from b2batch.luigi_frontend.jobs import task_files
 
     found = []
-    for task, complete in outputs.walk(tasks):
+    for task, complete in graph_outputs.walk(tasks):
         if complete:
             found += [p for p in (layout.log_folder(task), task_files(task).folder) if p.exists()]
     return found
@@ -214,7 +214,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _show(flow: Workflow, args: argparse.Namespace) -> int:
     if args.paths:
-        for task, _complete in outputs.walk(flow.tasks):
+        for task, _complete in graph_outputs.walk(flow.tasks):
             for target in _targets(task):
                 print(getattr(target, "path", target))
         return 0
@@ -242,15 +242,15 @@ def _tasks(flow: Workflow, args: argparse.Namespace) -> int:
 
 
 def _remove(flow: Workflow, args: argparse.Namespace) -> int:
-    graph = [task for task, _complete in outputs.walk(flow.tasks)]
+    graph = [task for task, _complete in graph_outputs.walk(flow.tasks)]
     chosen = [t for t in graph if t.task_family in args.task] if args.task else list(flow.tasks)
     unknown = sorted(set(args.task) - {t.task_family for t in graph})
     if unknown:
         print(f"Not in the workflow's graph: {', '.join(unknown)}", file=sys.stderr)
         return 1
     if args.with_requirements:
-        chosen = [task for task, _complete in outputs.walk(chosen)]
-    outputs.remove_outputs(chosen, ask=not args.yes)
+        chosen = [task for task, _complete in graph_outputs.walk(chosen)]
+    graph_outputs.remove_outputs(chosen, ask=not args.yes)
     return 0
 
 

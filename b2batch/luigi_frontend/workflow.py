@@ -20,7 +20,7 @@ from b2batch.luigi_frontend import b2luigi_cli, batch_worker, cli, node, seam
 from b2batch.luigi_frontend.checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
-from b2batch.luigi_frontend.outputs import print_dry_run, print_outputs, remove_outputs, task_names, tasks_to_remove
+from b2batch.luigi_frontend.graph_outputs import print_dry_run, print_outputs, remove_outputs, task_names, tasks_to_remove
 from b2batch.luigi_frontend.runner import GraphRunner
 from b2batch.remote.checks import remote_checks
 from b2batch.runconfig import run_config
