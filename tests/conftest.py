@@ -9,7 +9,8 @@
 * ``wait_for(predicate, timeout, what)``: poll until something a test waits for holds.
 * ``slurm``, ``sge``: the local cluster must be up (``tests/clusters/``); skipped without it, failed under CI.
 
-Helpers shared by several test folders live in ``tests/helpers/``.
+Helpers shared by several test folders live in ``tests/helpers/``; ``helpers/tiers.py`` marks the tests that
+start workflow processes or need a cluster ``slow`` and puts tests that share a cluster in one xdist group.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import pytest
 import b2batch
 from b2batch import paths, settings
 from b2batch.luigi_frontend import workflow as luigi_workflow
+from helpers import tiers
 from helpers.clusters import need_cluster
 
 WORKFLOWS = Path(__file__).resolve().parent / "workflows"
@@ -37,6 +39,12 @@ WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 B2LUIGI_SHIM = Path(__file__).resolve().parents[1] / "compat" / "b2luigi-shim"
 #: b2luigi prints a tab before each task; rich (which both b2luigi and the shim use) expands it.
 TAB = " " * 8
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The fast tier and the xdist groups (``tests/helpers/tiers.py``), before ``-m`` selects."""
+    tiers.apply(items)
 
 
 @pytest.fixture(autouse=True)

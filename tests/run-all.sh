@@ -2,7 +2,7 @@
 # Installs what the tests need (the package with its test extras and the drop-in shims, the real peers in
 # venvs of their own, a local Slurm, a local Sun Grid
 # Engine and a local XRootD server), then runs the whole test suite. Arguments go to pytest (e.g.
-# -m "not slow" for a quick subset).
+# -m "not slow" for the fast tier, which needs none of this: python3 -m pytest -m "not slow").
 # The exit status is pytest's: "no tests ran" (5) fails too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,4 +43,13 @@ if [[ $(id -u) -eq 0 && -z ${B2BATCH_NO_CLUSTERS:-} ]]; then
 else
     echo "run-all.sh: not root (or B2BATCH_NO_CLUSTERS set): Slurm, SGE and XRootD tests are skipped" >&2
 fi
-exec python3 -m pytest -p no:cacheprovider --durations=25 "$@"
+# Most slow tests wait on schedulers: B2BATCH_TEST_WORKERS=N runs them side by side on N pytest-xdist workers
+# (try 4 on 2 cores). Tests that share a cluster, or measure time, then run one after another in their
+# xdist_group (tests/helpers/tiers.py); the clusters above are started once, here, not per worker. Off (0) until
+# a whole run with workers has been seen green.
+workers=${B2BATCH_TEST_WORKERS:-0}
+parallel=()
+if [[ $workers != 0 ]]; then
+    parallel=(-n "$workers" --dist loadgroup)
+fi
+exec python3 -m pytest -p no:cacheprovider --durations=25 "${parallel[@]}" "$@"
