@@ -26,7 +26,10 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ARCHIVE=${B2BATCH_HTCONDOR_ARCHIVE:-$(ls "$HERE"/../../../shared/htcondor/htcondor-*-debian12-x86_64.tar.xz 2>/dev/null | tail -n1 || true)}
+# The archive: B2BATCH_HTCONDOR_ARCHIVE, else ../shared/htcondor beside the checkout, else this kind of machine's
+# /work/shared/htcondor (a clone elsewhere, e.g. CI's, finds it there).
+ARCHIVE=${B2BATCH_HTCONDOR_ARCHIVE:-$(ls "$HERE"/../../../shared/htcondor/htcondor-*-debian12-x86_64.tar.xz \
+    /work/shared/htcondor/htcondor-*-debian12-x86_64.tar.xz 2>/dev/null | head -n1 || true)}
 PREFIX=${B2BATCH_HTCONDOR_PREFIX:-/opt/b2batch-htcondor}
 RELEASE=$PREFIX/htcondor
 CONFIG=$PREFIX/condor_config
@@ -268,8 +271,8 @@ usage_lines() {
 
 no_archive() {
     [[ -n $ARCHIVE && -f $ARCHIVE ]] && return 1
-    log "no HTCondor archive (looked for ../shared/htcondor/htcondor-*-debian12-x86_64.tar.xz beside the checkout," \
-        "or B2BATCH_HTCONDOR_ARCHIVE): the tests on a real HTCondor are skipped; the emulator tests still run"
+    log "no HTCondor archive (looked for ../shared/htcondor/htcondor-*-debian12-x86_64.tar.xz beside the checkout" \
+        "and in /work/shared/htcondor, or B2BATCH_HTCONDOR_ARCHIVE): the tests on a real HTCondor are skipped; the emulator tests still run"
     return 0
 }
 
