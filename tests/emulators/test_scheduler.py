@@ -128,5 +128,7 @@ def test_condor_q_and_bjobs_on_1000_jobs_are_fast(emu: Emu) -> None:
         f"{in_process:.3f} s in-process, {as_process:.3f} s as a process; "
         f"bjobs -json on 1000 jobs: {bjobs_time:.3f} s in-process"
     )
-    assert in_process < 0.5 and bjobs_time < 0.5
-    assert as_process < 1.0
+    # Linear, not quadratic, in the jobs: bounds twice the quiet machine's figures (0.2-0.4 s), as other tests
+    # load the machine beside it (1.28 s once for the process under pytest-xdist).
+    assert in_process < 1.0 and bjobs_time < 1.0
+    assert as_process < 2.0

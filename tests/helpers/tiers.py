@@ -55,6 +55,7 @@ TIMING_FILES = frozenset({"test_workqueue.py", "test_unitrunner.py", "test_monit
                           "test_steering_memory.py"})
 #: Single tests that assert times.
 TIMING_TESTS = frozenset({"test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace",
+                          "test_condor_q_and_bjobs_on_1000_jobs_are_fast",
                           "test_local_job_that_ends_on_sigterm_is_not_killed_harder",
                           "test_signal_puts_running_lines_back",
                           "test_a_line_killed_by_sigterm_with_no_stop_following_fails_after_a_moment",
