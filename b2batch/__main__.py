@@ -74,31 +74,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="the script's own arguments, which choose its tasks (default: those of its last "
                              "batch run)")
     from b2batch.luigi_frontend import inspection
-    from b2batch.farm import cli as farm_cli
+    from b2batch.farm import command_line as farm_cli
 
-    from b2batch.luigi_frontend import retry
+    from b2batch.luigi_frontend import retry_command
 
     inspection.add_commands(commands)
     farm_cli.add_subcommand(commands)
-    retry.add_command(commands)
-    from b2batch.display import commands as display_commands
+    retry_command.add_command(commands)
+    from b2batch.display import report_commands as display_commands
 
     display_commands.add_commands(commands)
     args = parser.parse_args(argv)
     if args.command == "farm":
         return farm_cli.run(args, commands.choices["farm"])
-    if args.command == retry.NAME:
-        return retry.run(args)
+    if args.command == retry_command.NAME:
+        return retry_command.run(args)
     if args.command in display_commands.COMMANDS:
         return display_commands.run_command(args)
     if args.command in inspection.COMMANDS:
         return inspection.run_command(args)
     if args.command == "monitor":
-        from b2batch.display import monitor as live_monitor
+        from b2batch.display import live_view as live_monitor
 
         return live_monitor.main(args.target, once=args.once)
     if args.command in ("run", "status", "cancel"):
-        from b2batch import console
+        from b2batch.command import console
 
         if args.command == "run":
             return console.run(args.script, args.args)
@@ -140,7 +140,7 @@ def _status_flags_after_the_script(parser: argparse.ArgumentParser, args: argpar
 def _current_job_folders(script: str, script_args: list[str]) -> set[Path] | None:
     """The job folders of the workflow's tasks, made with ``script_args`` (default: the arguments of its
     last batch run); None (list every job) if the script cannot be loaded, said on stderr."""
-    from b2batch import console
+    from b2batch.command import console
     from b2batch.luigi_frontend import inspection
 
     if not script_args:

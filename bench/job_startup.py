@@ -13,7 +13,7 @@ It then times, interleaved round by round (``--runs`` rounds, after one warm-up 
 
   python -c pass                  the floor: the interpreter alone
   python -c "import luigi"        the floor of anything built on luigi
-  python -c "import b2batch.luigi_frontend.node"  what the node side imports, without running a task
+  python -c "import b2batch.luigi_frontend.task_on_node"  what the node side imports, without running a task
   job (a), job (b)                the real entry point on the two specs
 
 Output: one line per command with the median wall time, its minimum and the median CPU time (user+sys of
@@ -145,7 +145,7 @@ def main() -> int:
         commands: dict[str, list[str]] = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "python -c 'import luigi'": [sys.executable, "-c", "import luigi"],
-            "python -c 'import b2batch.luigi_frontend.node'": [sys.executable, "-c", "import b2batch.luigi_frontend.node"],
+            "python -c 'import b2batch.luigi_frontend.task_on_node'": [sys.executable, "-c", "import b2batch.luigi_frontend.task_on_node"],
         }
         for label, (spec, _result, _output) in specs.items():
             commands[label] = [sys.executable, str(ENTRY), str(spec)]
@@ -177,10 +177,10 @@ def main() -> int:
         for label in specs:
             print(f"  ratio {label} / python -c pass:       {medians[label] / base:5.2f}")
             print(f"  ratio {label} / import luigi:         {medians[label] / luigi_:5.2f}")
-            print(f"  ratio {label} / import b2batch.luigi_frontend.node:   {medians[label] / package:5.2f}")
+            print(f"  ratio {label} / import b2batch.luigi_frontend.task_on_node:   {medians[label] / package:5.2f}")
         a, b = (medians[label] for label in specs)
         print(f"  ratio job (b) / job (a):                {b / a:5.2f}")
-        print(f"  ratio import b2batch.luigi_frontend.node / import luigi: {package / luigi_:5.2f}")
+        print(f"  ratio import b2batch.luigi_frontend.task_on_node / import luigi: {package / luigi_:5.2f}")
         for label, (spec, result, output) in specs.items():
             result.unlink(missing_ok=True)
             output.unlink(missing_ok=True)

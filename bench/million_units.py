@@ -18,8 +18,8 @@ not in the CPU time, which counts from just before the call to just after it):
                     write its result and exit code, hand back), likewise the CPU. Target (issue 28): at most
                     1 ms per trivial call. The steering process queues the calls while the pilots run
                     them: on 2 shared cores its own cost per unit can bound the time per call;
-  floor             the pilot alone: ONE worker process (``python -m b2batch.engine.worker``) serving a work
-                    queue into which M trivial calls (``operator.mul``, each a unit run by ``b2batch.calls.node``
+  floor             the pilot alone: ONE worker process (``python -m b2batch.engine.pilots.node_worker``) serving a work
+                    queue into which M trivial calls (``operator.mul``, each a unit run by ``b2batch.calls.calls_on_node``
                     as a Pool's or joblib's call is) were put before it started; its
                     wall and CPU time (with its children) per unit: claim, hand over,
                     run, exit code, usage and log, hand back, with no steering process to wait for; less the
@@ -92,7 +92,7 @@ def _serve_queue(n: int, work: Path) -> dict[str, Any]:
 
     import cloudpickle
 
-    from b2batch.engine.workqueue import WorkQueue
+    from b2batch.engine.pilots.work_queue import WorkQueue
 
     queue = WorkQueue(work / "queue")
     queue.create()
@@ -100,7 +100,7 @@ def _serve_queue(n: int, work: Path) -> dict[str, Any]:
         folder = work / "units" / f"u{i:07d}"
         folder.mkdir(parents=True)
         (folder / "call.pkl").write_bytes(cloudpickle.dumps([(operator.mul, (2, i), {})]))
-        unit = {"call": "b2batch.calls.node:run_calls", "args": [str(folder / "call.pkl"), str(folder / "result.pkl"),
+        unit = {"call": "b2batch.calls.calls_on_node:run_calls", "args": [str(folder / "call.pkl"), str(folder / "result.pkl"),
                                                                  [], False, str(work)]}
         queue.put(f"u{i:07d}", {"key": f"u{i}", "name": f"u{i}", "unit": unit,
                                 "files": {"exit_code": str(folder / "exit_code"), "stdout": str(folder / "stdout"),
@@ -110,7 +110,7 @@ def _serve_queue(n: int, work: Path) -> dict[str, Any]:
                                            "worker": "floor"}}))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    subprocess.run([sys.executable, "-m", "b2batch.engine.worker", str(spec)], check=True, env=dict(os.environ),
+    subprocess.run([sys.executable, "-m", "b2batch.engine.pilots.node_worker", str(spec)], check=True, env=dict(os.environ),
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -237,7 +237,7 @@ def child(kind: str, n: int, system: str, pilots: int, work: Path, chunksize: in
         tasklist.write_text("true\n" * n)
         marker = threading.Thread(target=_mark_farm, args=(sampler, tasklist, quarter), daemon=True)
         marker.start()
-        from b2batch.farm.cli import main as farm_main
+        from b2batch.farm.command_line import main as farm_main
 
         code = farm_main([str(tasklist), "--batch-system", system, "--jobs", str(pilots), "--proc", "1"])
         ok = code == 0

@@ -63,7 +63,7 @@ READER = textwrap.dedent('''
     import sys, time
     from pathlib import Path
     from rich.console import Console
-    from b2batch.display.monitor import Monitor
+    from b2batch.display.live_view import Monitor
 
     console = Console(file=open("/dev/null", "w"), width=100, height=40, force_terminal=True)
     monitor = Monitor(Path(sys.argv[1]), console)

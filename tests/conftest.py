@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 import b2batch
-from b2batch import paths, settings
+from b2batch.jobscript import base_folder
+from b2batch import settings
 from b2batch.luigi_frontend import workflow as luigi_workflow
 from helpers import tiers
 from helpers.clusters import need_cluster
@@ -53,7 +54,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for var in settings.SETTINGS_ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     # Under pytest, __main__ is pytest itself: lay outputs out in the test's folder instead.
-    monkeypatch.setattr(paths, "_pinned_base_dir", str(tmp_path))
+    monkeypatch.setattr(base_folder, "_pinned_base_dir", str(tmp_path))
     monkeypatch.setattr(settings, "_files", settings._SettingsFiles())
     monkeypatch.setattr(settings, "_profile", "b2batch")  # a test that imports b2luigi chooses b2luigi's
     monkeypatch.setattr(luigi_workflow, "_process_called", False)  # b2luigi's one process() per script: per test

@@ -32,13 +32,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths, systems
+from b2batch.jobscript import base_folder
+from b2batch import systems
 from b2batch.calls import pickling
-from b2batch.calls.node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
+from b2batch.calls.calls_on_node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
 from b2batch.engine.outcome import COMMAND_NOT_FOUND
 from b2batch.engine.steering import Step, Steering, drive
-from b2batch.runconfig import run_config
+from b2batch.settings.runconfig import run_config
 from b2batch.errors import B2BatchError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
 from b2batch.settings.resolve import resolve_job_config
@@ -126,10 +127,10 @@ class Executor:
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
         self.run.retry_reason = _retry_reason
         # job_shape (auto by default): the run decides per kind of call, as for luigi tasks (docs/job-shapes.md)
-        # (``feed``: how the caller hands its calls over when it holds some back, an engine.shaped.Feed)
+        # (``feed``: how the caller hands its calls over when it holds some back, an engine.pilots.shaping_system.Feed)
         self.system = systems.add_to_run(self.run, self.config["batch_system"], self.settings, self.config,
                                          shaping=True, feed=feed)
-        root = paths.resolve(self.config["task_file_dir"])
+        root = base_folder.resolve(self.config["task_file_dir"])
         self.work_dir = (Path(work_dir) if work_dir is not None
                          else root / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{self.run.tag}").resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -188,7 +189,7 @@ class Executor:
     def _job(self, number: int, label: str | None) -> Job:
         key = f"{number:08d}"
         files = JobFiles.at(self._work_dir_text, "jobs", key, f"{self._log_dir_text}/{key}")
-        unit = {"call": "b2batch.calls.node:run_calls", "preload": self.preload,
+        unit = {"call": "b2batch.calls.calls_on_node:run_calls", "preload": self.preload,
                 "args": [f"{files.folder_text}/call.pkl", files.path_of("result_bytes"), self.import_path,
                          self.delete_call_file_on_load, self._base_dir_text]}
         return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,

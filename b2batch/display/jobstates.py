@@ -213,7 +213,7 @@ def scheduler_of(system: str, group: list[RecordedJob], what: str) -> Any:
     """The scheduler ``system`` outside a run, told where each job of ``group`` is (its journal). A plugin
     (a BatchProcess) has no commands b2batch could run to ``what`` its jobs: NotImplementedError."""
     from b2batch.engine import Run
-    from b2batch.runconfig import run_config
+    from b2batch.settings.runconfig import run_config
     from b2batch.systems import system_class
     from b2batch.systems.scheduler import SchedulerSystem
 

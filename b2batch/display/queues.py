@@ -3,7 +3,7 @@ and ``b2batch cancel``.
 
 A task that runs in a pilot (or a bundle) has no batch job of its own: its job folder's ``submission.json``
 names its work queue and its unit there (``queue``, ``unit``). The queue tells the rest
-(:mod:`b2batch.engine.workqueue`): a unit in ``todo/`` waits for a pilot, one in ``claimed/<worker>/`` runs in
+(:mod:`b2batch.engine.pilots.work_queue`): a unit in ``todo/`` waits for a pilot, one in ``claimed/<worker>/`` runs in
 that worker's batch job (whose own ``submission.json`` in ``jobs/<worker>/`` has the scheduler's job id, and
 whose heartbeat the node and start), one in a worker's log of finished runs has ended. Each queue is read
 once per command, however many of its units are asked about.
@@ -20,7 +20,7 @@ from typing import Any
 
 from b2batch.engine.files import FILE_NAMES
 from b2batch.engine.outcome import has_ended
-from b2batch.engine.workqueue import WorkQueue
+from b2batch.engine.pilots.work_queue import WorkQueue
 
 #: The folders of a task_file_dir that hold work queues, by the kind of worker job that serves them.
 QUEUE_FOLDERS = {"_pilots": "pilot", "_bundles": "bundle"}

@@ -276,11 +276,11 @@ class RunReport:
 
     def write_files(self, outcomes: list[TaskOutcome]) -> None:
         """Write the timeline and the report into log_dir; their paths go into :attr:`paths`."""
-        from b2batch import paths
+        from b2batch.jobscript import base_folder
         from b2batch.settings import get_setting
 
         try:
-            folder = paths.resolve(get_setting("log_dir"))
+            folder = base_folder.resolve(get_setting("log_dir"))
             folder.mkdir(parents=True, exist_ok=True)
             stem = "b2batch-run-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(self.started_at))
             for n in range(1, 1000):

@@ -25,21 +25,21 @@ USAGE = """usage: python -m b2batch.emulators TOOL [ARGS...]
 
 def _command(name: str) -> Callable[[list[str]], int] | None:
     if name.startswith("condor_"):
-        from b2batch.emulators import htcondor
+        from b2batch.emulators import condor_tools
 
-        return htcondor.COMMANDS.get(name)
+        return condor_tools.COMMANDS.get(name)
     if name in ("bsub", "bjobs", "bkill"):
-        from b2batch.emulators import lsf
+        from b2batch.emulators import lsf_tools
 
-        return lsf.COMMANDS.get(name)
+        return lsf_tools.COMMANDS.get(name)
     if name == "inject":
         from b2batch.emulators import inject
 
         return inject.main
     if name == "runner":
-        from b2batch.emulators import runner
+        from b2batch.emulators import job_runner
 
-        return runner.main
+        return job_runner.main
     return None
 
 

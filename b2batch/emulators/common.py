@@ -7,7 +7,7 @@ import socket
 import sys
 from typing import Any
 
-from b2batch.emulators.state import JobTable
+from b2batch.emulators.job_table import JobTable
 
 
 def current_user() -> str:

@@ -12,11 +12,11 @@ import fnmatch
 import os
 from typing import Any
 
-from b2batch.emulators import eventlog, scheduler, state
+from b2batch.emulators import eventlog, slots, job_table
 from b2batch.emulators.classad import parse_literal
 from b2batch.emulators.common import current_user, hostname
-from b2batch.emulators.scheduler import StartError
-from b2batch.emulators.state import JobTable
+from b2batch.emulators.slots import StartError
+from b2batch.emulators.job_table import JobTable
 from b2batch.emulators.submit_file import (
     ProcDescription,
     SubmitError,
@@ -28,13 +28,13 @@ from b2batch.emulators.submit_file import (
 
 IDLE, RUNNING, REMOVED, COMPLETED, HELD = 1, 2, 3, 4, 5
 _STATUS = {
-    state.PENDING: IDLE,
-    state.STARTING: IDLE,
-    state.RUNNING: RUNNING,
-    state.REMOVED: REMOVED,
-    state.EXITED: COMPLETED,
-    state.HELD: HELD,
-    state.LOST: REMOVED,
+    job_table.PENDING: IDLE,
+    job_table.STARTING: IDLE,
+    job_table.RUNNING: RUNNING,
+    job_table.REMOVED: REMOVED,
+    job_table.EXITED: COMPLETED,
+    job_table.HELD: HELD,
+    job_table.LOST: REMOVED,
 }
 UNIVERSES = {"vanilla": 5, "scheduler": 7, "local": 12}
 DEFAULT_MEMORY_MB = 128
@@ -165,40 +165,40 @@ def job_ad(job: dict[str, Any], now: float) -> dict[str, Any]:
     ad = {k: v for k, v in job["attrs"].items() if not k.startswith("_")}
     status = job["status"]
     ad["JobStatus"] = _STATUS[status]
-    ad["LastJobStatus"] = _STATUS.get(job.get("last_status") or state.PENDING, IDLE)
+    ad["LastJobStatus"] = _STATUS.get(job.get("last_status") or job_table.PENDING, IDLE)
     ad["EnteredCurrentStatus"] = int(job["status_time"])
     ad["NumJobStarts"] = int(job.get("num_starts") or 0)
     ad["ExitBySignal"] = False  # HTCondor 25 gives every job this attribute from its submission on
-    ad["CompletionDate"] = int(job["end_time"]) if status == state.EXITED and job.get("end_time") else 0
+    ad["CompletionDate"] = int(job["end_time"]) if status == job_table.EXITED and job.get("end_time") else 0
     if job.get("start_time"):
         ad["JobStartDate"] = ad["JobCurrentStartDate"] = int(job["start_time"])
-        end = job.get("end_time") if status != state.RUNNING else None
+        end = job.get("end_time") if status != job_table.RUNNING else None
         ad["RemoteWallClockTime"] = float(round((end or now) - job["start_time"], 1))
     else:
         ad["RemoteWallClockTime"] = 0.0
-    if status == state.RUNNING:
+    if status == job_table.RUNNING:
         ad["RemoteHost"] = f"slot1@{hostname()}"
     # HTCondor sets it when the job leaves the slot it was matched to, also when it failed to start there.
     matched = job.get("start_time") or job.get("hold_code") in HOLD_CODES.values()
-    if matched and status != state.RUNNING:
+    if matched and status != job_table.RUNNING:
         ad["LastRemoteHost"] = f"slot1@{hostname()}"
     if job.get("max_rss_kb") is not None:  # the job ended: what it used (condor_history's accounting)
         ad["RemoteUserCpu"] = float(job.get("cpu_user") or 0.0)
         ad["RemoteSysCpu"] = float(job.get("cpu_sys") or 0.0)
         ad["ResidentSetSize"] = int(job["max_rss_kb"])
         ad["MemoryUsage"] = (int(job["max_rss_kb"]) + 1023) // 1024
-    if status == state.EXITED:
+    if status == job_table.EXITED:
         by_signal = job.get("signal") is not None
         ad["ExitBySignal"] = by_signal
         if by_signal:
             ad["ExitSignal"] = int(job["signal"])
         else:
             ad["ExitCode"] = int(job.get("exit_code") or 0)
-    if status == state.HELD:
+    if status == job_table.HELD:
         ad["HoldReason"] = job.get("reason") or ""
         ad["HoldReasonCode"] = int(job.get("hold_code") or 0)
         ad["HoldReasonSubCode"] = int(job.get("hold_subcode") or 0)
-    if status == state.REMOVED:
+    if status == job_table.REMOVED:
         ad["RemoveReason"] = job.get("reason") or ""
         # As HTCondor 25: a job removed while it ran was killed by SIGTERM; one that never ran was not.
         ad["ExitBySignal"] = job.get("signal") is not None
@@ -218,27 +218,27 @@ def _log(job: dict[str, Any]) -> str | None:
 
 def hold(table: JobTable, job: dict[str, Any], reason: str, code: int, subcode: int = 0) -> None:
     """Put a queued job on hold (JobStatus 5); a running job's processes are killed."""
-    was_active = job["status"] in state.ACTIVE
-    table.update(job, status=state.HELD, reason=reason, hold_code=code, hold_subcode=subcode)
+    was_active = job["status"] in job_table.ACTIVE
+    table.update(job, status=job_table.HELD, reason=reason, hold_code=code, hold_subcode=subcode)
     if was_active:
-        scheduler.stop(table, job)
+        slots.stop(table, job)
     eventlog.held(_log(job), *_ids(job), table.now, reason, code, subcode)
 
 
 def release(table: JobTable, job: dict[str, Any], by: str) -> None:
     """Release a held job: it becomes idle and will run again."""
-    table.update(job, status=state.PENDING, reason=None, hold_code=None, hold_subcode=None)
+    table.update(job, status=job_table.PENDING, reason=None, hold_code=None, hold_subcode=None)
     eventlog.released(_log(job), *_ids(job), table.now, f"via condor_release (by user {by})")
 
 
 def remove(table: JobTable, job: dict[str, Any], by: str) -> None:
     """condor_rm: the job leaves the queue (JobStatus 3, then history); its processes are killed."""
-    was_active = job["status"] in state.ACTIVE
+    was_active = job["status"] in job_table.ACTIVE
     reason = f"via condor_rm (by user {by})"
-    running = job["status"] == state.RUNNING
-    table.update(job, status=state.REMOVED, reason=reason, end_time=table.now, signal=15 if running else None)
+    running = job["status"] == job_table.RUNNING
+    table.update(job, status=job_table.REMOVED, reason=reason, end_time=table.now, signal=15 if running else None)
     if was_active:
-        scheduler.stop(table, job)
+        slots.stop(table, job)
     if running:
         eventlog.evicted(_log(job), *_ids(job), table.now, reason)
     eventlog.aborted(_log(job), *_ids(job), table.now, reason)
@@ -320,7 +320,7 @@ class Hooks:
 
     def lost(self, table: JobTable, job: dict[str, Any]) -> None:
         """The execute side vanished: the job is evicted and goes back to idle, to run again."""
-        table.update(job, status=state.PENDING, runner=None, proc=None)
+        table.update(job, status=job_table.PENDING, runner=None, proc=None)
         eventlog.evicted(_log(job), *_ids(job), table.now)
 
 

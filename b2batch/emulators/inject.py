@@ -36,9 +36,9 @@ import signal
 import sys
 from typing import Any
 
-from b2batch.emulators import htcondor_jobs, scheduler, state
+from b2batch.emulators import htcondor_jobs, slots, job_table
 from b2batch.emulators.common import current_user, err, out
-from b2batch.emulators.state import JobTable, Store
+from b2batch.emulators.job_table import JobTable, Store
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("system", choices=state.SYSTEMS)
+    parser.add_argument("system", choices=job_table.SYSTEMS)
     sub = parser.add_subparsers(dest="kind", required=True)
     sub.add_parser("fail-submits").add_argument("count", type=int)
     sub.add_parser("delay").add_argument("seconds", type=float)
@@ -91,20 +91,20 @@ def _lose(table: JobTable, jobs: list[dict[str, Any]], as_: str | None) -> None:
     mode = as_ or ("vanish" if table.store.system == "htcondor" else "UNKWN")
     for job in jobs:
         runner, proc = job.get("runner"), job.get("proc")
-        table.after_commit.append(lambda r=runner: scheduler.kill_group(r, signal.SIGKILL))
-        table.after_commit.append(lambda p=proc: scheduler.kill_group(p, signal.SIGKILL))
+        table.after_commit.append(lambda r=runner: slots.kill_group(r, signal.SIGKILL))
+        table.after_commit.append(lambda p=proc: slots.kill_group(p, signal.SIGKILL))
         if mode == "vanish":
             table.delete(job["id"])
         else:
-            table.update(job, status=state.LOST, lost_as=mode, runner=None, proc=None)
+            table.update(job, status=job_table.LOST, lost_as=mode, runner=None, proc=None)
 
 
 def _crash(table: JobTable) -> int:
     count = 0
     for job in table.jobs.values():
         for ref in (job.get("runner"), job.get("proc")):
-            if scheduler.alive(ref):
-                scheduler.kill_group(ref, signal.SIGKILL)
+            if slots.alive(ref):
+                slots.kill_group(ref, signal.SIGKILL)
                 count += 1
     return count
 
@@ -157,14 +157,14 @@ def apply(system: str, kind: str, args: argparse.Namespace) -> int:
                 return 2
             elif kind == "hold":
                 for job in jobs:
-                    if job["status"] in (state.PENDING, *state.ACTIVE):
+                    if job["status"] in (job_table.PENDING, *job_table.ACTIVE):
                         reason = args.reason or htcondor_jobs.memory_hold_reason(job)
                         htcondor_jobs.hold(table, job, reason, args.code, args.subcode)
             elif kind == "release":
                 for job in jobs:
-                    if job["status"] == state.HELD:
+                    if job["status"] == job_table.HELD:
                         htcondor_jobs.release(table, job, current_user())
-        scheduler.maintain(table)
+        slots.maintain(table)
     out(f"{system}: {kind} applied")
     return 0
 

@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from b2batch.emulators import nodes, state
+from b2batch.emulators import nodes, job_table
 from b2batch.emulators.common import current_user, hostname
-from b2batch.emulators.scheduler import StartError
-from b2batch.emulators.state import JobTable
+from b2batch.emulators.slots import StartError
+from b2batch.emulators.job_table import JobTable
 
 _ARRAY = re.compile(r"^(?P<name>[^\[\]]*)\[(?P<spec>[^\]]+)\]$")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
@@ -62,15 +62,15 @@ def lsf_time(when: float | None, suffix: str = "") -> str:
 def stat(job: dict[str, Any]) -> str:
     """The LSF STAT of a job record."""
     status = job["status"]
-    if status in (state.PENDING, state.STARTING):
+    if status in (job_table.PENDING, job_table.STARTING):
         return "PEND"
-    if status == state.RUNNING:
+    if status == job_table.RUNNING:
         return "RUN"
-    if status == state.HELD:
+    if status == job_table.HELD:
         return "PSUSP"
-    if status == state.LOST:
+    if status == job_table.LOST:
         return str(job.get("lost_as") or "UNKWN")
-    if status == state.EXITED and job.get("exit_code") == 0 and job.get("signal") is None:
+    if status == job_table.EXITED and job.get("exit_code") == 0 and job.get("signal") is None:
         return "DONE"
     return "EXIT"
 
@@ -85,11 +85,11 @@ def exit_code(job: dict[str, Any]) -> str:
 
 
 def _exit_reason(job: dict[str, Any]) -> str:
-    if job["status"] == state.REMOVED:
+    if job["status"] == job_table.REMOVED:
         return "TERM_OWNER: job killed by owner"
     if job.get("reason") == "runlimit":
         return "TERM_RUNLIMIT: job killed after reaching LSF run time limit"
-    if job["status"] == state.EXITED and job.get("reason"):
+    if job["status"] == job_table.EXITED and job.get("reason"):
         return str(job["reason"])
     return ""
 
@@ -97,7 +97,7 @@ def _exit_reason(job: dict[str, Any]) -> str:
 def _run_time(job: dict[str, Any], now: float) -> str:
     if not job.get("start_time"):
         return "0 second(s)"
-    end = job.get("end_time") if job["status"] != state.RUNNING else None
+    end = job.get("end_time") if job["status"] != job_table.RUNNING else None
     return f"{int((end or now) - job['start_time'])} second(s)"
 
 
@@ -140,8 +140,8 @@ FIELDS: dict[str, Callable[[dict[str, Any], float], str]] = {
     "start_time": lambda j, n: lsf_time(j.get("start_time")),
     "finish_time": lambda j, n: lsf_time(j.get("end_time"), " L") if stat(j) in ("DONE", "EXIT") else "",
     "exit_reason": lambda j, n: _exit_reason(j),
-    "kill_reason": lambda j, n: "job killed by owner" if j["status"] == state.REMOVED else "",
-    "suspend_reason": lambda j, n: "The job was suspended by user" if j["status"] == state.HELD else "",
+    "kill_reason": lambda j, n: "job killed by owner" if j["status"] == job_table.REMOVED else "",
+    "suspend_reason": lambda j, n: "The job was suspended by user" if j["status"] == job_table.HELD else "",
     "pend_reason": lambda j, n: "Job slot limit reached" if stat(j) == "PEND" else "",
     "slots": lambda j, n: str(j["cpus"]),
     "nreq_slot": lambda j, n: str(j["cpus"]),
@@ -267,7 +267,7 @@ class Hooks:
         code = 127 if error.what == "exec" else 1
         table.update(
             job,
-            status=state.EXITED,
+            status=job_table.EXITED,
             start_time=table.now,
             end_time=table.now,
             exit_code=code,
@@ -278,7 +278,7 @@ class Hooks:
         """The execution host went away: the job exits (no exit code is known)."""
         table.update(
             job,
-            status=state.EXITED,
+            status=job_table.EXITED,
             end_time=table.now,
             exit_code=None,
             signal=9,

@@ -15,9 +15,9 @@ import re
 from collections import Counter
 from typing import Any
 
-from b2batch.emulators import state
+from b2batch.emulators import job_table
 from b2batch.emulators.common import hostname
-from b2batch.emulators.state import JobTable
+from b2batch.emulators.job_table import JobTable
 
 _LSF_AVOID = re.compile(r"hname\s*!=\s*['\"]?([A-Za-z0-9_.\-]+)")
 
@@ -40,7 +40,7 @@ def pick(table: JobTable, job: dict[str, Any]) -> str | None:
     allowed = [node for node in names(table) if node not in excluded(table, job)]
     if not allowed:
         return None
-    busy = Counter(j.get("node") for j in table.jobs.values() if j["status"] in state.ACTIVE)
+    busy = Counter(j.get("node") for j in table.jobs.values() if j["status"] in job_table.ACTIVE)
     placed = Counter(j.get("node") for j in table.jobs.values())
     return min(allowed, key=lambda node: (busy[node], placed[node], allowed.index(node)))
 

@@ -12,7 +12,7 @@ from b2batch.engine.job import Job
 from b2batch.engine.outcome import JobOutcome, last_outcome
 from b2batch.engine.record import JobRecord, RunRecord
 from b2batch.engine.run import Run
-from b2batch.engine.state import JobState, JobStatus, NativeState
+from b2batch.engine.jobstate import JobState, JobStatus, NativeState
 from b2batch.engine.system import BatchSystem
 
 __all__ = ["BatchSystem", "Job", "JobFiles", "JobOutcome", "JobRecord", "JobState", "JobStatus", "NativeState",

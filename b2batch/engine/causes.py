@@ -1,8 +1,8 @@
 """Why a job ended, as one word shared by every part that cares: the ``cause`` of a job's end.
 
 A batch system reads the cause from its own answer (a state, a hold code, an exit reason) and puts it on the
-:class:`~b2batch.engine.state.JobState` it reports; the run's policies (memory and time escalation, bad nodes:
-:mod:`b2batch.engine.escalation`, :mod:`b2batch.engine.nodes`), the accounting and the summary read it there.
+:class:`~b2batch.engine.jobstate.JobState` it reports; the run's policies (memory and time escalation, bad nodes:
+:mod:`b2batch.engine.escalation`, :mod:`b2batch.engine.bad_nodes`), the accounting and the summary read it there.
 
 - ``memory``: the job was killed for using more memory than it asked for (Slurm ``OUT_OF_MEMORY``, SGE exit
   137 with ``maxvmem`` at its ``h_vmem``, HTCondor hold code 34 or a hold reason about memory, LSF

@@ -3,7 +3,7 @@
 The engine and the batch systems read run-level values (throttle, arrays, polling, timeouts, scheduler-call
 limits, the run's batch system and base folder, global per-system options) only from ``run.config``, never
 from the settings store: two runs in one process each keep their own. A front-end builds it with
-:func:`b2batch.runconfig.run_config`, which reads the settings chain; values that belong to one job (a
+:func:`b2batch.settings.runconfig.run_config`, which reads the settings chain; values that belong to one job (a
 task's ``slurm_settings``, its ``poll_interval``, ...) travel with the job (``job.config[name]``).
 
 The defaults here are those of b2batch's settings (``tests/engine/test_runconfig.py`` checks that they agree), for
@@ -36,7 +36,7 @@ class RunConfig:
 
     #: The run's batch system (a name, ``auto`` or a class): the setting, or the workflow's --batch-system.
     batch_system: Any = "auto"
-    #: How units become batch jobs: ``auto`` (the run decides per kind, :mod:`b2batch.engine.shaping`),
+    #: How units become batch jobs: ``auto`` (the run decides per kind, :mod:`b2batch.engine.pilots.shape_rule`),
     #: ``job_per_task``, ``bundles`` or ``pilots`` (explicit ``pilot_jobs`` or ``tasks_per_job`` of a unit win).
     job_shape: str = "auto"
     #: Seconds between status queries at first, and the longest wait while nothing changes.

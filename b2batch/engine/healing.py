@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from b2batch.engine import causes
 from b2batch.engine.escalation import Escalation, EscalationPolicy, Request
-from b2batch.engine.nodes import NodeFailure, NodeHealth
+from b2batch.engine.bad_nodes import NodeFailure, NodeHealth
 from b2batch.engine.outcome import JobOutcome
-from b2batch.engine.state import JobStatus
+from b2batch.engine.jobstate import JobStatus
 
 if TYPE_CHECKING:
     from b2batch.engine.config import RunConfig

@@ -37,7 +37,7 @@ class Job:
     #: The front-end's own object (e.g. the luigi task); the engine never looks at it.
     payload: Any = None
     #: How a worker job (pilot or bundle) runs this unit in a child process: ``{"call": "module:function",
-    #: "args": [...]}`` or ``{"command": [...]}`` (see :mod:`b2batch.engine.worker`); None: own jobs only.
+    #: "args": [...]}`` or ``{"command": [...]}`` (see :mod:`b2batch.engine.pilots.node_worker`); None: own jobs only.
     #: ``"job_files": ["spec", ...]`` adds the paths of those files of the job (:data:`~b2batch.engine.files.
     #: FILE_NAMES`) to the call's arguments, so that one unit dict may serve every job of a front-end.
     unit: dict[str, Any] | None = None

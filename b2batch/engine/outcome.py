@@ -2,7 +2,7 @@
 
 The engine reads a job's files once when the run hands the job back (:meth:`Run.poll`): the exit code the
 wrapper wrote, the reason a set-up failed or the job was cancelled on purpose, the work's JSON result. It puts
-them, with what the batch system said (:class:`~b2batch.engine.state.JobState`), into one frozen
+them, with what the batch system said (:class:`~b2batch.engine.jobstate.JobState`), into one frozen
 :class:`JobOutcome` on ``job.outcome``. Every front-end (luigi tasks, calls/joblib/``Pool``, the farm) judges
 a job from that object and reads no exit-code file itself; a front-end that asks about a job of an earlier
 steering process (is its last job over, and how did it end?) uses :func:`last_outcome`.
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import FILE_NAMES, JobFiles
-from b2batch.engine.state import JobState, JobStatus
+from b2batch.engine.jobstate import JobState, JobStatus
 
 #: Exit code of the wrapper when the job's own set-up (env_script, working_dir) failed.
 SETUP_FAILED = 3
@@ -31,7 +31,7 @@ COMMAND_NOT_FOUND = 127
 @dataclass(frozen=True)
 class JobOutcome:
     """How one job ended. ``status``, ``reason`` and ``scheduler_side`` are the batch system's last word (as in
-    :class:`~b2batch.engine.state.JobState`); the rest was read from the job's files once, by the engine."""
+    :class:`~b2batch.engine.jobstate.JobState`); the rest was read from the job's files once, by the engine."""
 
     status: JobStatus
     #: The batch system's reason (e.g. a hold reason, TIMEOUT), or why the job could not be submitted.

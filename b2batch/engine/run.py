@@ -3,7 +3,7 @@ jobs, the run's record and its interruption; two runs in one process do not see 
 
 A front-end makes :class:`~b2batch.engine.job.Job` objects and loops::
 
-    run = Run(config=run_config())                # b2batch.runconfig: the run-level settings, fixed
+    run = Run(config=run_config())                # b2batch.settings.runconfig: the run-level settings, fixed
     run.add_system("slurm", SlurmSystem)          # once per batch system (or a factory)
     run.submit(job)                                # queued; goes out in bulk at the next poll
     for job in run.poll():                         # jobs whose batch job ended
@@ -30,7 +30,7 @@ from b2batch.engine.healing import Healing
 from b2batch.engine.job import Job
 from b2batch.engine.outcome import JobOutcome, written_exit_code
 from b2batch.engine.record import RunRecord
-from b2batch.engine.state import JobState, JobStatus
+from b2batch.engine.jobstate import JobState, JobStatus
 from b2batch.engine.submission import Submitter
 from b2batch.engine.system import BatchSystem
 

@@ -12,7 +12,7 @@ import abc
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from b2batch.engine.state import JobState
+from b2batch.engine.jobstate import JobState
 
 if TYPE_CHECKING:
     from b2batch.engine.job import Job

@@ -6,8 +6,8 @@
 - :mod:`~b2batch.farm.runners`: how a line runs (shell, containers, INI-defined runners);
 - :mod:`~b2batch.farm.farmer`: one farmer process and its pool of lines;
 - :mod:`~b2batch.farm.stopping`: the stop signals, the exit status of each stop, lines that cannot start;
-- :mod:`~b2batch.farm.batch`: pilot jobs through the engine, with progress and the end summary;
-- :mod:`~b2batch.farm.cli`: ``b2batch farm`` and ``pytaskfarmer.py``.
+- :mod:`~b2batch.farm.farm_pilots`: pilot jobs through the engine, with progress and the end summary;
+- :mod:`~b2batch.farm.command_line`: ``b2batch farm`` and ``pytaskfarmer.py``.
 """
 
 from b2batch.farm.definitions import FarmError

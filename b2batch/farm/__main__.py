@@ -2,6 +2,6 @@
 
 import sys
 
-from b2batch.farm.cli import main
+from b2batch.farm.command_line import main
 
 sys.exit(main(prog="python -m b2batch.farm"))

@@ -10,8 +10,8 @@
 
 Code written for joblib-htcondor runs unchanged after :func:`register_htcondor` (or with the shim package
 ``joblib_htcondor``, ``compat/joblib-htcondor-shim``). Modules: :mod:`~b2batch.joblib.backend` (joblib's
-protocol), :mod:`~b2batch.joblib.batch` (the jobs of one call), :mod:`~b2batch.joblib.run` (their settings,
-progress and report), :mod:`~b2batch.joblib.options` (the parameters), :mod:`~b2batch.joblib.node` (the job
+protocol), :mod:`~b2batch.joblib.call_batch` (the jobs of one call), :mod:`~b2batch.joblib.parallel_run` (their settings,
+progress and report), :mod:`~b2batch.joblib.options` (the parameters), :mod:`~b2batch.joblib.batches_on_node` (the job
 side), :mod:`~b2batch.joblib.register`. See docs/joblib.md.
 """
 

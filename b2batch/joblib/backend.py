@@ -4,7 +4,7 @@ joblib drives a backend through a small protocol (``joblib/_parallel_backends.py
 ``Parallel`` (or per ``with Parallel(...)`` block), ``start_call``/``stop_call`` around each call, ``submit`` for
 each of its batches (a future whose done-callback joblib passes in), ``retrieve_result_callback`` to read a
 finished future, ``abort_everything`` on the first error, ``get_nested_backend`` for the ``Parallel`` calls
-made inside the calls. Each call's batches run as a :class:`~b2batch.joblib.batch.CallBatch`.
+made inside the calls. Each call's batches run as a :class:`~b2batch.joblib.call_batch.CallBatch`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from typing import Any
 
 from joblib.parallel import ParallelBackendBase, SequentialBackend
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.errors import B2BatchError
 from b2batch.joblib import options as opts
 from b2batch.joblib.options import DISPATCH_ALL
-from b2batch.joblib.node import current_level
+from b2batch.joblib.batches_on_node import current_level
 from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
@@ -115,10 +115,10 @@ class B2BatchBackend(ParallelBackendBase):
 
     def compute_batch_size(self) -> int:
         """Calls per batch when joblib's ``batch_size`` is "auto": ``batch_size`` if a number, else as many as
-        fill :data:`~b2batch.joblib.batch.UNIT_SECONDS` by the calls' time in the jobs (1 until it is known)."""
+        fill :data:`~b2batch.joblib.call_batch.UNIT_SECONDS` by the calls' time in the jobs (1 until it is known)."""
         if isinstance(self.options.batch_size, int):
             return self.options.batch_size
-        from b2batch.joblib.batch import UNIT_SECONDS
+        from b2batch.joblib.call_batch import UNIT_SECONDS
 
         per_call = self._batch.per_call if self._batch is not None else None
         if not per_call or not self._batch.coalesce:
@@ -129,7 +129,7 @@ class B2BatchBackend(ParallelBackendBase):
         """joblib's timing includes the job's start-up; the batch's own timing comes from the jobs instead."""
 
     def start_call(self) -> None:
-        from b2batch.joblib.run import start_batch
+        from b2batch.joblib.parallel_run import start_batch
 
         self._aborted = False
         self._nested = None
@@ -140,7 +140,7 @@ class B2BatchBackend(ParallelBackendBase):
         batch, self._batch = self._batch, None
         try:
             if batch is not None:
-                from b2batch.joblib.run import stop_batch
+                from b2batch.joblib.parallel_run import stop_batch
 
                 stop_batch(batch, cancel=self._aborted)
         finally:
@@ -162,7 +162,7 @@ class B2BatchBackend(ParallelBackendBase):
         self._aborted = True
         batch, self._batch = self._batch, None
         if batch is not None:
-            from b2batch.joblib.run import stop_batch
+            from b2batch.joblib.parallel_run import stop_batch
 
             stop_batch(batch, cancel=True)
 
@@ -183,7 +183,7 @@ class B2BatchBackend(ParallelBackendBase):
             return self._nested
         parameters = dict(self._parameters)
         # Nested calls run in jobs, where relative folders mean something else: their logs go beside this one's.
-        from b2batch.joblib.run import log_root
+        from b2batch.joblib.parallel_run import log_root
 
         parameters["settings"] = {**parameters.get("settings", {}), "log_dir": str(log_root(self.options))}
         throttle = parameters.get("throttle")
@@ -201,7 +201,7 @@ class B2BatchBackend(ParallelBackendBase):
         if given is None and self.default_shared_data_dir is not None:
             return (Path.cwd() / self.default_shared_data_dir).resolve()
         if given is None:
-            return paths.resolve(get_setting("task_file_dir")).resolve() / "joblib"
+            return base_folder.resolve(get_setting("task_file_dir")).resolve() / "joblib"
         return Path(os.path.expanduser(os.fspath(given))).resolve()
 
     def new_batch_name(self) -> str:

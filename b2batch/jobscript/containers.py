@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.errors import SettingError
 
 ENGINES = ("apptainer", "singularity", "podman", "docker")
@@ -175,12 +175,12 @@ def _default_mounts(config: Any, job_files: Any, working_dir: Path, env_script: 
     for name in ("result_dir", "log_dir", "task_file_dir", "scratch_dir"):
         value = config[name]
         if value and "://" not in str(value):  # remote result_dirs are reached over the network
-            folder = paths.resolve(value)
+            folder = base_folder.resolve(value)
             folder.mkdir(parents=True, exist_ok=True)
             folders.append(folder)
     for folder in (job_files.folder, job_files.log_folder):
         folder.mkdir(parents=True, exist_ok=True)
-    found = [working_dir, paths.base_dir(), *folders, job_files.folder, job_files.log_folder,
+    found = [working_dir, base_folder.base_dir(), *folders, job_files.folder, job_files.log_folder,
              PACKAGE_FOLDER, *config["settings_files"]]
     if env_script is not None:
         found.append(env_script)
@@ -229,7 +229,7 @@ def container_of(owner: Any, config: Any, job_files: Any, working_dir: Path,
     if not isinstance(mount_defaults, bool):
         raise _fail(owner, setting, spec, "its mount_defaults must be true or false", "Use true (the default) or "
                     "false (mount only what \"mounts\" lists).")
-    mounts = [str(paths.resolve(_host_path(m))) + m[len(_host_path(m)):] if not os.path.isabs(_host_path(m))
+    mounts = [str(base_folder.resolve(_host_path(m))) + m[len(_host_path(m)):] if not os.path.isabs(_host_path(m))
               else m for m in _strings(owner, setting, spec.get("mounts"), "mounts", shown=spec)]
     if mount_defaults:
         mounts = _without_nested(mounts, _default_mounts(config, job_files, working_dir, env_script))

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.jobscript import containers
 from b2batch.errors import SettingError
 from b2batch.jobscript.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
@@ -55,10 +55,10 @@ def env_script_of(task: Any, config: Any) -> Path | None:
     value = config["env_script"]
     if not value:
         return None
-    script = paths.resolve(value)
+    script = base_folder.resolve(value)
     if not script.is_file():
         raise SettingError(f"Task {task}: the setting 'env_script' names {script}, which is not a file. Fix "
-                           f"the path (relative paths are relative to {paths.base_dir()}) or unset it.")
+                           f"the path (relative paths are relative to {base_folder.base_dir()}) or unset it.")
     return script
 
 
@@ -94,7 +94,7 @@ def render_job_wrapper(owner: Any, label: str, config: Any, job_files: Any, comm
     shell = config["shell"]  # looked up once for the whole wrapper
     _check_shell(owner, shell)
     configured = config["working_dir"]
-    working_dir = paths.resolve(configured) if configured else paths.base_dir()
+    working_dir = base_folder.resolve(configured) if configured else base_folder.base_dir()
     env_script, env = env_script_of(owner, config), env_of(owner, config)
     container = containers.container_of(owner, config, job_files, working_dir, env_script)
     values = (label, *job_files.wrapper_paths())

@@ -2,7 +2,7 @@
 runs once enough of its requirements are complete and the others failed for good, with the inputs that exist.
 
 luigi hands a task out only when every requirement is done. b2batch's graph runner
-(:mod:`b2batch.luigi_frontend.runner`) also hands out a task with ``acceptance`` whose requirements are done
+(:mod:`b2batch.luigi_frontend.graph_runner`) also hands out a task with ``acceptance`` whose requirements are done
 or *lost*: failed with no retry ahead, unschedulable, external data that does not exist, or themselves waiting
 on lost requirements beyond their own budget. In its job (or here) the task sees only the inputs that exist:
 ``self.input()`` and the ``get_input_file_names*`` helpers leave the others out, and
@@ -75,7 +75,7 @@ def missing_requirements(task: Any) -> list[Any]:
 
 class FailureBudgets:
     """The graph runner's bookkeeping of lost requirements (mixed into
-    :class:`~b2batch.luigi_frontend.runner.GraphRunner`, whose nodes have ``acceptance``, ``lost`` and
+    :class:`~b2batch.luigi_frontend.graph_runner.GraphRunner`, whose nodes have ``acceptance``, ``lost`` and
     ``lost_deps``): each node is lost at most once and each edge counted once, so budgets cost O(edges)."""
 
     jobs: Any

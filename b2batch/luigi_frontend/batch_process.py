@@ -144,7 +144,7 @@ class ProcessSystem(BatchSystem):
 
     def __new__(cls, run: Any, process_class: type[BatchProcess]) -> Any:
         if process_class.engine_system:
-            from b2batch.engine.shaped import ShapingSystem
+            from b2batch.engine.pilots.shaping_system import ShapingSystem
             from b2batch.systems import system_class
 
             return ShapingSystem(run, system_class(process_class.engine_system)(run))

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.errors import B2BatchError
-from b2batch.luigi_frontend import cli, layout
-from b2batch.luigi_frontend.node import active_spec
+from b2batch.luigi_frontend import flags, layout
+from b2batch.luigi_frontend.task_on_node import active_spec
 from b2batch.luigi_frontend.task import Task
 from b2batch.settings import get_setting, profiled_error
 
@@ -53,7 +53,7 @@ def _runs_in_place(task: Any) -> bool:
     """``--test`` (or ``_dispatch_local_execution``): no child process, output to the terminal."""
     if get_setting("_dispatch_local_execution", default=False, task=task):
         return True
-    args, _rest = cli.parser().parse_known_args(sys.argv[1:])  # process() checked the flags already
+    args, _rest = flags.parser().parse_known_args(sys.argv[1:])  # process() checked the flags already
     return bool(args.test)
 
 
@@ -78,7 +78,7 @@ def dispatch(run: F) -> F:
                          environment=environment, quote=not as_b2luigi)
         except DispatchError:
             if as_b2luigi:  # b2luigi's note on stdout names the log folder; the error only says what happened
-                from b2batch.luigi_frontend.runner import print_b2luigi_failure
+                from b2batch.luigi_frontend.graph_runner import print_b2luigi_failure
 
                 print_b2luigi_failure(self)
             raise
@@ -120,9 +120,9 @@ def child_environment(task: Any) -> dict[str, str]:
     environment: dict[str, str] = {}
     script = get_setting("env_script", task=task)
     if script:
-        path = paths.resolve(script)
+        path = base_folder.resolve(script)
         done = subprocess.run(["bash", "-c", 'source "$0" >&2 && env -0', str(path)], capture_output=True,
-                              check=False, cwd=paths.base_dir())
+                              check=False, cwd=base_folder.base_dir())
         if done.returncode != 0:
             tail = done.stderr.decode(errors="replace").strip()[-2000:]
             raise profiled_error(DispatchError)(

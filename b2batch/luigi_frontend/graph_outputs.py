@@ -10,7 +10,7 @@ from typing import Any
 import luigi
 import luigi.task
 
-from b2batch.console import confirm
+from b2batch.command.console import confirm
 from b2batch.luigi_frontend.jobs import outputs_counted
 
 

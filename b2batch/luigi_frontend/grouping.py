@@ -9,7 +9,7 @@ A parameter declared with ``grouping=True`` (any parameter class) makes its task
 
 Tasks of one class that differ only in their grouped parameters (every other parameter equal) form a group.
 Up to ``max_grouping_size`` of them that are ready together run one after another in one batch job, a bundle
-(:class:`~b2batch.engine.pilots.BundleSystem`), so 100 such tasks make 10 jobs. Each task of a bundle keeps
+(:class:`~b2batch.engine.pilots.kinds.BundleSystem`), so 100 such tasks make 10 jobs. Each task of a bundle keeps
 its own outputs, logs, exit code and result: one that fails fails alone, and its group mates that succeeded
 are done and do not run again. ``--workers`` counts jobs here, as in b2luigi: a group takes one worker.
 

@@ -24,11 +24,11 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from b2batch.console import confirm, in_workflow_folder
+from b2batch.command.console import confirm, in_workflow_folder
 from b2batch.luigi_frontend import graph_outputs, layout, workflow
 from b2batch.luigi_frontend.jobs import outputs_counted
 from b2batch.luigi_frontend.terminal import terminal
-from b2batch.remote.checks import remote_checks
+from b2batch.remote.existence import remote_checks
 
 COMMANDS = {
     "show": "Show every task of a workflow with its output files (present or missing) as a dependency tree.",

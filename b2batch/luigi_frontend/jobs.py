@@ -22,7 +22,8 @@ import luigi
 import luigi.task
 from luigi.scheduler import DONE, FAILED, PENDING
 
-from b2batch import paths, systems
+from b2batch.jobscript import base_folder
+from b2batch import systems
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, last_outcome
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import b2luigi_messages, checkpoint, poison
@@ -253,9 +254,9 @@ class TaskJobs:
     def _end_earlier_pilots(self) -> None:
         """The pilot jobs of earlier runs whose steering process is gone end now, also when this run then
         finds everything complete (a run that needs their queue again follows those still running)."""
-        from b2batch.engine.orphans import end_earlier_pilots
+        from b2batch.engine.pilots.orphans import end_earlier_pilots
 
-        folder = paths.resolve(str(get_setting("task_file_dir")))
+        folder = base_folder.resolve(str(get_setting("task_file_dir")))
         if not (folder / "_pilots").is_dir():
             return
 
@@ -360,7 +361,7 @@ class TaskJobs:
         all tasks of the module, which nobody changes."""
         unit = self._units.get(module)
         if unit is None:
-            unit = self._units[module] = {"call": "b2batch.luigi_frontend.node:run_unit", "job_files": ["spec"],
+            unit = self._units[module] = {"call": "b2batch.luigi_frontend.task_on_node:run_unit", "job_files": ["spec"],
                                           "preload": [] if module == "__main__" or module_file(module) else [module]}
         return unit
 
@@ -374,7 +375,7 @@ class TaskJobs:
         except OSError:
             stamp = None
         return {"frontend": "luigi", "script": script, "script_stamp": stamp, "argv": self.context.argv,
-                "base_dir": str(paths.base_dir()), "settings": self.settings}
+                "base_dir": str(base_folder.base_dir()), "settings": self.settings}
 
     def write_files(self, job: Job) -> None:
         """Write the job's spec and wrapper (a bad setting raises its SettingError)."""
@@ -384,7 +385,7 @@ class TaskJobs:
         files.make_folders()
         spec = {"task_module": task.task_module, "task_module_file": module_file(task.task_module),
                 "task_family": task.task_family, "task_id": task.task_id, "task_params": task.to_str_params(),
-                "script": self.context.script, "argv": self.context.argv, "base_dir": str(paths.base_dir()),
+                "script": self.context.script, "argv": self.context.argv, "base_dir": str(base_folder.base_dir()),
                 "settings": self.settings, "result_file": files.path_of("result")}
         wrapper.write_job_script(files, task, task.task_id, job.config, spec=spec,
                                  wrapper=self.run.needs_job_script(job),  # pilots and bundles have their own

@@ -1,7 +1,7 @@
 """Where a luigi task's files go: outputs under result_dir, logs under log_dir, job files under task_file_dir.
 
 Each folder is ``<dir>/<p1>=<v1>/<p2>=<v2>/...``, built from the task's significant parameters in their
-declared order. Relative folders are relative to the workflow's base folder (:mod:`b2batch.paths`).
+declared order. Relative folders are relative to the workflow's base folder (:mod:`b2batch.jobscript.base_folder`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.errors import OutputPathError
 from b2batch.settings import get_setting, profiled_error
 
@@ -78,7 +78,7 @@ def _md5(text: str) -> str:
 
 def task_folder(task: Any, setting: str) -> Path:
     """``<setting's folder>/<parameter parts>`` for the task (values unusable as folder names hashed)."""
-    return paths.resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task, strict=False))
+    return base_folder.resolve(get_setting(setting, task=task)).joinpath(*parameter_parts(task, strict=False))
 
 
 def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str:
@@ -91,7 +91,7 @@ def output_path(task: Any, file_name: str, result_dir: str | None = None) -> str
         if urls.is_remote(folder):
             return urls.join(folder, *parameter_parts(task), file_name)
     folder = os.path.expanduser(os.fspath(folder))
-    return os.path.join(folder if os.path.isabs(folder) else os.path.join(paths.base_dir(), folder),
+    return os.path.join(folder if os.path.isabs(folder) else os.path.join(base_folder.base_dir(), folder),
                         *parameter_parts(task), file_name)
 
 
@@ -108,7 +108,7 @@ def job_folder(task: Any) -> Path:
     """Folder of the task's job files under ``task_file_dir``, by the setting ``job_folder_layout``:
     ``<TaskFamily>/<task_id>`` (b2batch), or ``<parameter parts, hidden ones too>/<TaskFamily>`` (b2luigi, whose
     task files are there)."""
-    root = paths.resolve(get_setting("task_file_dir", task=task))
+    root = base_folder.resolve(get_setting("task_file_dir", task=task))
     if get_setting("job_folder_layout", task=task) == "b2luigi":
         return root.joinpath(*parameter_parts(task, strict=False, hidden=True), task.task_family)
     return root / task.task_family / task.task_id

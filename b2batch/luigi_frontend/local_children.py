@@ -20,7 +20,7 @@ from luigi.scheduler import FAILED
 
 from b2batch.luigi_frontend import seam
 from b2batch.luigi_frontend.jobs import TaskResult
-from b2batch.luigi_frontend.node import StatusReporter
+from b2batch.luigi_frontend.task_on_node import StatusReporter
 
 #: fork, as luigi's worker uses: the child has the script's classes and settings without importing anything.
 _FORK = multiprocessing.get_context("fork")

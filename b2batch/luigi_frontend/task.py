@@ -29,7 +29,7 @@ import luigi
 import luigi.parameter
 from luigi.task_register import Register
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.luigi_frontend import layout
 from b2batch.luigi_frontend.temporary import _remove_path, _TemporaryOutputs, on_temporary_files, temporary_name  # noqa: F401
 from b2batch.remote.urls import is_remote
@@ -55,7 +55,7 @@ class LocalTarget(luigi.LocalTarget):
         scratch = get_setting("scratch_dir", task=task)
         final = Path(self.path)
         if scratch:
-            scratch_folder = paths.resolve(scratch)
+            scratch_folder = base_folder.resolve(scratch)
             scratch_folder.mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(dir=scratch_folder, **tmp_file_kwargs))
         else:

@@ -9,7 +9,7 @@ from typing import Any
 
 from b2batch.engine import JobFiles, Run
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
-from b2batch.runconfig import run_config
+from b2batch.settings.runconfig import run_config
 
 __all__ = ["task_files", "write_task_job_files"]
 

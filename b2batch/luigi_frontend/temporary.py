@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.settings import active_profile, get_setting
 
 #: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
@@ -45,7 +45,7 @@ class _TemporaryOutputs:
     """Temporary paths for outputs, moved into place only on success."""
 
     def __init__(self, scratch_dir: str | None) -> None:
-        self._scratch = paths.resolve(scratch_dir) if scratch_dir else None
+        self._scratch = base_folder.resolve(scratch_dir) if scratch_dir else None
         self._made: dict[Path, Path] = {}
         self._folders: list[Path] = []  # the temporary folders made under scratch_dir
         self._remote: dict[str, Path] = {}  # remote URL: local temporary file

@@ -16,14 +16,14 @@ import luigi.task
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
-from b2batch.luigi_frontend import b2luigi_cli, batch_worker, cli, node, seam
-from b2batch.luigi_frontend.checks import check_graph, graph
+from b2batch.luigi_frontend import b2luigi_cli, batch_worker, flags, task_on_node, seam
+from b2batch.luigi_frontend.graph_checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.graph_outputs import print_dry_run, print_outputs, remove_outputs, task_names, tasks_to_remove
-from b2batch.luigi_frontend.runner import GraphRunner
-from b2batch.remote.checks import remote_checks
-from b2batch.runconfig import run_config
+from b2batch.luigi_frontend.graph_runner import GraphRunner
+from b2batch.remote.existence import remote_checks
+from b2batch.settings.runconfig import run_config
 from b2batch.settings import check_settings, get_setting, load_settings_files, set_setting, settings_snapshot
 
 logger = logging.getLogger(__name__)
@@ -140,12 +140,12 @@ def _as_b2luigis_local_run(jobs: TaskJobs | None) -> None:
 
 
 def config_of_flags(args: Any, batch_system: str | None = None, workers: int | None = None) -> Any:
-    """This run's configuration: the settings chain, with what the flags in ``args`` (:func:`cli.parse`) or
+    """This run's configuration: the settings chain, with what the flags in ``args`` (:func:`flags.parse`) or
     process()'s ``batch_system`` and ``workers`` set over it. The flag is this run's, not a setting: the next process() in the
     same script starts from the settings again."""
-    flags = {"batch_system": args.batch_system or batch_system, "workers": args.workers or workers}
-    return run_config(batch_system=flags["batch_system"],
-                      flags={name: value for name, value in flags.items() if value is not None})
+    given = {"batch_system": args.batch_system or batch_system, "workers": args.workers or workers}
+    return run_config(batch_system=given["batch_system"],
+                      flags={name: value for name, value in given.items() if value is not None})
 
 
 def process(task_like: Any, show_output: bool = False, dry_run: bool = False, test: bool = False,
@@ -173,16 +173,16 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     """
     extras = _Extras.take(env_params)
     yes = yes or extras.yes
-    spec = node.active_spec()
+    spec = task_on_node.active_spec()
     if spec is not None:
-        sys.exit(node.run_spec(spec))
+        sys.exit(task_on_node.run_spec(spec))
     _load_settings()
     _once_per_script()
     tasks = list(task_like) if isinstance(task_like, (list, tuple, set)) else [task_like]
     if extras.runs_first_task:  # the task was made from its class and parameters: no command line to read
         batch_worker.run_here(tasks[0])
         return None
-    args, rest = cli.parse(sys.argv[1:], cli.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
+    args, rest = flags.parse(sys.argv[1:], flags.script_flags(sys._getframe(1)), ignore_additional_command_line_args)
     context = RunContext.of_main(rest) if extras.job_script is None else RunContext(script=str(extras.job_script),
                                                                                        argv=rest)
     test = bool(args.test or test)
@@ -322,9 +322,9 @@ def _report(run: Run, jobs: TaskJobs | None, context: RunContext, *, batch: bool
     asked for (``--tui``, ``progress_tui=True`` or the setting ``live_state``)."""
     live_folder = None
     if jobs is not None and (tui or get_setting("live_state")):
-        from b2batch import paths
+        from b2batch.jobscript import base_folder
 
-        live_folder = paths.resolve(get_setting("log_dir"))
+        live_folder = base_folder.resolve(get_setting("log_dir"))
         if tui:
             print(f"b2batch: follow this run from any terminal with: b2batch monitor {live_folder}",
                   file=sys.stderr, flush=True)

@@ -13,7 +13,7 @@ to jobs and back), ``runner`` (what a job runs), ``packing`` (the work dir stays
 from b2batch.pool.dispatch import PoolJobLostError, PoolTerminatedError
 from b2batch.pool.pool import Pool
 from b2batch.pool.results import AsyncResult, ItemIterator, MapResult
-from b2batch.pool.runner import UnpicklableResultError
+from b2batch.pool.chunk_on_node import UnpicklableResultError
 from b2batch.pool import slurm, sun_grid_engine  # noqa: E402  (pypoolparty's class paths)
 
 __all__ = ["AsyncResult", "ItemIterator", "MapResult", "Pool", "PoolJobLostError", "PoolTerminatedError",

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from b2batch.pool import runner
+from b2batch.pool import chunk_on_node
 from b2batch.pool.pool import Pool
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class PypoolpartyPool:
                     python_path=self.python_path, polling_interval=self.polling_interval,
                     work_dir=self.work_dir or ".", keep_work_dir=self.keep_work_dir, verbose=self.verbose,
                     max_num_resubmissions=self.max_num_resubmissions, settings=self.settings,
-                    slurm_call_timeout=self.slurm_call_timeout, task_errors=runner.NONE, name=self.session_name,
+                    slurm_call_timeout=self.slurm_call_timeout, task_errors=chunk_on_node.NONE, name=self.session_name,
                     folder=session if self.work_dir else f"{self.session_name}_{session}")
         with pool:
             size = self._chunksize(len(tasks), chunksize)

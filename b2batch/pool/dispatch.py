@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from b2batch.calls import CallFuture, CallJobError, Executor, RemoteTraceback, pickling
-from b2batch.pool import runner
+from b2batch.pool import chunk_on_node
 from b2batch.pool.packing import OUTPUTS, Packer
 
 logger = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ class Dispatcher:
     def _submit(self, batch: Batch, start: int, items: list[Any]) -> None:
         number = batch.submitted
         batch.submitted += 1
-        call = (runner.run_chunk, (batch.function, items, start, batch.how, self.mode, self.initializer,
+        call = (chunk_on_node.run_chunk, (batch.function, items, start, batch.how, self.mode, self.initializer,
                                    self.initargs), {})
         try:
             future = self.executor.submit_calls([call], label=batch.label)
@@ -280,7 +280,7 @@ class Dispatcher:
         self.failed = True
         batch, start, end = chunk.batch, chunk.start, chunk.start + chunk.count
         text = error.__cause__.text if isinstance(error.__cause__, RemoteTraceback) else ""
-        if self.mode == runner.NONE:  # pypoolparty: the items of a chunk that did not run are None
+        if self.mode == chunk_on_node.NONE:  # pypoolparty: the items of a chunk that did not run are None
             batch.result.set_chunk(start, [None] * chunk.count)
         else:
             error.add_note(f"Items {start} to {end - 1} of {batch.label} (b2batch.Pool); the job's stdout and stderr are packed "
@@ -296,7 +296,7 @@ class Dispatcher:
             f"Items {start} to {end - 1} of {batch.label}: their job ended without an answer after "
             f"{job.resubmissions} resubmission(s) (max_num_resubmissions={limit}); its stdout and stderr are "
             f"packed in {self.packer.work_dir / OUTPUTS}, its call in calls.pickles.\n{error}")
-        if self.mode == runner.NONE:  # pypoolparty: the items of a chunk that never returned are None
+        if self.mode == chunk_on_node.NONE:  # pypoolparty: the items of a chunk that never returned are None
             logger.warning("%s", lost)
             batch.result.set_chunk(start, [None] * chunk.count)
         else:

@@ -8,7 +8,7 @@ and removes its folders; an array's folder goes once none of its jobs is left. T
     outputs.jsonl      one line per ended job: its items, batch system, job id, resubmissions, state,
                        stdout, stderr, and the error with its traceback if an item raised
     results.pickles    one pickle per ended job: {"chunk", "start", "count", "answer"} (the job's answer,
-                       as b2batch.pool.runner pickled it)
+                       as b2batch.pool.chunk_on_node pickled it)
     calls.pickles      the call of each job that did not end well, to run it again by hand
     jobs/ logs/ arrays/   the folders of the jobs still in flight
 
@@ -168,7 +168,7 @@ def read_outputs(work_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def read_answers(work_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """The packed answers of a pool's work dir: dicts with the chunk, its first item's index, its item count
-    and the answer (a :class:`b2batch.pool.runner.ChunkAnswer` once unpickled)."""
+    and the answer (a :class:`b2batch.pool.chunk_on_node.ChunkAnswer` once unpickled)."""
     path = Path(work_dir) / RESULTS
     if not path.exists():
         return

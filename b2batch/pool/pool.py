@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from b2batch import paths, systems
+from b2batch.jobscript import base_folder
+from b2batch import systems
 from b2batch.calls import Executor
-from b2batch.pool import environment, runner
+from b2batch.pool import environment, chunk_on_node
 from b2batch.pool.dispatch import Batch, Dispatcher, chunks_of
 from b2batch.pool.packing import Packer
 from b2batch.pool.results import AsyncResult, ItemIterator, MapResult
@@ -118,10 +119,10 @@ class Pool:
                  polling_interval: float | None = None, work_dir: str | os.PathLike[str] | None = None,
                  keep_work_dir: bool = False, verbose: bool | None = None, slurm_call_timeout: float | None = None,
                  max_num_resubmissions: int | None = None, settings: dict[str, Any] | None = None,
-                 fallback: str | None = None, task_errors: str = runner.RAISE, name: str = "pool",
+                 fallback: str | None = None, task_errors: str = chunk_on_node.RAISE, name: str = "pool",
                  folder: str | None = None) -> None:
-        if task_errors not in (runner.RAISE, runner.NONE):
-            raise ValueError(f"task_errors must be {runner.RAISE!r} or {runner.NONE!r}, not {task_errors!r}")
+        if task_errors not in (chunk_on_node.RAISE, chunk_on_node.NONE):
+            raise ValueError(f"task_errors must be {chunk_on_node.RAISE!r} or {chunk_on_node.NONE!r}, not {task_errors!r}")
         throttle = num_simultaneously_running_tasks if num_simultaneously_running_tasks is not None else processes
         if throttle is not None and throttle < 1:
             raise ValueError("Number of processes must be at least 1")
@@ -129,7 +130,7 @@ class Pool:
         self.keep_work_dir = bool(keep_work_dir)
         self.slurm_call_timeout = slurm_call_timeout
         _check_settings(dict(settings or {}), name)
-        parent = Path(work_dir) if work_dir is not None else paths.resolve(get_setting("task_file_dir"))
+        parent = Path(work_dir) if work_dir is not None else base_folder.resolve(get_setting("task_file_dir"))
         self.work_dir = _new_folder(parent, folder or f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}")
         values = dict(settings or {})
         values["env"] = environment.exported(extra=values.get("env", get_setting("env")))
@@ -146,7 +147,7 @@ class Pool:
         try:
             # preload: a pilot imports the chunks' runner once, not each unit's child (a trivial unit: 28 -> 5 ms CPU)
             self.executor = Executor(batch_system, name=name, work_dir=self.work_dir, settings=values,
-                                     max_in_flight=throttle, keep_work_dir=True, preload=[runner.__name__])
+                                     max_in_flight=throttle, keep_work_dir=True, preload=[chunk_on_node.__name__])
         except BaseException:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             raise

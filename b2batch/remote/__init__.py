@@ -8,8 +8,8 @@ clients are optional extras: ``pip install 'b2batch[xrootd]'`` and ``'b2batch[we
 from __future__ import annotations
 
 from b2batch.remote.base import RemoteFileSystem, RemoteTarget
-from b2batch.remote.checks import bulk_checks
-from b2batch.remote.retry import RemoteError, RetryPolicy
+from b2batch.remote.existence import bulk_checks
+from b2batch.remote.backoff import RemoteError, RetryPolicy
 from b2batch.remote.urls import is_remote
 
 __all__ = ["RemoteError", "RemoteFileSystem", "RemoteTarget", "RetryPolicy", "WebDAVSystem", "WebDAVTarget",

@@ -1,7 +1,7 @@
 """The remote file system and target that the XRootD and WebDAV ones build on (b2luigi 1.3's names).
 
 A file system does single attempts of each operation (``_stat``, ``_upload``, ...) in its subclass; this
-base class retries them (:mod:`b2batch.remote.retry`) and offers b2luigi's methods on top. Paths may be
+base class retries them (:mod:`b2batch.remote.backoff`) and offers b2luigi's methods on top. Paths may be
 given as paths on the server (``/store/a.root``) or as URLs of the same server (``root://host//store/a.root``).
 
 Writes are atomic: a file, or a folder with everything in it, is uploaded under a temporary name beside its
@@ -22,8 +22,8 @@ from typing import IO, Any
 
 import luigi.target
 
-from b2batch.remote import checks, plain, urls
-from b2batch.remote.retry import RemoteError, RetryPolicy
+from b2batch.remote import existence, plain, urls
+from b2batch.remote.backoff import RemoteError, RetryPolicy
 
 
 class RemoteFileSystem(luigi.target.FileSystem):
@@ -104,7 +104,7 @@ class RemoteFileSystem(luigi.target.FileSystem):
         return self._call("stat", path, lambda: self._stat(path))
 
     def exists(self, path: str) -> bool:
-        session = checks.current()
+        session = existence.current()
         if session is not None:
             return session.exists(self, self.path_of(path))
         return self.kind_of(path) is not None
@@ -247,7 +247,7 @@ class RemoteFileSystem(luigi.target.FileSystem):
             self._call("rmdir", path, lambda: self._remove_empty_dir(path))
         elif kind is not None:
             self._call("remove", path, lambda: self._remove_file(path))
-        checks.forget(self, path)
+        existence.forget(self, path)
 
 
 def speaks_b2batch(file_system: Any) -> bool:
@@ -289,7 +289,7 @@ class RemoteTarget(luigi.target.FileSystemTarget):
     def exists(self) -> bool:
         if not self._native:
             return self.fs.exists(self.path)
-        session = checks.current()
+        session = existence.current()
         if session is not None:
             return session.exists(self.fs, self.fs.path_of(self.path), self.root)
         return self.fs.exists(self.path)

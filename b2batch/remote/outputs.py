@@ -12,7 +12,7 @@ from typing import Any
 
 from b2batch.remote import urls
 from b2batch.remote.base import RemoteFileSystem, RemoteTarget
-from b2batch.remote.retry import RetryPolicy
+from b2batch.remote.backoff import RetryPolicy
 
 #: The setting with the number of tries of a remote operation (``RetryPolicy.attempts``).
 RETRIES_SETTING = "remote_retries"

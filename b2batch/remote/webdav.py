@@ -22,7 +22,7 @@ from xml.etree import ElementTree
 
 from b2batch.remote import davquery
 from b2batch.remote.base import RemoteFileSystem, RemoteTarget
-from b2batch.remote.retry import RemoteError, RetryPolicy, TransientRemoteError
+from b2batch.remote.backoff import RemoteError, RetryPolicy, TransientRemoteError
 
 _HTTP_SCHEME = {"davs": "https", "https": "https", "dav": "http", "http": "http"}
 _MISSING_EXTRA = ("WebDAV outputs (davs:// URLs, WebDAVSystem) need the webdav4 package, which is not installed: "

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from b2batch.remote.base import RemoteFileSystem, RemoteTarget
-from b2batch.remote.retry import RemoteError, RetryPolicy, TransientRemoteError
+from b2batch.remote.backoff import RemoteError, RetryPolicy, TransientRemoteError
 
 #: XRootD's error number for "no such file or directory" (kXR_NotFound).
 _NOT_FOUND = 3011

@@ -95,7 +95,7 @@ def _detected() -> tuple[str, str]:
 def job_settings_of_all() -> frozenset[str]:
     """Every setting that shapes a job of some built-in batch system, or the worker jobs of pilots and bundles
     (for a front-end that must know whether a task sets none of them)."""
-    from b2batch.engine.pooled import WORKER_SETTINGS
+    from b2batch.engine.pilots.pooled_system import WORKER_SETTINGS
 
     return frozenset(WORKER_SETTINGS).union(*(_load(reference).job_settings for reference in BUILT_IN.values()))
 
@@ -135,13 +135,13 @@ def add_to_run(run: Any, value: Any, owner: Any, config: Any, adapt: Any = None,
     when the settings ``config`` (a :class:`~b2batch.engine.jobconfig.JobConfig`) of ``owner`` ask for them; the name the run knows it by. ``adapt(cls)``
     turns a class that is no engine BatchSystem (a front-end's plugin kind) into a factory, or returns None.
     With ``shaping``, a front-end lets the units that set neither pilot_jobs nor tasks_per_job take the shape
-    their setting ``job_shape`` asks for (:class:`~b2batch.engine.shaped.ShapingSystem`, known by the system's
+    their setting ``job_shape`` asks for (:class:`~b2batch.engine.pilots.shaping_system.ShapingSystem`, known by the system's
     name; the front-end's resolver gives the run's job_shape, from its RunConfig, where the unit sets none).
-    ``feed`` (:class:`~b2batch.engine.shaped.Feed`): how the front-end hands its units over, when it holds some
+    ``feed`` (:class:`~b2batch.engine.pilots.shaping_system.Feed`): how the front-end hands its units over, when it holds some
     back."""
     from b2batch.engine import BatchSystem
-    from b2batch.engine.pilots import BundleSystem, PilotSystem
-    from b2batch.engine.shaped import ShapingSystem
+    from b2batch.engine.pilots.kinds import BundleSystem, PilotSystem
+    from b2batch.engine.pilots.shaping_system import ShapingSystem
 
     cls = system_class(value if isinstance(value, type) else str(value), owner)
     factory = adapt(cls) if adapt is not None and isinstance(cls, type) else None

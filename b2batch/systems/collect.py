@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from b2batch.engine.usage import Usage
 from b2batch.errors import SchedulerCommandError
-from b2batch.systems import commands
+from b2batch.systems import command_runner
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class AccountingCollector:
     chunk: int = 2000
 
     def __init__(self, system: str, build: CommandBuilder | None, parse: Parser | None, record: object,
-                 calls: commands.SchedulerCalls | None, timeout: Callable[[], float]) -> None:
+                 calls: command_runner.SchedulerCalls | None, timeout: Callable[[], float]) -> None:
         self.system = system
         self.build = build
         self.parse = parse
@@ -95,7 +95,7 @@ class AccountingCollector:
         assert self.build is not None and self.parse is not None
         self._asked_at = time.monotonic()
         try:
-            done = commands.run(self.build(job_ids), timeout=self.timeout(), calls=self.calls)
+            done = command_runner.run(self.build(job_ids), timeout=self.timeout(), calls=self.calls)
             found = self.parse(done.stdout)
         except SchedulerCommandError as e:
             said = (e.stderr.strip() or e.stdout.strip()).splitlines()

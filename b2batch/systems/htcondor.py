@@ -22,9 +22,9 @@ from b2batch.engine.escalation import Request, megabytes
 from b2batch.engine.config import RunConfig
 from b2batch.errors import (BatchSystemError, RunStoppingError, SchedulerCommandError, SettingError,
                             TransientCommandError)
-from b2batch.systems import commands
+from b2batch.systems import command_runner
 from b2batch.systems.scheduler import SchedulerSystem
-from b2batch.systems.shaping import WRAPPER_SETTINGS
+from b2batch.systems.job_settings import WRAPPER_SETTINGS
 from b2batch.systems.tagging import safe_name
 from b2batch.jobscript.templating import render
 
@@ -375,11 +375,11 @@ class HTCondorSystem(SchedulerSystem):
         left its queue."""
         states: dict[str, NativeState] = {}
         for where, ids in self._by_place(job_ids).items():
-            found = self.parse_status(commands.run(_at(self.status_command(ids), where), timeout=self.call_timeout,
+            found = self.parse_status(command_runner.run(_at(self.status_command(ids), where), timeout=self.call_timeout,
                                                          calls=self.calls).stdout)
             left = [j for j in ids if j not in found]
             if left:  # completed and removed jobs leave the queue: one history query for all of them
-                found.update(self.parse_status(commands.run(_at(self.history_command(left), where),
+                found.update(self.parse_status(command_runner.run(_at(self.history_command(left), where),
                                                                timeout=self.call_timeout, calls=self.calls).stdout))
             states.update(found)
         return states

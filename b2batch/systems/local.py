@@ -24,7 +24,7 @@ from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.engine.files import atomic_write
 from b2batch.engine.processes import signal_group
 from b2batch.engine.usage import measured, usage_file
-from b2batch.systems.shaping import WRAPPER_SETTINGS
+from b2batch.systems.job_settings import WRAPPER_SETTINGS
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from b2batch.engine.escalation import Request, megabytes
 from b2batch.errors import SettingError
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.jobscript.templating import quote
-from b2batch.systems.shaping import WRAPPER_SETTINGS
+from b2batch.systems.job_settings import WRAPPER_SETTINGS
 
 #: bsub options a task may set in ``lsf_settings`` (name without the dash).
 BSUB_OPTIONS = frozenset("""

@@ -29,12 +29,12 @@ import parse
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus, NativeState
 from b2batch.engine.escalation import Request
-from b2batch.engine.monitor import JobMonitor
+from b2batch.engine.polling import JobMonitor
 from b2batch.engine.outcome import written_exit_code, status_of_files
 from b2batch.engine.usage import Usage
 from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
                             TransientCommandError)
-from b2batch.systems import accounting, commands
+from b2batch.systems import accounting, command_runner
 from b2batch.systems.collect import AccountingCollector
 from b2batch.systems.tagging import TaggedSubmissions, safe_name
 from b2batch.jobscript.templating import render
@@ -87,7 +87,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         #: Seconds a scheduler command may take: the setting scheduler_call_timeout of the jobs last submitted.
         self.call_timeout: float = config.scheduler_call_timeout
         #: This system's scheduler commands: rate-limited, and counted in the run's record.
-        self.calls = commands.SchedulerCalls(run.record.count_call, config.max_scheduler_calls_per_second)
+        self.calls = command_runner.SchedulerCalls(run.record.count_call, config.max_scheduler_calls_per_second)
         #: The accounting figures of ended jobs: one command per poll cycle for all of them (systems/collect.py).
         self.accounting = AccountingCollector(
             self.name, self.accounting_command if self.has_accounting else None, self.parse_accounting, run.record,
@@ -136,7 +136,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
 
     def query_states(self, job_ids: list[str]) -> dict[str, NativeState]:
         """Run the status command for ``job_ids``; subclasses may add history look-ups."""
-        return self.parse_status(commands.run(self.status_command(job_ids), timeout=self.call_timeout,
+        return self.parse_status(command_runner.run(self.status_command(job_ids), timeout=self.call_timeout,
                                               calls=self.calls).stdout)
 
     def common_options(self, job: Job) -> list[str]:
@@ -282,7 +282,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         """Run a submit command; a rejection becomes a BatchSystemError, transient errors stay as they are
         (the submitter tries again later)."""
         try:
-            return commands.run(command, stdin=stdin, timeout=self.call_timeout, calls=self.calls)
+            return command_runner.run(command, stdin=stdin, timeout=self.call_timeout, calls=self.calls)
         except TransientCommandError:
             raise
         except CommandNotFoundError as e:  # nothing to do with the job: the tool is missing
@@ -342,7 +342,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         if not status.final:
             if status == JobStatus.running and native.node:
                 healing = getattr(self.run, "healing", None)
-                if healing is not None:  # a node that runs a job of the run works (bad nodes: engine/nodes.py)
+                if healing is not None:  # a node that runs a job of the run works (bad nodes: engine/bad_nodes.py)
                     healing.node_works(self.name, native.node)
             return JobState(status)
         reason = self.describe(native)
@@ -446,7 +446,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         ids = [job.job_id for job in jobs if job.job_id is not None]
         for command in self.cancel_commands(ids):
             try:
-                commands.run_with_retries(command, attempts=3, timeout=self.call_timeout, calls=self.calls)
+                command_runner.run_with_retries(command, attempts=3, timeout=self.call_timeout, calls=self.calls)
             except SchedulerCommandError as e:
                 if self._any_active(command_ids := [i for i in ids if i in command]):
                     logger.warning("Could not cancel %s job(s) with %s: %s", self.name, command[0], e)

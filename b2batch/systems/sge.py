@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes, seconds
 from b2batch.errors import SchedulerCommandError, SettingError
-from b2batch.systems import commands
+from b2batch.systems import command_runner
 from b2batch.systems.scheduler import SchedulerSystem
-from b2batch.systems.shaping import WRAPPER_SETTINGS
+from b2batch.systems.job_settings import WRAPPER_SETTINGS
 
 #: sge_settings keys, their qsub options, and whether the value is a list of name=value resources.
 QSUB_OPTIONS = {
@@ -243,7 +243,7 @@ class SGESystem(SchedulerSystem):
 
     def _error_reason(self, job: Job) -> str:
         try:
-            out = commands.run(["qstat", "-j", str(job.job_id)], check=False, timeout=self.call_timeout,
+            out = command_runner.run(["qstat", "-j", str(job.job_id)], check=False, timeout=self.call_timeout,
                                calls=self.calls).stdout
         except SchedulerCommandError:
             return ""
@@ -255,7 +255,7 @@ class SGESystem(SchedulerSystem):
         number, _, task = str(job.job_id).partition(".")
         command = ["qacct", "-j", number, *(["-t", task] if task else [])]
         try:
-            out = commands.run(command, check=False, timeout=self.call_timeout, calls=self.calls).stdout
+            out = command_runner.run(command, check=False, timeout=self.call_timeout, calls=self.calls).stdout
         except SchedulerCommandError:
             return None
         failed = re.search(r"^failed\s+(\d+)\s*:?\s*(.*)$", out, re.M)

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 from b2batch.engine import Job, JobState, JobStatus, NativeState, causes
 from b2batch.engine.escalation import Request, megabytes, seconds
 from b2batch.errors import B2BatchError, SettingError
-from b2batch.systems import commands
+from b2batch.systems import command_runner
 from b2batch.systems.scheduler import SchedulerSystem
-from b2batch.systems.shaping import WRAPPER_SETTINGS
+from b2batch.systems.job_settings import WRAPPER_SETTINGS
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class SlurmSystem(SchedulerSystem):
                 command = ["scontrol", "update", f"JobId={','.join(ordered[start:start + 500])}",
                            f"ExcNodeList={excluded}"]
                 try:
-                    commands.run(command, timeout=self.call_timeout, calls=self.calls)
+                    command_runner.run(command, timeout=self.call_timeout, calls=self.calls)
                 except B2BatchError as e:  # e.g. some of them started meanwhile
                     logger.info("Pending Slurm jobs not all moved off %s: %s", ",".join(nodes), e)
 

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 from b2batch.engine import Job, JobStatus, NativeState
 from b2batch.engine.outcome import written_exit_code
 from b2batch.errors import B2BatchError
-from b2batch.systems import commands
+from b2batch.systems import command_runner
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class TaggedSubmissions:
     run: Any
     name: ClassVar[str]
     state_map: ClassVar[dict[str, JobStatus]]
-    calls: commands.SchedulerCalls
+    calls: command_runner.SchedulerCalls
     call_timeout: float
     #: What the scheduler listed under tags, per place (set up by the system's ``__init__``).
     _tagged: dict[tuple[str, ...], dict[str, dict[str, NativeState]]]
@@ -114,7 +114,7 @@ class TaggedSubmissions:
         known = self._tagged
         if scope not in known:
             try:
-                done = commands.run(self.tagged_command(scope), timeout=self.call_timeout, calls=self.calls)
+                done = command_runner.run(self.tagged_command(scope), timeout=self.call_timeout, calls=self.calls)
                 known[scope] = self.parse_tagged(done.stdout)
             except (B2BatchError, ValueError) as e:  # ValueError: unreadable output
                 logger.warning("Could not ask %s for the jobs of an earlier steering process by their tags: %s",

@@ -146,7 +146,7 @@ def test_nested_parallel_runs_as_jobs_up_to_max_recursion_level() -> None:
     for result in outers:
         pids = {pid for pid, _level in result["inner"]}
         # each inner call is a unit of its own, not run in the outer call's process (units of one pilot may share
-        # its runner process: b2batch.engine.unitrunner)
+        # its runner process: b2batch.engine.pilots.unit_processes)
         assert result["pid"] not in pids and len(result["inner"]) == 3, result
         assert {level for _pid, level in result["inner"]} == {"2"}
     # the inner calls' task files and logs go where the outer call's go, not into the job entry point's folder

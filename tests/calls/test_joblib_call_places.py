@@ -7,7 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 from types import SimpleNamespace
 
-from b2batch.joblib.batch import CallBatch, Pending
+from b2batch.joblib.call_batch import CallBatch, Pending
 
 
 def _where(member: Pending, index: int | None) -> str:

@@ -46,7 +46,7 @@ def test_joblibs_own_backend_tests_pass_with_the_b2batch_backend(tmp_path: Path)
 
     suite = Path(importlib.util.find_spec("joblib").origin).parent / "test" / "test_parallel.py"
     # Folders named absolutely: relative ones would be relative to the __main__ module's folder, pytest's own
-    # package under `python -m pytest` (b2batch.paths.base_dir)
+    # package under `python -m pytest` (b2batch.jobscript.base_folder.base_dir)
     (tmp_path / "settings.json").write_text(json.dumps({"batch_system": "local", "local_slots": 4,
                                                         "log_dir": str(tmp_path / "logs"),
                                                         "task_file_dir": str(tmp_path / "task_files")}))

@@ -101,7 +101,7 @@ def test_a_value_that_cannot_be_pickled_fails_its_call_alone_and_names_it() -> N
     from joblib.parallel import BatchedCalls
 
     from b2batch.calls import pickling
-    from b2batch.joblib.node import BatchesRaised, run_batches
+    from b2batch.joblib.batches_on_node import BatchesRaised, run_batches
 
     batches = [pickling.dumps(BatchedCalls([(lock_at_six, (x,), {}) for x in xs], ("sequential", 1)))
                for xs in ([4, 5, 6, 7], [8, 9])]

@@ -246,7 +246,7 @@ def test_a_pool_writes_its_live_state_in_its_work_dir(tmp_path: Path) -> None:
 def test_a_run_whose_steering_process_was_killed_is_shown_as_gone(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from b2batch.display.monitor import Monitor
+    from b2batch.display.live_view import Monitor
 
     dead = subprocess.Popen(["true"])
     dead.wait()

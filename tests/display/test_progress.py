@@ -32,8 +32,8 @@ import b2batch
 from b2batch.display.progress import Progress
 from b2batch.engine import Run, RunRecord
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
-from b2batch.luigi_frontend.runner import GraphRunner
-from b2batch.runconfig import run_config
+from b2batch.luigi_frontend.graph_runner import GraphRunner
+from b2batch.settings.runconfig import run_config
 
 BATCH = ("--batch", "--batch-system", "local")
 

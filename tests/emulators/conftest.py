@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from b2batch.emulators import scheduler, state
+from b2batch.emulators import slots, job_table
 from b2batch.emulators.__main__ import main as emulator_main
 
-ENTRY = str(Path(scheduler.__file__).with_name("_entry.py"))
+ENTRY = str(Path(slots.__file__).with_name("_entry.py"))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,10 +105,10 @@ class Emu:
 
     def cleanup(self) -> None:
         """Kill every runner and job process recorded in this state directory."""
-        for system in state.SYSTEMS:
+        for system in job_table.SYSTEMS:
             for job in self.table(system)["jobs"].values():
                 for ref in (job.get("runner"), job.get("proc")):
-                    scheduler.kill_group(ref, signal.SIGKILL)
+                    slots.kill_group(ref, signal.SIGKILL)
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1) -> Any:
@@ -129,9 +129,9 @@ def emu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Emu]:
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.setenv(state.ENV_DIR, str(root))
-    monkeypatch.setenv(state.ENV_SLOTS, "2")
-    monkeypatch.delenv(state.ENV_KEEP, raising=False)
+    monkeypatch.setenv(job_table.ENV_DIR, str(root))
+    monkeypatch.setenv(job_table.ENV_SLOTS, "2")
+    monkeypatch.delenv(job_table.ENV_KEEP, raising=False)
     helper = Emu(root, work)
     yield helper
     helper.cleanup()

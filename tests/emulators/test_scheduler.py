@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from b2batch.emulators import state
+from b2batch.emulators import job_table
 from tests.emulators.conftest import ENTRY, Emu, wait_for
 
 STAMPS = (
@@ -31,7 +31,7 @@ def max_concurrency() -> int:
 
 @pytest.mark.slow
 def test_slots_are_honoured_with_request_cpus(emu: Emu, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(state.ENV_SLOTS, "4")
+    monkeypatch.setenv(job_table.ENV_SLOTS, "4")
     emu.submit(STAMPS + "request_cpus = 2\nqueue 4\n")
     wait_for(lambda: len(emu.condor_q(history=True)) == 4, timeout=30)
     assert max_concurrency() == 2  # 4 slots / 2 CPUs each
@@ -97,7 +97,7 @@ def test_reboot_requeues_htcondor_and_fails_lsf_jobs(emu: Emu) -> None:
 
 
 def test_finished_jobs_are_forgotten_after_keep_seconds(emu: Emu, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(state.ENV_KEEP, "0.5")
+    monkeypatch.setenv(job_table.ENV_KEEP, "0.5")
     cluster = emu.submit("executable = /bin/true\nqueue\n")
     wait_for(lambda: emu.condor_q(history=True))
     time.sleep(0.6)

@@ -13,14 +13,14 @@ import pytest
 
 import b2batch
 from b2batch.engine.jobconfig import NO_SETTINGS
-from b2batch.display import monitor
+from b2batch.display import live_view
 from b2batch.display.jobstates import RecordedJob, ask_batch_systems
 from b2batch.display.queues import QueueViews
 from b2batch.engine import Job, JobFiles
-from b2batch.engine.workqueue import WorkQueue
+from b2batch.engine.pilots.work_queue import WorkQueue
 from b2batch.errors import SettingError
 from b2batch.jobscript import wrapper
-from b2batch.luigi_frontend import checks
+from b2batch.luigi_frontend import graph_checks
 from b2batch.luigi_frontend.jobs import outputs_counted, task_files
 
 
@@ -35,12 +35,12 @@ class Leaf(b2batch.Task):
 def test_an_unwritable_folder_stops_the_run_naming_the_setting_and_the_folder(name: str) -> None:
     b2batch.set_setting(name, "/proc/no/such/folder")
     with pytest.raises(SettingError) as raised:
-        checks.check_writable_folders(Leaf(n=1))
+        graph_checks.check_writable_folders(Leaf(n=1))
     text = str(raised.value)
     assert text.startswith("Task Leaf(n=1): the setting ") and f"'{name}' is '/proc/no/such/folder'" in text
     assert "Set " + name + " to a folder you can write; nothing was submitted." in text
     b2batch.set_setting(name, "fine/below")
-    checks.check_writable_folders(Leaf(n=1))  # it could be made: nothing is left behind
+    graph_checks.check_writable_folders(Leaf(n=1))  # it could be made: nothing is left behind
     assert list(Path.cwd().iterdir()) == []
 
 
@@ -64,11 +64,11 @@ def test_a_task_cancelled_on_purpose_says_so_instead_of_a_failure(tmp_path: Path
 
 def test_monitor_without_a_target_reads_the_log_dir_seen_from_here(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from b2batch import paths
+    from b2batch.jobscript import base_folder
 
-    monkeypatch.setattr(paths, "_pinned_base_dir", None)  # as the b2batch command: __main__ is its own file
+    monkeypatch.setattr(base_folder, "_pinned_base_dir", None)  # as the b2batch command: __main__ is its own file
     (tmp_path / "settings.json").write_text(json.dumps({"log_dir": "my_logs"}))
-    assert monitor.target_of(None) == (tmp_path / "my_logs").resolve()
+    assert live_view.target_of(None) == (tmp_path / "my_logs").resolve()
 
 
 def test_dry_run_does_not_count_the_outputs_a_failed_job_left(tmp_path: Path) -> None:
@@ -123,7 +123,7 @@ def test_a_task_in_a_pilot_queue_is_queued_or_running_never_unknown(tmp_path: Pa
 
 
 def test_pool_takes_job_shape_auto_and_pypoolparty_keeps_a_job_per_item(tmp_path: Path) -> None:
-    from b2batch.engine.shaped import ShapingSystem
+    from b2batch.engine.pilots.shaping_system import ShapingSystem
     from b2batch.pool import aliases
 
     with b2batch.Pool(batch_system="local", work_dir=tmp_path, verbose=False) as pool:
@@ -143,13 +143,13 @@ def test_a_cancel_of_jobs_that_ended_meanwhile_is_no_warning(state: str, warned:
     one that still runs is worth the warning."""
     from b2batch.engine import NativeState, Run
     from b2batch.errors import SchedulerCommandError
-    from b2batch.systems import commands
+    from b2batch.systems import command_runner
     from b2batch.systems.lsf import LSFSystem
 
     def refuse(command: list[str], **_kwargs: object) -> None:
         raise SchedulerCommandError(command, 255, "", "Job <7>: Job has already finished")
 
-    monkeypatch.setattr(commands, "run_with_retries", refuse)
+    monkeypatch.setattr(command_runner, "run_with_retries", refuse)
     system = LSFSystem(Run())
     monkeypatch.setattr(system, "query_states", lambda ids: {i: NativeState(state) for i in ids})
     job = Job(key="k", name="W(k)", family="W", system="lsf", files=JobFiles.at(tmp_path, "W", "k", tmp_path),

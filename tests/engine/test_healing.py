@@ -287,7 +287,7 @@ def test_slurm_moves_its_pending_jobs_off_an_excluded_node(tmp_path: Path, monke
     run = Run(config=RunConfig(max_node_failures=1))
     system = run.add_system("slurm", SlurmSystem)
     seen: list[list[str]] = []
-    monkeypatch.setattr(slurm.commands, "run", lambda command, **kw: seen.append(command))
+    monkeypatch.setattr(slurm.command_runner, "run", lambda command, **kw: seen.append(command))
     answers = {"100": "PENDING", "200_1": "PENDING", "200_2": "PENDING", "300": "RUNNING", "400": "PENDING"}
     for job_id, state in answers.items():
         job = make_job(tmp_path, "slurm", f"Work_{job_id}")

@@ -1,5 +1,5 @@
 """engine/processes.py: the one judgement of whether the process a note names still runs, shared by the pilot
-queues' steering notes (engine/orphans.py) and the farm's farmer heartbeats (farm/workdir.py)."""
+queues' steering notes (engine/pilots/orphans.py) and the farm's farmer heartbeats (farm/workdir.py)."""
 
 from __future__ import annotations
 

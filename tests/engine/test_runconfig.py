@@ -14,7 +14,7 @@ import pytest
 
 from b2batch.engine import Run
 from b2batch.engine.config import SETTING_FIELDS, RunConfig
-from b2batch.runconfig import run_config
+from b2batch.settings.runconfig import run_config
 from b2batch.settings import default_of, get_setting, set_setting
 from helpers.simulated import Simulated, make_job
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from b2batch.engine import NativeState
-from b2batch.engine.monitor import JobMonitor
+from b2batch.engine.polling import JobMonitor
 
 from helpers.emulated import Emulated
 
@@ -30,7 +30,7 @@ def test_independent_tasks_go_as_one_array_and_one_status_query_per_poll(system:
     emulated = Emulated(system, workflow("scheduler_jobs.py"), tmp_path)
     emulated.env["B2BATCH_EMULATOR_SLOTS"] = "8"
     # however loaded the machine, luigi starts all 40 within the window; one job per task (job_shape auto would
-    # send 40 trivial tasks to pilots: tests/engine/test_job_shapes.py)
+    # send 40 trivial tasks to pilots: tests/engine/pilots/test_job_shapes.py)
     emulated.settings(submission_window=60, job_shape="job_per_task")
     done = emulated.run("--n", "40")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -57,7 +57,7 @@ def test_throttle_bounds_the_jobs_in_flight(workflow, tmp_path: Path) -> None:
 
 
 def test_scheduler_commands_are_paced_per_batch_system_of_a_run_and_counted() -> None:
-    from b2batch.systems.commands import SchedulerCalls, run
+    from b2batch.systems.command_runner import SchedulerCalls, run
 
     counted: list[str] = []
     calls = SchedulerCalls(counted.append, rate=4)

@@ -102,9 +102,9 @@ def test_every_front_end_drives_its_run_with_the_engines_loop() -> None:
     # popen.poll() of a local process is not a run's poll: the local batch system is under systems/
     assert not found, (f"these front-end modules poll a run themselves instead of using "
                        f"b2batch.engine.steering.drive: {found}")
-    users = {relative for relative in ("luigi_frontend/runner.py", "calls/executor.py", "farm/batch.py")
+    users = {relative for relative in ("luigi_frontend/graph_runner.py", "calls/executor.py", "farm/farm_pilots.py")
              if "drive(" in (PACKAGE / relative).read_text()}
-    assert users == {"luigi_frontend/runner.py", "calls/executor.py", "farm/batch.py"}
+    assert users == {"luigi_frontend/graph_runner.py", "calls/executor.py", "farm/farm_pilots.py"}
 
 
 def test_the_luigid_path_still_polls_through_task_jobs() -> None:

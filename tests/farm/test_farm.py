@@ -78,7 +78,7 @@ def test_files_equal_pytaskfarmers(tmp_path: Path) -> None:
 
 def test_pytaskfarmer_command_line_is_accepted(tmp_path: Path) -> None:
     write_list(tmp_path / "t.txt", ["echo $PROC_NUMBER", "echo b"])
-    code = "import sys; from b2batch.farm.cli import pytaskfarmer_main; sys.exit(pytaskfarmer_main())"
+    code = "import sys; from b2batch.farm.command_line import pytaskfarmer_main; sys.exit(pytaskfarmer_main())"
     done = farm(tmp_path, "t.txt", "-n", "2", "-v", "True", "-w", "wd", "-r", "default", "-t", "default",
                 "--timeout", "60", command=("-c", code))
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ import pytest
 from conftest import clean_env, wait_for
 
 from b2batch.engine import Run
-from b2batch.farm.cli import add_arguments
+from b2batch.farm.command_line import add_arguments
 
 
 def write_list(path: Path, lines: list[str]) -> Path:
@@ -115,7 +115,7 @@ def test_pilots_on_the_emulators(tmp_path: Path, system: str) -> None:
 def test_slurm_pilots_requeue_themselves(tmp_path: Path, monkeypatch) -> None:
     """The sbatch command of a pilot: --requeue and USR1 before the time limit, the user's options kept."""
     from b2batch import set_setting
-    from b2batch.farm.batch import FarmSteering
+    from b2batch.farm.farm_pilots import FarmSteering
     from b2batch.systems.slurm import SlurmSystem
 
     write_list(tmp_path / "t.txt", ["true"])
@@ -189,7 +189,7 @@ def test_a_pilot_that_dies_is_named_with_its_job_and_logs_and_its_line_goes_back
 
 
 def test_pilots_keep_the_timeout_themselves_only_without_a_steering_process(tmp_path: Path, monkeypatch) -> None:
-    from b2batch.farm.batch import FarmSteering
+    from b2batch.farm.farm_pilots import FarmSteering
 
     monkeypatch.chdir(tmp_path)
     write_list(tmp_path / "t.txt", ["true"])

@@ -51,7 +51,7 @@ PROCESS_TESTS = frozenset({
     "test_pool_takes_job_shape_auto_and_pypoolparty_keeps_a_job_per_item",
 })
 #: Whole files whose tests assert times, memory or CPU.
-TIMING_FILES = frozenset({"test_workqueue.py", "test_unitrunner.py", "test_monitor.py", "test_progress.py",
+TIMING_FILES = frozenset({"test_work_queue.py", "test_unit_processes.py", "test_monitor.py", "test_progress.py",
                           "test_steering_memory.py"})
 #: Single tests that assert times.
 TIMING_TESTS = frozenset({"test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace",

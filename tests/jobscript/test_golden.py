@@ -11,7 +11,7 @@ import pytest
 
 import b2batch
 from b2batch.luigi_frontend.jobs import task_wrapper
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2batch.jobscript import wrapper
 from b2batch.engine import Run
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
@@ -74,4 +74,4 @@ def test_array_dispatch_script(tmp_path: Path) -> None:
     text = wrapper.render("array_dispatch.sh.j2", index_expression="${SLURM_ARRAY_TASK_ID}",
                           wrappers=[tmp_path / "a" / "executable_wrapper.sh", tmp_path / "b'c" / "executable_wrapper.sh"])
     _compare("array_dispatch.sh", _normalise(text, tmp_path))
-    assert paths.base_dir() == tmp_path
+    assert base_folder.base_dir() == tmp_path

@@ -12,7 +12,7 @@ import pytest
 from conftest import tree
 
 import b2batch
-from b2batch.luigi_frontend import cli
+from b2batch.luigi_frontend import flags
 
 FRESH = ["part.json"] * 3
 TAB = " " * 8  # b2luigi prints a tab before each task; rich (which both use) expands it
@@ -195,7 +195,7 @@ def test_batch_with_the_local_batch_system(flow) -> None:
 # --- the flag parser itself (in this process) ----------------------------------------------------------------
 
 def test_parse_separates_b2batch_flags_from_the_scripts() -> None:
-    args, rest = cli.parse(["--batch", "--my-flag", "x", "--workers", "4", "--show", "--dry", "pos"])
+    args, rest = flags.parse(["--batch", "--my-flag", "x", "--workers", "4", "--show", "--dry", "pos"])
     assert args.batch is True and args.workers == 4
     assert args.show_output is None and args.dry_run is None  # no abbreviations of b2batch's flags
     assert rest == ["--my-flag", "x", "--show", "--dry", "pos"]

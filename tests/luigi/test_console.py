@@ -17,7 +17,7 @@ import psutil
 import pytest
 from conftest import clean_env
 
-from b2batch import console
+from b2batch.command import console
 
 BATCH = ("--batch", "--batch-system", "local")
 

@@ -14,7 +14,7 @@ import pytest
 import b2batch
 from b2batch.engine import Run
 from b2batch.errors import SettingError
-from b2batch.luigi_frontend import cli, workflow
+from b2batch.luigi_frontend import flags, workflow
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
 from b2batch.settings import SETTINGS
 
@@ -35,7 +35,7 @@ VALUES = {"batch_system": ["local", "slurm", "sge", "htcondor", "lsf", "apptaine
 
 def flag_settings() -> dict[str, str]:
     """The flags (both profiles' parsers) whose value is a declared setting, by setting name."""
-    names = [flag for flag, _options in cli.FLAGS] + [n for names, _o in cli.B2LUIGI_FLAGS for n in names]
+    names = [flag for flag, _options in flags.FLAGS] + [n for names, _o in flags.B2LUIGI_FLAGS for n in names]
     return {flag[2:].replace("-", "_"): flag for flag in names
             if flag.startswith("--") and flag[2:].replace("-", "_") in SETTINGS}
 
@@ -47,7 +47,7 @@ def test_the_flags_that_set_settings_are_known() -> None:
 
 def job_files_of(argv: list[str], folder: Path) -> dict[str, str]:
     """The files written for the jobs of two tasks, as process() makes them with the flags ``argv``."""
-    args, _rest = cli.parse(argv)
+    args, _rest = flags.parse(argv)
     run = Run(config=workflow.config_of_flags(args))
     try:
         jobs = TaskJobs(run, RunContext(script=str(folder / "workflow.py")))

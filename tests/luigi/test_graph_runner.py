@@ -15,7 +15,7 @@ from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch.engine import Run
 from b2batch.luigi_frontend.jobs import TaskResult, runs_as_job
-from b2batch.luigi_frontend.runner import GraphRunner
+from b2batch.luigi_frontend.graph_runner import GraphRunner
 
 
 class InstantJobs:

@@ -52,7 +52,7 @@ def test_an_array_element_that_cannot_be_submitted_is_named_as_itself(tmp_path: 
 
 
 def test_a_task_stopped_by_a_signal_is_explained_in_one_line_not_by_a_traceback() -> None:
-    from b2batch.luigi_frontend.node import _without_signal_traceback
+    from b2batch.luigi_frontend.task_on_node import _without_signal_traceback
 
     killed = "Runtime error:\nTraceback (most recent call last):\n  File \"x.py\", line 1\n    time.sleep(1)\nSystemExit: 143\n"
     assert _without_signal_traceback(killed) == ("stopped by SIGTERM while it ran (cancelled, or over a limit of the "

@@ -502,20 +502,20 @@ def test_base_dir_follows_the_workflow_script(tmp_path, monkeypatch) -> None:
     import sys
     import types
 
-    from b2batch import paths
+    from b2batch.jobscript import base_folder
 
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "flow.py").write_text("")
-    monkeypatch.setattr(paths, "_pinned_base_dir", None)
+    monkeypatch.setattr(base_folder, "_pinned_base_dir", None)
     main = types.ModuleType("__main__")
     monkeypatch.setitem(sys.modules, "__main__", main)
     main.__file__ = str(tmp_path / "one" / "flow.py")
-    assert paths.base_dir() == tmp_path / "one"
+    assert base_folder.base_dir() == tmp_path / "one"
     main.__file__ = str(tmp_path / "two" / "flow.py")
-    assert paths.base_dir() == tmp_path / "two"
+    assert base_folder.base_dir() == tmp_path / "two"
     monkeypatch.chdir(tmp_path / "one")
     main.__file__ = "flow.py"  # relative: against the working directory
-    assert paths.base_dir() == tmp_path / "one"
+    assert base_folder.base_dir() == tmp_path / "one"
     monkeypatch.chdir(tmp_path / "two")
-    assert paths.base_dir() == tmp_path / "two"
+    assert base_folder.base_dir() == tmp_path / "two"

@@ -33,8 +33,8 @@ FORBIDDEN = (
     ("luigi", "luigi"), ("jinja2", "jinja"), ("b2batch.settings", "the settings store (use run.config)"),
     ("b2batch.jobscript.wrapper", "the job wrapper, which reads settings (use run.config.job_wrapper)"),
     ("b2batch.jobscript.containers", "the containers of the job wrapper, which read settings"),
-    ("b2batch.runconfig", "the front-ends' way to read a RunConfig from the settings"),
-    ("b2batch.paths", "the process's base folder (use run.config.base_dir and run.config.resolve)"),
+    ("b2batch.settings.runconfig", "the front-ends' way to read a RunConfig from the settings"),
+    ("b2batch.jobscript.base_folder", "the process's base folder (use run.config.base_dir and run.config.resolve)"),
 )
 
 
@@ -152,9 +152,10 @@ def test_the_tripwire_sees_a_circle_and_a_forbidden_import(tmp_path: Path) -> No
 
 
 #: The modules the package root may hold (besides its folders): its face (``__init__``: the lazy re-exports),
-#: the console script (``__main__`` and ``console``), errors, the base folder (``paths``) and the front-ends'
-#: one way to a RunConfig (``runconfig``). Everything else lives in a folder of its layer.
-ROOT_MODULES = {"b2batch.__main__", "b2batch.console", "b2batch.errors", "b2batch.paths", "b2batch.runconfig"}
+#: the console script's entry (``__main__``) and the errors every layer raises. Everything else lives in a
+#: folder of its layer (issue 41: the console commands in ``command/``, the base folder in ``jobscript/``, the
+#: run's resolver in ``settings/``).
+ROOT_MODULES = {"b2batch.__main__", "b2batch.errors"}
 #: What marks a module as luigi front-end code: it imports luigi or the luigi front-end.
 LUIGI = ("luigi", "b2batch.luigi_frontend")
 
@@ -225,8 +226,21 @@ def test_nothing_the_engine_and_the_batch_systems_load_is_a_front_end_luigi_or_s
 
 
 def test_the_tripwire_follows_imports_through_other_modules() -> None:
-    graph = {"b2batch": set(), "b2batch.engine": set(), "b2batch.engine.a": {"b2batch.paths"},
-             "b2batch.paths": {"b2batch.settings"}, "b2batch.settings": set(), "b2batch.unused": set()}
+    graph = {"b2batch": set(), "b2batch.engine": set(), "b2batch.engine.a": {"b2batch.jobscript.base_folder"},
+             "b2batch.jobscript.base_folder": {"b2batch.settings"}, "b2batch.settings": set(), "b2batch.unused": set()}
     assert loaded_by(graph, "b2batch.engine.a") == {
         "b2batch.engine.a": "b2batch.engine.a", "b2batch": "b2batch.engine.a", "b2batch.engine": "b2batch.engine.a",
-        "b2batch.paths": "b2batch.engine.a", "b2batch.settings": "b2batch.paths"}
+        "b2batch.jobscript.base_folder": "b2batch.engine.a", "b2batch.settings": "b2batch.jobscript.base_folder"}
+
+
+def test_no_two_modules_of_the_package_share_a_name() -> None:
+    """A module's name says what it is, once: ``node.py`` three times (the node side of calls, of joblib's
+    batches, of a luigi task) or ``monitor.py`` twice (the engine's polling, the terminal view) sent readers to
+    the wrong file. Dunder modules (``__init__``, ``__main__``) aside, and the b2luigi shim, whose modules carry
+    b2luigi's own names."""
+    by_name: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if name.startswith("b2batch.") and not path.name.startswith("__"):
+            by_name.setdefault(path.stem, []).append(name)
+    shared = {stem: names for stem, names in by_name.items() if len(names) > 1}
+    assert not shared, f"modules that share a name (rename one to say what it is): {shared}"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import clean_env
 
-from b2batch.luigi_frontend import cli
+from b2batch.luigi_frontend import flags
 from b2batch.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_settings_hook_refuses_a_page_without_its_marker() -> None:
 
 def test_every_flag_of_workflow_scripts_is_documented(site: Path) -> None:
     text = text_of(site / "index.html")
-    for action in cli.parser()._actions:
+    for action in flags.parser()._actions:
         for flag in action.option_strings:
             assert flag in text, f"{flag} is not in docs/index.md"
     commands = text_of(site / "running" / "index.html")

@@ -9,7 +9,7 @@ from pathlib import Path
 from helpers.simulated import Simulated, make_job
 
 from b2batch.engine import Run
-from b2batch.engine.pilots import BundleSystem, PilotSystem
+from b2batch.engine.pilots.kinds import BundleSystem, PilotSystem
 
 PACKAGE = Path(__file__).resolve().parents[2] / "b2batch"
 

@@ -34,15 +34,15 @@ KNOWN: dict[str, dict[str, str]] = {
         "global _profile": "the defaults profile (b2batch's or b2luigi 1.3's), chosen once per process by what the "
                            "workflow imported",
     },
-    "paths.py": {"global _pinned_base_dir": "the base folder of relative settings paths in a job (its steering "
+    "jobscript/base_folder.py": {"global _pinned_base_dir": "the base folder of relative settings paths in a job (its steering "
                                              "process's) and in console commands and the farm for the length of a "
                                              "with block (base_dir_pinned); a run's own is RunConfig.base_dir"},
-    "luigi_frontend/node.py": {"global _active_spec": "the job spec of the one task this node process runs"},
+    "luigi_frontend/task_on_node.py": {"global _active_spec": "the job spec of the one task this node process runs"},
     "luigi_frontend/workflow.py": {"global _process_called": "b2luigi's rule of one process() per script "
                                    "(process_once), process-wide by its definition; was a mark in the settings store"},
     "luigi_frontend/task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
                                              "the per-class parameter cache never goes stale"},
-    "remote/checks.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},
+    "remote/existence.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},
     "jobscript/templating.py": {"_environment": "the jinja environment of the job-script templates: configured once, never "
                                    "changed after import"},
     # b2luigi 1.3's own module-level API, which its users' code and tests import or patch by these names; b2batch's

@@ -21,7 +21,7 @@ from luigi.scheduler import DONE, FAILED
 
 import b2batch
 from b2batch.luigi_frontend import seam
-from b2batch.luigi_frontend.node import StatusReporter
+from b2batch.luigi_frontend.task_on_node import StatusReporter
 
 SEAM = "luigi changed a private part that b2batch/luigi_frontend/seam.py relies on: "
 PACKAGE = Path(b2batch.__file__).parent

@@ -21,23 +21,23 @@ PACKAGE = ROOT / "b2batch"
 STORE = {"b2batch.settings", "b2batch.settings.resolve", "b2batch.settings.declared", "b2batch.settings.typos"}
 #: The resolvers: where a front-end turns its unit's (or run's) settings into a JobConfig or a RunConfig.
 RESOLVERS = {
-    "b2batch.runconfig": "RunConfig of every front-end",
+    "b2batch.settings.runconfig": "RunConfig of every front-end",
     "b2batch.luigi_frontend.jobs": "TaskJobs.config_of, the luigi front-end's (and b2luigi's) resolver",
     "b2batch.calls.executor": "the calls executor's (joblib, Pool): CallSettings",
-    "b2batch.farm.batch": "the farm's: FarmSettings",
+    "b2batch.farm.farm_pilots": "the farm's: FarmSettings",
     "b2batch.joblib.options": "joblib's backend options over the settings",
-    "b2batch.joblib.run": "joblib's job_shape and pilot_jobs of a batch of calls",
+    "b2batch.joblib.parallel_run": "joblib's job_shape and pilot_jobs of a batch of calls",
     "b2batch.pool.pool": "Pool's settings={...} over the settings",
 }
 #: The command-line modules (a process's entry: which folders, which run).
 COMMAND_LINE = {
-    "b2batch.console": "b2batch status/cancel/show: the task and log folders",
-    "b2batch.display.commands": "b2batch report/monitor/timeline: the log folder",
+    "b2batch.command.console": "b2batch status/cancel/show: the task and log folders",
+    "b2batch.display.report_commands": "b2batch report/monitor/timeline: the log folder",
     "b2batch.luigi_frontend.workflow": "process(): the run's flags and modes",
 }
 #: Front-end modules that still read settings themselves (for a task, not for its job): known debt.
 KNOWN_DEBT = {
-    "b2batch.display.monitor": "the log folder of the live view",
+    "b2batch.display.live_view": "the log folder of the live view",
     "b2batch.display.report": "the log folder of the report",
     "b2batch.remote.outputs": "the retries of remote outputs",
     "b2batch.remote.base": "scratch_dir of remote targets",
@@ -53,8 +53,8 @@ KNOWN_DEBT = {
     "b2batch.luigi_frontend.checkpoint": "checkpoint_warning",
     "b2batch.luigi_frontend.layout": "the job and log folders of a task",
     "b2batch.luigi_frontend.temporary": "scratch_dir of temporary files",
-    "b2batch.luigi_frontend.retry": "luigi's retries",
-    "b2batch.luigi_frontend.checks": "the graph checks",
+    "b2batch.luigi_frontend.retry_command": "luigi's retries",
+    "b2batch.luigi_frontend.graph_checks": "the graph checks",
 }
 ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)
 BELOW = ("b2batch.engine", "b2batch.systems", "b2batch.jobscript")

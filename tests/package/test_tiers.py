@@ -52,13 +52,13 @@ def test_whole_workflows_and_process_files_are_slow() -> None:
 def test_a_cluster_by_marker_fixture_or_parameter_is_slow_and_in_that_clusters_group(system: str) -> None:
     for item in (Stub("/r/tests/systems/test_x.py", markers=(system,)),
                  Stub("/r/tests/systems/test_x.py", fixturenames=[system]),
-                 Stub("/r/tests/engine/test_pilots.py", params={"system": system})):
+                 Stub("/r/tests/engine/pilots/test_pilots.py", params={"system": system})):
         assert tiers.is_slow(item) and tiers.group_of(item) == system
-    other = Stub("/r/tests/engine/test_pilots.py", params={"system": "lsf"})
+    other = Stub("/r/tests/engine/pilots/test_pilots.py", params={"system": "lsf"})
     assert tiers.group_of(other) is None
 
 
 def test_tests_that_measure_time_share_the_timing_group() -> None:
-    assert tiers.group_of(Stub("/r/tests/engine/test_workqueue.py")) == "timing"
+    assert tiers.group_of(Stub("/r/tests/engine/pilots/test_work_queue.py")) == "timing"
     assert tiers.group_of(Stub("/r/tests/farm/test_farm.py", "test_signal_puts_running_lines_back")) == "timing"
     assert tiers.group_of(Stub("/r/tests/farm/test_farm.py", "test_bad_input_gives_one_clear_error")) is None

@@ -20,7 +20,7 @@ import pytest
 import b2batch
 from b2batch import remote
 from b2batch.remote import RetryPolicy, bulk_checks
-from b2batch.remote.retry import RemoteError
+from b2batch.remote.backoff import RemoteError
 from conftest import clean_env, wait_for
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -283,8 +283,8 @@ def test_b2luigi_style_targets_are_checked_from_one_listing_of_the_result_folder
 
 def test_failed_background_listing_is_retried_then_reported_in_one_line(result_url: str,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from b2batch.remote.checks import remote_checks
-    from b2batch.remote.retry import TransientRemoteError
+    from b2batch.remote.existence import remote_checks
+    from b2batch.remote.backoff import TransientRemoteError
 
     tries = []
 

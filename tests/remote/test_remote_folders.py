@@ -13,8 +13,8 @@ import pytest
 
 import b2batch
 from b2batch import remote
-from b2batch.remote import bulk_checks, checks
-from b2batch.remote.retry import RemoteError
+from b2batch.remote import bulk_checks, existence
+from b2batch.remote.backoff import RemoteError
 from test_remote import _env, _fs, result_url, webdav_server, xrootd_server  # noqa: F401 (fixtures)
 
 
@@ -45,7 +45,7 @@ def _complete_every_way(task: FolderOut, monkeypatch: pytest.MonkeyPatch) -> lis
     with bulk_checks():
         answers.append(task.complete())
     with monkeypatch.context() as m:
-        m.setattr(checks, "SINGLE_CHECKS", 0)
+        m.setattr(existence, "SINGLE_CHECKS", 0)
         with bulk_checks():
             answers.append(task.complete())
     return answers

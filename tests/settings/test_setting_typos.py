@@ -20,7 +20,7 @@ import pytest
 import b2batch
 from b2batch import settings, systems
 from b2batch.errors import SettingError
-from b2batch.luigi_frontend.checks import check_task_class
+from b2batch.luigi_frontend.graph_checks import check_task_class
 from conftest import clean_env
 
 SCRIPT = '''

@@ -10,9 +10,9 @@ import pytest
 
 import b2batch
 from b2batch.engine import Job, JobStatus, NativeState, Run
-from b2batch.engine.monitor import JobMonitor
+from b2batch.engine.polling import JobMonitor
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
-from b2batch.runconfig import run_config
+from b2batch.settings.runconfig import run_config
 from b2batch.systems.htcondor import HTCondorSystem
 from b2batch.systems.slurm import SlurmSystem
 
@@ -135,7 +135,7 @@ def test_a_restarted_run_asks_about_the_jobs_of_all_its_tasks_at_once(monkeypatc
     assert len(queries) == 1 and sorted(queries[0]) == [f"7.{n}" for n in range(6)]
     assert system.monitor.tracked == {"7.0", "7.1"}
     # what was heard of a job the steering process cancels itself is forgotten: it is asked about again
-    monkeypatch.setattr("b2batch.systems.commands.run_with_retries", lambda *a, **k: None)
+    monkeypatch.setattr("b2batch.systems.command_runner.run_with_retries", lambda *a, **k: None)
     system.cancel([jobs[0]])
     states["7.0"] = NativeState("3", reason="removed by user")
     assert system.attach(jobs[0], {"job_id": "7.0"}) is False

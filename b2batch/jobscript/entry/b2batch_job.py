@@ -30,9 +30,9 @@ if __name__ == "__main__":
 
     atexit.register(_peak_rss)
     if ("worker" in spec or "unit" in spec) and spec.get("frontend") != "luigi":
-        import b2batch.engine.worker
+        import b2batch.engine.pilots.node_worker
 
-        sys.exit(b2batch.engine.worker.main(sys.argv[1:]))
-    import b2batch.luigi_frontend.node
+        sys.exit(b2batch.engine.pilots.node_worker.main(sys.argv[1:]))
+    import b2batch.luigi_frontend.task_on_node
 
-    sys.exit(b2batch.luigi_frontend.node.main(sys.argv[1:]))
+    sys.exit(b2batch.luigi_frontend.task_on_node.main(sys.argv[1:]))

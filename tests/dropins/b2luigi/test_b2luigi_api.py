@@ -320,7 +320,7 @@ def test_remove_names_task_classes_and_keep_spares_them(workflow) -> None:
 
 def test_a_scripts_own_short_flag_is_not_taken_for_yes(workflow) -> None:
     flow = workflow("flags.py")
-    done = subprocess.run([sys.executable, "-c", "import b2batch.luigi_frontend.cli as c, sys; "
+    done = subprocess.run([sys.executable, "-c", "import b2batch.luigi_frontend.flags as c, sys; "
                            "a, rest = c.parse(['-y', '3', '--remove', 'A'], own_flags={'-y'}); "
                            "print(a.yes, a.remove, rest)"], cwd=flow.folder, env=shim_env(),
                           capture_output=True, text=True, timeout=60)

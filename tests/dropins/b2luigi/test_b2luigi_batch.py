@@ -100,7 +100,7 @@ def test_b2luigis_process_classes_are_b2batchs_systems_on_the_engine(b2luigi) ->
 
     from b2batch.engine import Run
     from b2batch.luigi_frontend.batch_process import ProcessSystem
-    from b2batch.runconfig import run_config
+    from b2batch.settings.runconfig import run_config
     from b2batch.systems import system_class
 
     for cls in (SlurmProcess, HTCondorProcess, LSFProcess, ApptainerProcess, TestProcess):

@@ -24,7 +24,7 @@ from b2luigi.cli.errors import CliUserError  # noqa: E402
 from b2luigi.core.settings import get_setting, set_setting, with_new_settings  # noqa: E402
 from b2luigi.core.utils import create_cmd_from_task  # noqa: E402
 from b2batch import settings  # noqa: E402
-from b2batch.luigi_frontend import cli  # noqa: E402
+from b2batch.luigi_frontend import flags  # noqa: E402
 from peers import peer_python  # noqa: E402
 from test_b2luigi_cli import _same_text, ours, theirs  # noqa: E402
 
@@ -195,7 +195,7 @@ def test_the_jobs_command_line_is_none_of_process_flags() -> None:
     """process() reads the command line before it hands the rest to the job: none of it may be taken."""
     argv = fast_test.job_argv("s.py", "-o.txt", "in.txt", True, ["--batch", "-y", "--remove", "X"], False,
                               "basf2 --batch")
-    args, rest = cli.parse_as_b2luigi(argv, True)
+    args, rest = flags.parse_as_b2luigi(argv, True)
     assert rest == argv and not (args.batch or args.yes or args.remove)
 
 

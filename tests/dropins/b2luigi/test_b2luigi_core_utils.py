@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 
 
 def _shell_argv(words: list[str]) -> list[str]:
@@ -93,7 +93,7 @@ def test_get_filename_and_map_folder_follow_the_script(b2luigi, monkeypatch, tmp
 
     assert utils.map_folder("data") == str(tmp_path / "data")  # the pinned base folder (as in a job)
     assert utils.map_folder("/abs/data") == "/abs/data"
-    monkeypatch.setattr(paths, "_pinned_base_dir", None)
+    monkeypatch.setattr(base_folder, "_pinned_base_dir", None)
     main = sys.modules["__main__"]
     monkeypatch.setattr(main, "__file__", "/project/flow.py", raising=False)
     monkeypatch.setattr(main, "__spec__", None, raising=False)

@@ -22,7 +22,7 @@ import b2batch
 from b2batch.luigi_frontend import parameters
 from b2batch.engine import BatchSystem, Job, Run
 from b2batch.engine.jobconfig import NO_SETTINGS
-from b2batch.engine.state import JobState, JobStatus
+from b2batch.engine.jobstate import JobState, JobStatus
 from b2batch.errors import SettingError
 from b2batch.luigi_frontend.grouping import Slots, group_of
 

@@ -112,7 +112,7 @@ def test_the_profile_is_chosen_by_the_import_and_shown_by_b2batch_settings(b2lui
 def test_a_scheduler_that_keeps_failing_fails_the_tasks_as_soon_as_b2luigis_retries_would(b2luigi) -> None:
     """b2luigi fails a task when its submit command fails, or after its 2 + 6 + 18 s of status retries; the run
     under the profile gives up after those 26 s, not after b2batch's 10 minutes."""
-    from b2batch.runconfig import run_config
+    from b2batch.settings.runconfig import run_config
 
     assert run_config().scheduler_unreachable_timeout == 26.0
     b2luigi.set_setting("scheduler_unreachable_timeout", 120)

@@ -87,7 +87,7 @@ def our_command(system: str | None = None, jobs: int = 1) -> list[str]:
 
 
 #: b2batch's own ``pytaskfarmer.py`` (the console script of the same name), PyTaskFarmer's command line.
-OUR_PYTASKFARMER = [sys.executable, "-c", "import sys; from b2batch.farm.cli import pytaskfarmer_main; "
+OUR_PYTASKFARMER = [sys.executable, "-c", "import sys; from b2batch.farm.command_line import pytaskfarmer_main; "
                     "sys.exit(pytaskfarmer_main())"]
 
 

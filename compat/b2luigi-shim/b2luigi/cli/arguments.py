@@ -1,12 +1,12 @@
 """``b2luigi.cli.arguments.get_cli_arguments``: the flags of a workflow script (``--batch``, ``--test``,
 ``--dry-run``, ``--show-output``, ``--remove`` ...) as b2luigi 1.3's argparse reads them from ``sys.argv``.
-The flags are b2batch's table of b2luigi's (``b2batch.luigi_frontend.cli.B2LUIGI_FLAGS``)."""
+The flags are b2batch's table of b2luigi's (``b2batch.luigi_frontend.flags.B2LUIGI_FLAGS``)."""
 
 from __future__ import annotations
 
 import argparse
 
-from b2batch.luigi_frontend.cli import B2LUIGI_FLAGS
+from b2batch.luigi_frontend.flags import B2LUIGI_FLAGS
 
 __all__ = ["get_cli_arguments"]
 

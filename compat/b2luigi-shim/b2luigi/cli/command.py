@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2luigi.cli.apps.batch_runner import batch_runner_app
 from b2luigi.cli.apps.cleanup import cleanup_app
 from b2luigi.cli.apps.graph import graph_app
@@ -79,7 +79,7 @@ def main_callback(
                                                     help="Show the version and exit.")] = None,
 ) -> None:
     """b2luigi — Belle II extension of the Luigi workflow management framework."""
-    ctx.with_resource(paths.base_dir_pinned(_base_folder()))  # for this command only (it ends with it)
+    ctx.with_resource(base_folder.base_dir_pinned(_base_folder()))  # for this command only (it ends with it)
 
 
 @app.command("about")

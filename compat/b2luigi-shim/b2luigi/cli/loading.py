@@ -15,7 +15,7 @@ from typing import Any
 
 from b2luigi.cli.errors import CliUserError, suggest
 from b2luigi.core.utils import SYNTHETIC_TASK_MODULE
-from b2batch.luigi_frontend.node import import_file_as
+from b2batch.luigi_frontend.task_on_node import import_file_as
 from b2batch import ExternalTask, Task, WrapperTask
 
 __all__ = ["TaskIndex", "build_task_index_from", "import_from_file", "is_from_task_classes", "load_task_class_from",

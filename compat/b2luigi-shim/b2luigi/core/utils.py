@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from b2batch import paths
+from b2batch.jobscript import base_folder
 from b2luigi.core.settings import get_setting
 from b2batch.luigi_frontend import layout
 from b2batch import get_setting as _b2batch_setting
@@ -146,7 +146,7 @@ def get_filename() -> str:
         return os.path.abspath(given)
     main = sys.modules.get("__main__")
     main_file = getattr(main, "__file__", None)
-    pinned = paths.pinned_base_dir()
+    pinned = base_folder.pinned_base_dir()
     if pinned is not None:
         return os.path.join(pinned, os.path.basename(main_file or "") or "tasks.py")
     if main_file is None:

@@ -1,7 +1,7 @@
 """``b2luigi batch-runner`` (hidden): run one task here as a job does. ``--classname`` with ``--param
 name=value`` (the serialised values, rebuilt byte for byte) for a task of the task file; ``--script`` and
 ``--output-file`` for the task of ``b2luigi test``. b2batch's own jobs do not use it (they run
-``python -m b2batch.luigi_frontend.node``); it is there for commands written in b2luigi's form."""
+``python -m b2batch.luigi_frontend.task_on_node``); it is there for commands written in b2luigi's form."""
 
 from typing import Annotated, List, Optional
 

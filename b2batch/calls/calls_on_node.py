@@ -1,0 +1,103 @@
+"""The node side of a job of Python calls: load the calls, run them in order, write back their values or the
+first exception with its traceback.
+
+A call file holds a cloudpickled list of ``(function, args, kwargs)``; the result file gets a cloudpickled
+:class:`Outcome`. A function of the caller's ``__main__`` (a script or a notebook) travels by value, as
+cloudpickle does it; other functions are imported by module name, so the caller's ``sys.path`` comes along.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from b2batch.jobscript import base_folder
+
+#: Exit code of a job whose call raised (its exception is in the result file).
+CALL_RAISED = 1
+#: Exit code of a job whose result could not be written (e.g. a value that cannot be pickled).
+RESULT_UNWRITABLE = 2
+
+
+@dataclass
+class Outcome:
+    """What the calls of one job gave: every value, or the exception of the call that raised."""
+
+    values: list[Any] = field(default_factory=list)
+    error: BaseException | None = None
+    #: Index, in the job's list, of the call that raised.
+    index: int | None = None
+    #: The traceback of that exception as the node printed it.
+    traceback: str = ""
+
+
+def _add_paths(entries: list[str]) -> None:
+    """Put the caller's import path after the node's own, so that modules next to the caller's script (or its
+    working directory) import in the job."""
+    known = set(sys.path)
+    for entry in entries:
+        if entry not in known and os.path.isdir(entry):
+            sys.path.append(entry)
+            known.add(entry)
+
+
+def _write(path: Path, payload: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(payload)
+    os.replace(temporary, path)
+
+
+def _dump_error(error: BaseException, index: int | None, text: str) -> bytes:
+    """The outcome of a call that raised; an exception that cannot be pickled is sent as a RuntimeError that
+    names it."""
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps(Outcome(error=error, index=index, traceback=text))
+    except Exception as e:
+        stand_in = RuntimeError(f"{type(error).__module__}.{type(error).__qualname__}: {error} (the exception "
+                                f"could not be pickled to send it back: {e})")
+        return cloudpickle.dumps(Outcome(error=stand_in, index=index, traceback=text))
+
+
+def run_calls(call_file: str, result_file: str, import_path: list[str] | None = None,
+              delete_on_load: bool = False, base_dir: str | None = None) -> int:
+    """Run the calls of ``call_file`` and write their :class:`Outcome` to ``result_file``; the exit code.
+
+    ``base_dir`` is the caller's base folder: relative folders of settings used by calls in the job (a nested
+    ``Parallel``'s task files and logs) are relative to it, not to the job entry point's package folder."""
+    import cloudpickle
+
+    if base_dir:
+        base_folder.pin_base_dir(base_dir)
+    _add_paths(import_path or [])
+    source, target = Path(call_file), Path(result_file)
+    index: int | None = None
+    try:
+        calls = pickle.loads(source.read_bytes())
+        if delete_on_load:
+            source.unlink(missing_ok=True)
+        values = []
+        for index, (function, args, kwargs) in enumerate(calls):
+            values.append(function(*args, **kwargs))
+    except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt of a call go back too
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        _write(target, _dump_error(e, index, text))
+        return CALL_RAISED
+    try:
+        payload = cloudpickle.dumps(Outcome(values=values))
+    except Exception as e:
+        message = (f"The value returned by the call could not be pickled to send it back: {type(e).__name__}: "
+                   f"{e}. Return plain data (numbers, strings, lists, dicts, arrays) instead.")
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        _write(target, _dump_error(pickle.PicklingError(message), None, text))
+        return RESULT_UNWRITABLE
+    _write(target, payload)
+    return 0

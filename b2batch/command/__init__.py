@@ -1,0 +1,1 @@
+"""The ``b2batch`` console script's own commands."""

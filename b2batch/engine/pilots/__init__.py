@@ -1,0 +1,1 @@
+"""Pilot jobs and bundles: many units of work per batch job."""

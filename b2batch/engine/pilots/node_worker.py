@@ -1,0 +1,420 @@
+"""The node side of a worker job (a pilot, or a bundle): claim units from a :class:`WorkQueue` and run each in
+a child process, until the work is done, the allocation ends, or nothing came for a while.
+
+What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; units then run
+in a child process, a long-lived *runner* that runs one unit after another (or, for a command and a unit that
+asks for it, a child forked for that unit alone): a unit that crashes (a segfault, ``os._exit``) takes
+nothing else down, and each has its own stdout and stderr log, result and exit code
+(:mod:`b2batch.engine.pilots.unit_processes` says what is reset between the units of a runner).
+
+A unit is one of:
+
+- ``{"call": "module:function", "args": [...]}``: the function's return value is the exit code;
+- ``{"command": [...]}``: a command line, run in place of the child.
+
+The worker holds a lease on its claims: it rewrites its heartbeat every ``heartbeat_timeout / 6`` seconds,
+and when it cannot for ``heartbeat_timeout / 2`` seconds (the shared file system is gone) it stops its unit
+and ends, before the steering process (which waits ``heartbeat_timeout``) gives the unit to another worker.
+SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the end of the allocation, preemption, ``scancel``) stop the
+running unit and put it back in the queue; it is not counted as failed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from b2batch.engine.processes import signal_group
+from b2batch.engine.pilots.unit_processes import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
+from b2batch.engine.usage import measured
+from b2batch.engine.pilots.work_queue import DRAIN_GRACE, WorkQueue
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["STOP_SIGNALS", "Worker", "WorkerConfig", "main", "run_unit", "serve"]
+
+#: Seconds a unit has to end after SIGTERM before its process group gets SIGKILL.
+KILL_GRACE = 10.0
+#: Seconds the worker first waits when it found nothing to claim (doubled while it finds nothing, up to 1 s)
+FIRST_PAUSE = 0.005
+#: Environment variables in which batch systems give the job's id.
+JOB_ID_VARIABLES = ("SLURM_JOB_ID", "LSB_JOBID", "JOB_ID", "CONDOR_JOB_ID", "B2BATCH_LOCAL_JOB_ID")
+
+
+@dataclass
+class WorkerConfig:
+    """How a worker behaves; written by the steering process into the worker job's spec."""
+
+    queue: str
+    #: Seconds with nothing to claim before the worker ends (0: end as soon as the queue is empty).
+    idle_timeout: float = 60.0
+    heartbeat_timeout: float = 60.0
+    #: Seconds the allocation lasts, counted from the worker's start (None: ask the scheduler, or unlimited).
+    walltime: float | None = None
+    #: Seconds a unit needs at most (None: the longest unit this worker ran so far).
+    unit_seconds: float | None = None
+    #: The batch job's id, if known; else taken from the environment.
+    job_id: str | None = None
+    worker: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+
+    @classmethod
+    def of(cls, spec: dict[str, Any]) -> WorkerConfig:
+        return cls(**{k: v for k, v in spec.items() if k in cls.__dataclass_fields__})
+
+
+def batch_job_id() -> str:
+    """This job's id, from the batch system's environment (HTCondor's as ``cluster.proc``)."""
+    for name in JOB_ID_VARIABLES:
+        if os.environ.get(name):
+            value = os.environ[name]
+            task = os.environ.get("SLURM_ARRAY_TASK_ID") if name == "SLURM_JOB_ID" else None
+            if name == "SLURM_JOB_ID" and task and os.environ.get("SLURM_ARRAY_JOB_ID"):
+                return f"{os.environ['SLURM_ARRAY_JOB_ID']}_{task}"
+            if name == "JOB_ID" and os.environ.get("SGE_TASK_ID", "undefined") not in ("undefined", ""):
+                return f"{value}.{os.environ['SGE_TASK_ID']}"
+            if name == "LSB_JOBID" and os.environ.get("LSB_JOBINDEX", "0") != "0":
+                return f"{value}[{os.environ['LSB_JOBINDEX']}]"
+            return value
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def allocation_end(walltime: float | None, started: float) -> float | None:
+    """When the allocation ends (epoch seconds): ``walltime`` after the start, else Slurm's end time of the job
+    (``SLURM_JOB_END_TIME``, or ``squeue %e``), else None (unlimited)."""
+    if walltime:
+        return started + walltime
+    if os.environ.get("SLURM_JOB_END_TIME", "").isdigit():
+        return float(os.environ["SLURM_JOB_END_TIME"])
+    job = os.environ.get("SLURM_JOB_ID")
+    if job:
+        try:
+            answer = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
+                                    timeout=30, check=False).stdout.strip()
+            return datetime.fromisoformat(answer).timestamp()
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return None
+    return None
+
+
+class Worker:
+    """One worker process: its queue, its lease and the unit it runs."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.queue = WorkQueue(config.queue)
+        self.name = config.worker
+        self.job_id = config.job_id or batch_job_id()
+        self.started = time.time()
+        self.end = allocation_end(config.walltime, self.started)
+        self.beat_interval = max(0.2, config.heartbeat_timeout / 6)
+        self.lease = config.heartbeat_timeout / 2
+        self.beats = 0
+        self.last_beat = 0.0  # monotonic time of the last heartbeat written
+        self.stop_signal: int | None = None
+        self.child: int | None = None
+        #: Whether the running unit's process was sent a signal (a runner is then replaced after the unit).
+        self.signalled = False
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self.runner = Runner(self.job_id)
+        self.current: str | None = None
+        self.longest = 0.0
+        self.ran = 0
+
+    # --- the lease --------------------------------------------------------------------------------------
+
+    def heartbeat(self, force: bool = False) -> bool:
+        """Rewrite the heartbeat if due; False when the lease is lost (stop at once)."""
+        now = time.monotonic()
+        if not force and now - self.last_beat < self.beat_interval:
+            return True
+        self.beats += 1
+        try:
+            self.queue.beat(self.name, {"worker": self.name, "job_id": self.job_id, "host": socket.gethostname(),
+                                        "pid": os.getpid(), "beat": self.beats, "unit": self.current,
+                                        "ran": self.ran, "started": self.started, "retiring": self.retiring()})
+            self.last_beat = now
+        except OSError as e:
+            logger.warning("Cannot write the heartbeat: %s", e)
+        if now - self.last_beat > self.lease:
+            logger.error("No heartbeat for %.0f s: the steering process may give my work away; stopping",
+                         now - self.last_beat)
+            return False
+        if self.queue.is_revoked(self.name):
+            logger.error("The steering process gave this worker up; stopping")
+            return False
+        return True
+
+    def last_claim_margin(self) -> float:
+        """Seconds that must be left in the allocation to claim a unit: the longest a unit takes, and some."""
+        return (self.config.unit_seconds or self.longest) * 1.1 + 5
+
+    def retiring(self) -> bool:
+        """Whether the allocation ends within about one more unit: the steering process then submits the
+        pilot that replaces this one, which is queued while this one runs its last units."""
+        if self.end is None:
+            return False
+        return self.end - time.time() < self.last_claim_margin() + max(self.config.unit_seconds or self.longest, 10)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.stop_signal = signum
+        if self.child is not None:
+            signal_group(self.child, signal.SIGTERM)
+
+    # --- the loop ---------------------------------------------------------------------------------------
+
+    def serve(self) -> int:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._on_signal)
+        self.queue.join(self.name)
+        self.heartbeat(force=True)
+        logger.info("Worker %s (job %s) serves %s", self.name, self.job_id, self.queue.root)
+        idle_since = time.monotonic()
+        pause = FIRST_PAUSE
+        try:
+            while self.stop_signal is None:
+                if not self.heartbeat():
+                    return 0
+                if self.end is not None and self.end - time.time() < self.last_claim_margin():
+                    logger.info("%.0f s left in the allocation, a unit needs up to %.0f s: ending",
+                                self.end - time.time(), self.config.unit_seconds or self.longest)
+                    break
+                claimed = self.queue.claim(self.name)
+                if claimed is None:
+                    idle = time.monotonic() - idle_since
+                    if (self.queue.stopping(self.name) or idle >= self.config.idle_timeout
+                            or (idle >= DRAIN_GRACE and self.queue.is_drained())):
+                        break
+                    time.sleep(max(0.0, min(pause, self.config.idle_timeout - idle)))
+                    pause = min(pause * 2, 1.0, self.beat_interval)
+                    continue
+                pause = FIRST_PAUSE
+                if not self.run(*claimed):
+                    return 0
+                idle_since = time.monotonic()
+        finally:
+            self.close()
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, signal.SIG_DFL)
+        if self.stop_signal is None:
+            self.queue.forget_worker(self.name)
+        logger.info("Worker %s ends after %d unit(s)", self.name, self.ran)
+        return 0
+
+    def run(self, name: str, entry: dict[str, Any]) -> bool:
+        """Run one claimed unit in a child; whether the worker may go on."""
+        self.current = name
+        self.heartbeat()  # a unit that runs longer gets a heartbeat naming it from _wait
+        begin = time.monotonic()
+        started = time.time()
+        files, unit = entry["files"], entry["unit"]
+        _preload(name, unit)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # A stop signal from here on reaches the child: blocked until self.child is set (and in the child until
+        # its own handlers are in place); one that came since the claim puts the unit back at once.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        if self.stop_signal is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            self.current = None
+            self.queue.release(self.name, name)
+            return False
+        runner = None if needs_fresh_process(unit) else self.runner
+        if runner is None:
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                run_forked(entry, self.job_id, self.pid, blocked)
+        else:
+            pid = self._hand_over(runner, entry, blocked)
+        self.child = pid
+        self.signalled = False
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        outcome = self._wait(pid, name, runner)
+        self.child = None
+        self.current = None
+        self.longest = max(self.longest, time.monotonic() - begin)
+        if outcome is None:  # the lease was lost: leave the claim, the steering process decides
+            return False
+        code, cpu, max_rss = outcome
+        if runner is not None and runner.pid is not None and (self.signalled or self.stop_signal is not None):
+            runner.close()  # it was sent a signal: a fresh runner for the next unit
+        if code < 0 and self.stop_signal is None and -code in STOP_SIGNALS:
+            time.sleep(0.2)  # a signal to the whole job reached the child first: let ours arrive
+        if self.stop_signal is not None:
+            logger.info("Signal %d: putting %s back in the queue", self.stop_signal, name)
+            self.queue.release(self.name, name)
+            return False
+        code = 128 - code if code < 0 else code
+        # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
+        # numbers even where the batch system's accounting is off (b2batch.engine.usage).
+        exit_code = files["exit_code"]
+        _write(os.path.join(os.path.dirname(exit_code), "usage.json"),
+               measured(time.monotonic() - begin, cpu, max_rss, self.host))
+        _write(exit_code, f"{code}\n")
+        self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
+                                            "ended": time.time(), "exit_code": code})
+        self.ran += 1
+        return True
+
+    def _hand_over(self, runner: Runner, entry: dict[str, Any], blocked: set[int]) -> int:
+        """Send the unit to the runner (started first if there is none, or it ended); the runner's pid."""
+        for attempt in range(3):
+            if not runner.alive():
+                runner.start(self.pid, blocked)
+            try:
+                runner.send(entry)
+                assert runner.pid is not None
+                return runner.pid
+            except OSError:  # it ended just now (e.g. a signal to the whole job): a fresh one
+                runner.close(grace=0.5)
+                if attempt == 2:
+                    raise
+        raise AssertionError("not reached")
+
+    def _wait(self, pid: int, name: str, runner: Runner | None) -> tuple[int, float, int] | None:
+        """Wait for the unit's end, keeping the lease and watching for a cancellation: its exit code (negative:
+        the signal that killed its process), CPU seconds and peak RSS (KiB); None when the lease was lost (the
+        unit's process was stopped)."""
+        if runner is not None:
+            waitables = runner.waitables()
+            handle = None
+        else:
+            try:
+                handle = os.pidfd_open(pid)
+            except (AttributeError, OSError):
+                handle = None
+            waitables = [handle] if handle is not None else []
+        try:
+            while True:
+                ready: list[Any] = []
+                if waitables:
+                    try:
+                        ready = select.select(waitables, [], [], self.beat_interval)[0]
+                    except InterruptedError:
+                        pass
+                else:
+                    time.sleep(0.02)
+                ended = _ended(runner, pid, ready) if runner is not None else _reaped(pid)
+                if ended is not None:
+                    return ended
+                if not self.heartbeat():
+                    _stop(pid)
+                    if runner is not None:
+                        runner.forget()
+                    return None
+                if not self.signalled and self.queue.is_cancelled(name):
+                    logger.info("%s was cancelled by the steering process", name)
+                    self.signalled = True
+                    signal_group(pid, signal.SIGTERM)
+        finally:
+            if handle is not None:
+                os.close(handle)
+
+    def close(self) -> None:
+        """End the runner, if any."""
+        self.runner.close()
+
+
+def _preload(name: str, unit: dict[str, Any]) -> None:
+    """Import what the unit needs once in the worker, so that each child (a runner too) finds it loaded (a
+    trivial call: 85 -> 28 ms CPU when each unit had a child of its own); an error is the unit's, in its
+    stderr log, when its child imports it again."""
+    for module in unit.get("preload", []):
+        if module in sys.modules:
+            continue
+        try:
+            importlib.import_module(module)
+        except Exception:
+            logger.exception("Cannot preload %s for %s (the unit fails)", module, name)
+            return
+    call = unit.get("call")
+    if call:
+        module = call.partition(":")[0]
+        if module not in sys.modules:
+            try:
+                importlib.import_module(module)
+            except Exception:  # noqa: BLE001 - the child imports it again, its error into the unit's stderr log
+                logger.debug("Cannot import %s in the worker (the unit's child tries again)", call)
+
+
+def _ended(runner: Runner, pid: int, ready: list[Any]) -> tuple[int, float, int] | None:
+    """The outcome of the runner's unit, once it answered or ended."""
+    replies = runner.waitables()[0]
+    if replies not in ready and ready:  # the runner ended: an answer it wrote just before is read first
+        ready = select.select([replies], [], [], 0)[0] or ready
+    if replies in ready:
+        reply = runner.reply()
+        if reply is not None:
+            if reply["retire"]:
+                runner.close()
+            return reply["code"], reply["cpu"], reply["max_rss"]
+    elif not ready:
+        return None
+    status, usage = runner.reap()  # it ended with the unit (a segfault, os._exit, a signal)
+    cpu = max(0.0, usage.ru_utime + usage.ru_stime - runner.reported_cpu)
+    return os.waitstatus_to_exitcode(status), cpu, usage.ru_maxrss
+
+
+def _reaped(pid: int) -> tuple[int, float, int] | None:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if not done:
+        return None
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def _write(path: str, text: str) -> None:
+    """Write a small file so that a reader sees the old file or the whole new one (plain system calls: once
+    per unit)."""
+    temporary = f"{os.path.dirname(path)}/.{os.path.basename(path)}.{os.getpid()}.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(descriptor, text.encode())
+        os.fchmod(descriptor, 0o644)
+    finally:
+        os.close(descriptor)
+    os.replace(temporary, path)
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM to the unit's process group, SIGKILL after the grace time; reap it."""
+    signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return
+        time.sleep(0.05)
+    signal_group(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def serve(spec: dict[str, Any]) -> int:
+    """Run a worker job described by ``spec["worker"]`` (what the front-end loads comes first)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return Worker(WorkerConfig.of(spec["worker"])).serve()
+
+
+def main(argv: list[str]) -> int:
+    """A worker job whose units need nothing loaded first, or a job of one such unit (a spec with ``"unit"``
+    instead of ``"worker"``): ``python -m b2batch.engine.pilots.node_worker <spec.json>``."""
+    spec = json.loads(Path(argv[0]).read_text())
+    if "worker" not in spec:
+        return run_unit(spec["unit"])
+    return serve(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,154 @@
+"""A worker's runner (b2batch.engine.pilots.unit_processes): one long-lived child runs unit after unit; a unit that kills it
+takes no other unit down, and what a unit changes of its process does not reach the next unit."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import luigi
+import pytest
+
+from conftest import wait_for
+from test_work_queue import Workers
+
+from b2batch.luigi_frontend import task_on_node
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Workers]:
+    pool = Workers(tmp_path)
+    yield pool
+    pool.close()
+
+
+def reports(path: Path) -> dict[str, dict[str, Any]]:
+    return {line["tag"]: line for line in map(json.loads, path.read_text().splitlines())}
+
+
+def test_a_unit_that_kills_its_runner_takes_no_other_unit_down(workers: Workers) -> None:
+    seen = workers.folder / "seen.jsonl"
+    units = {
+        "a-first": ({"call": "unitrunner_units:report", "args": [str(seen), "a"]}, 0),
+        "b-same-runner": ({"call": "unitrunner_units:report", "args": [str(seen), "b"]}, 0),
+        "c-segfault": ({"call": "workqueue_units:segfault"}, 139),
+        "d-after-segfault": ({"call": "unitrunner_units:report", "args": [str(seen), "d"]}, 0),
+        "e-os-exit": ({"call": "workqueue_units:exit_hard", "args": [7]}, 7),
+        "f-after-os-exit": ({"call": "unitrunner_units:report", "args": [str(seen), "f"]}, 0),
+        "g-raises": ({"call": "workqueue_units:raises", "args": ["boom"]}, 1),
+        "h-after-raise": ({"call": "unitrunner_units:report", "args": [str(seen), "h"]}, 0),
+        "i-leaves-a-thread": ({"call": "unitrunner_units:leave_thread", "args": [str(seen)]}, 0),
+        "j-after-thread": ({"call": "unitrunner_units:report", "args": [str(seen), "j"]}, 0),
+        "k-sys-exit-big": ({"call": "workqueue_units:exits", "args": [300]}, 300 & 0xFF),
+        "l-closes-stdout": ({"call": "unitrunner_units:close_stdout", "args": [str(seen)]}, 0),
+        "m-after-close": ({"call": "unitrunner_units:report", "args": [str(seen), "m"]}, 0),
+    }
+    for name, (unit, _) in units.items():
+        workers.put(name, unit)
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    # Every unit has its own record: exit code, logs, a line in the worker's log of finished runs, usage.json.
+    assert {name: workers.exit_code(name) for name in units} == {name: code for name, (_, code) in units.items()}
+    assert sorted(workers.queue.take_done()) == sorted(units)
+    for tag, name in (("a", "a-first"), ("d", "d-after-segfault"), ("f", "f-after-os-exit"), ("j", "j-after-thread")):
+        out, err = workers.stdout(name), workers.stderr(name)
+        assert out.startswith(f"b2batch: unit {name} started in job ") and out.endswith(f"out:{tag}\n"), out
+        assert err == f"err:{tag}\n"
+    assert "about to crash" in workers.stdout("c-segfault") and "out:" not in workers.stdout("c-segfault")
+    assert "leaving at once" in workers.stdout("e-os-exit")
+    assert "RuntimeError: boom" in workers.stderr("g-raises") and "err:" not in workers.stderr("g-raises")
+    for name in units:
+        usage = json.loads((Path(workers.files(name)["exit_code"]).parent / "usage.json").read_text())
+        assert usage["cpu"] >= 0 and usage["max_rss"] > 0
+    # One runner ran units in turn; it was replaced after each unit that ended it, after the stray thread and
+    # the closed stdout, and not after a unit that merely raised.
+    pid = {tag: line["pid"] for tag, line in reports(seen).items()}
+    assert pid["a"] == pid["b"]
+    assert len({pid["b"], pid["d"], pid["f"]}) == 3
+    assert pid["f"] == pid["h"] == pid["threads"]
+    assert pid["j"] != pid["threads"]
+    assert pid["m"] != pid["closer"] and workers.stdout("m-after-close").endswith("out:m\n")
+
+
+def test_what_a_unit_changes_of_its_process_does_not_reach_the_next_unit(workers: Workers) -> None:
+    seen = workers.folder / "seen.jsonl"
+    elsewhere = workers.folder / "elsewhere"
+    elsewhere.mkdir()
+    workers.put("a", {"call": "unitrunner_units:report", "args": [str(seen), "before"]})
+    workers.put("b", {"call": "unitrunner_units:change_process", "args": [str(seen), str(elsewhere)]})
+    workers.put("c", {"call": "unitrunner_units:report", "args": [str(seen), "after"]})
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    assert [workers.exit_code(name) for name in "abc"] == [0, 0, 0]
+    found = reports(seen)
+    before, after = found["before"], found["after"]
+    assert before["pid"] == found["changer"]["pid"] == after["pid"], "the units did not share a runner"
+    assert after["variable"] is None and after["cwd"] == before["cwd"] == str(workers.folder)
+    assert after["argv"] == before["argv"] and not after["leaked_path"] and after["umask"] == before["umask"]
+    assert "out:after" in workers.stdout("c")  # sys.stdout was put back too
+
+
+def test_a_unit_that_asks_for_a_fresh_process_gets_one(workers: Workers) -> None:
+    seen = workers.folder / "seen.jsonl"
+    workers.put("a", {"call": "unitrunner_units:report", "args": [str(seen), "a"]})
+    workers.put("b", {"call": "unitrunner_units:report", "args": [str(seen), "b"], "fresh_process": True})
+    workers.put("c", {"call": "unitrunner_units:report", "args": [str(seen), "c"]})
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    assert [workers.exit_code(name) for name in "abc"] == [0, 0, 0]
+    pid = {tag: line["pid"] for tag, line in reports(seen).items()}
+    assert pid["a"] == pid["c"] != pid["b"]
+    assert workers.stdout("b").endswith("out:b\n") and workers.stderr("b") == "err:b\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
+def test_stop_signal_puts_a_call_unit_back(workers: Workers, signum: int) -> None:
+    marker = workers.folder / "unwound"
+    workers.put("a", {"call": "workqueue_units:returns", "args": [0, "a"]})
+    workers.put("b", {"call": "workqueue_units:sleeps", "args": [30, str(marker)]})
+    workers.put("c", {"call": "workqueue_units:returns", "args": [0, "never"]})
+    worker = workers.start()
+    wait_for(lambda: workers.queue.heartbeats().get("w1", ("", {}))[1].get("unit") == "b", what="unit b to run")
+    worker.send_signal(signum)
+    workers.ended(timeout=5)
+    assert workers.exit_code("a") == 0
+    assert workers.queue.waiting() == ["b", "c"] and workers.queue.claims() == {}
+    assert workers.exit_code("b") is None and sorted(workers.queue.take_done()) == ["a"]
+    if signum == signal.SIGTERM:
+        assert marker.read_text() == "unwound\n"
+
+
+class Counted(luigi.Task):
+    """A task that changes its class: the next task must not see it."""
+
+    i = luigi.IntParameter()
+    seen: list[Any] = []  # noqa: RUF012 - the test reads it
+    total = 0
+
+    def run(self) -> None:
+        Counted.seen.append((self.i, Counted.total, getattr(Counted, "added", None)))
+        Counted.total += 10
+        Counted.added = "by a task"
+
+
+def test_a_luigi_task_changes_to_its_class_do_not_reach_the_next_task(tmp_path: Path) -> None:
+    """In a runner, the luigi front-end's unit puts task classes back as they were loaded."""
+    seen = Counted.seen  # the list object itself is the class's: its content survives, as documented
+    earlier = Counted(i=0)
+    for i in range(2):
+        spec = tmp_path / f"{i}.json"
+        spec.write_text(json.dumps({"task_module": __name__, "task_family": "Counted",
+                                    "task_params": {"i": str(i)}, "result_file": str(tmp_path / f"{i}.result")}))
+        assert task_on_node.run_unit(str(spec)) == 0, (tmp_path / f"{i}.result").read_text()
+    assert seen == [(0, 0, None), (1, 0, None)]
+    assert Counted.total == 0 and not hasattr(Counted, "added")
+    assert Counted(i=0) is not earlier  # luigi's cache of task instances was emptied
+    del seen[:]
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))

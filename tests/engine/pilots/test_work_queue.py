@@ -1,0 +1,596 @@
+"""The work queue on the shared file system and the node-side worker that serves it, tested for real: claims
+by concurrent processes, and worker processes (``python -m b2batch.engine.pilots.node_worker spec.json``) whose units
+are real child processes that print, crash, sleep, get cancelled, and are signalled.
+
+The helper units live in ``tests/engine/pilots/workqueue_units.py`` (the worker finds them through ``PYTHONPATH``).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import wait_for
+
+from b2batch.engine.pilots.node_worker import JOB_ID_VARIABLES, STOP_SIGNALS
+from b2batch.engine.pilots.work_queue import WorkQueue
+
+UNITS = Path(__file__).resolve().parent  # workqueue_units.py and unitrunner_units.py
+REPO = Path(__file__).resolve().parents[2]
+
+#: heartbeat_timeout for the workers under test: a beat (and a look for cancellations and revocations)
+#: every 0.2 s, the lease lost after 0.6 s without a written beat.
+HEARTBEAT = 1.2
+
+
+def gone(process: psutil.Process) -> bool:
+    try:
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+# --- the queue alone --------------------------------------------------------------------------------------
+
+
+def _claimer(root: str, worker: str, barrier: Any, results: Any) -> None:
+    """One claiming process: claim until the steering side said stop and nothing waits; report the claims."""
+    try:
+        queue = WorkQueue(root)
+        queue.join(worker)
+        barrier.wait(timeout=30)
+        names: list[str] = []
+        wrong: list[str] = []
+        while True:
+            stopping = queue.stopping()  # read before the claim: every put came before it
+            claimed = queue.claim(worker)
+            if claimed is not None:
+                name, unit = claimed
+                names.append(name)
+                if unit != {"unit": name}:
+                    wrong.append(name)
+                continue
+            if stopping and not queue.waiting():
+                break
+            time.sleep(0.001)
+        results.put((worker, names, wrong, None))
+    except BaseException:
+        results.put((worker, [], [], traceback.format_exc()))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(initial=st.integers(1, 200), late=st.integers(0, 40), workers=st.integers(2, 4),
+       taken_back=st.sets(st.integers(0, 239), max_size=25))
+def test_concurrent_claims_take_every_unit_exactly_once(initial: int, late: int, workers: int,
+                                                        taken_back: set[int]) -> None:
+    """Processes that claim from one queue at once, while the steering side queues more units and takes
+    some back: no unit is claimed twice, and every unit is either claimed once or taken back while it
+    waited."""
+    context = multiprocessing.get_context("fork")
+    with tempfile.TemporaryDirectory() as folder:
+        queue = WorkQueue(Path(folder) / "queue")
+        queue.create()
+        names = [f"{i:06d}" for i in range(initial + late)]
+        for name in names[:initial]:
+            queue.put(name, {"unit": name})
+        barrier = context.Barrier(workers + 1)
+        results = context.Queue()
+        processes = [context.Process(target=_claimer, args=(str(queue.root), f"w{i}", barrier, results))
+                     for i in range(workers)]
+        for process in processes:
+            process.start()
+        try:
+            barrier.wait(timeout=30)
+            removed = set()
+            for i, name in enumerate(names):  # the steering side, racing the claimers
+                if i >= initial:
+                    queue.put(name, {"unit": name})
+                if i in taken_back and queue.take_back(name):
+                    removed.add(name)
+            queue.finish_all()
+            reports = [results.get(timeout=60) for _ in processes]
+        finally:
+            for process in processes:
+                process.join(timeout=30)
+                if process.is_alive():
+                    process.kill()
+        errors = [error for _, _, _, error in reports if error]
+        assert not errors, errors[0]
+        claimed = [name for _, got, _, _ in reports for name in got]
+        twice = {name: n for name, n in Counter(claimed).items() if n > 1}
+        assert not twice, f"claimed more than once: {twice}"
+        assert not [name for _, _, wrong, _ in reports for name in wrong], "a claim read another unit's file"
+        assert not set(claimed) & removed, "a unit was both taken back and claimed"
+        assert sorted(set(claimed) | removed) == names
+        # The file system agrees with what each process says it claimed.
+        for worker, got, _, _ in reports:
+            assert sorted(p.name[:-5] for p in (queue.claimed / worker).iterdir()) == sorted(got)
+        assert queue.waiting() == []
+        assert queue.claims() == {name: worker for worker, got, _, _ in reports for name in got}
+
+
+def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
+    queue = WorkQueue(tmp_path / "q")
+    queue.create()
+    for name in ("a", "b", "c", "d"):
+        queue.put(name, {"unit": name})
+    assert queue.waiting() == ["a", "b", "c", "d"]
+    assert queue.take_back("d") and not queue.take_back("d")
+    queue.join("w")
+    assert queue.claim("w") == ("a", {"unit": "a"})  # in the order queued
+    assert queue.claims() == {"a": "w"}
+    queue.cancel("c")  # still waiting: simply removed
+    assert queue.waiting() == ["b"] and not queue.is_cancelled("c")
+    queue.cancel("a")  # claimed: the worker is told
+    assert queue.is_cancelled("a")
+    queue.finish("w", "a", {"worker": "w", "exit_code": 0})
+    assert not queue.is_cancelled("a") and queue.claims() == {}
+    assert queue.claim("w") == ("b", {"unit": "b"})
+    queue.release("w", "b")  # back in the queue, under the same name
+    assert queue.waiting() == ["b"] and queue.claims() == {}
+    other = WorkQueue(queue.root)  # (a worker with a listing of its own; see the next test for this one's)
+    assert other.claim("w")[0] == "b"
+    assert other.claim("w") is None
+    queue.drop_claim("w", "b")
+    assert queue.claims() == {} and queue.waiting() == []
+    assert queue.take_done() == {"a": {"worker": "w", "exit_code": 0}} and queue.take_done() == {}
+    queue.beat("w", {"beat": 1})
+    assert queue.heartbeats() == {"w": ('{"beat": 1}', {"beat": 1})}
+    assert not queue.is_revoked("w")
+    queue.revoke("w")
+    assert queue.is_revoked("w")
+    assert not queue.stopping()
+    queue.finish_all()
+    assert queue.stopping()
+    queue.forget_worker("w")
+    assert queue.heartbeats() == {} and not queue.is_revoked("w") and not (queue.claimed / "w").exists()
+
+
+def test_claim_sees_units_queued_after_its_listing(tmp_path: Path) -> None:
+    one, two = WorkQueue(tmp_path / "q"), WorkQueue(tmp_path / "q")
+    one.create()
+    one.put("a", {})
+    one.put("b", {})
+    one.join("one")
+    two.join("two")
+    assert one.claim("one")[0] == "a"  # "one" listed a and b
+    assert two.claim("two")[0] == "b"
+    one.put("c", {})
+    assert one.claim("one") == ("c", {})
+
+
+# --- the worker -------------------------------------------------------------------------------------------
+
+
+class Workers:
+    """A queue in a test folder, its units' files, and worker processes serving it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.queue = WorkQueue(folder / "queue")
+        self.queue.create()
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.seen: list[psutil.Process] = []
+
+    def files(self, name: str) -> dict[str, str]:
+        folder = self.folder / "units" / name
+        folder.mkdir(parents=True, exist_ok=True)  # the steering side makes the job folder; the logs the unit
+        logs = self.folder / "logs" / name
+        return {"exit_code": str(folder / "exit_code"), "stdout": str(logs / "stdout"),
+                "stderr": str(logs / "stderr")}
+
+    def put(self, name: str, unit: dict[str, Any]) -> None:
+        self.queue.put(name, {"key": name, "name": f"unit {name}", "unit": unit, "files": self.files(name)})
+
+    def exit_code(self, name: str) -> int | None:
+        try:
+            return int(Path(self.files(name)["exit_code"]).read_text())
+        except FileNotFoundError:
+            return None
+
+    def stdout(self, name: str) -> str:
+        return Path(self.files(name)["stdout"]).read_text()
+
+    def stderr(self, name: str) -> str:
+        return Path(self.files(name)["stderr"]).read_text()
+
+    def environment(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items()
+               if k not in JOB_ID_VARIABLES and not k.startswith(("SLURM_", "SGE_", "LSB_"))}
+        env["PYTHONPATH"] = os.pathsep.join([str(UNITS), str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(extra)
+        return env
+
+    def start(self, worker: str = "w1", env: dict[str, str] | None = None, **config: Any) -> subprocess.Popen[bytes]:
+        config = {"queue": str(self.queue.root), "idle_timeout": 30.0, "heartbeat_timeout": HEARTBEAT,
+                  "worker": worker, **config}
+        spec = self.folder / f"{worker}.spec.json"
+        spec.write_text(json.dumps({"worker": config}))
+        with open(self.folder / f"{worker}.log", "wb") as log:
+            process = subprocess.Popen([sys.executable, "-m", "b2batch.engine.pilots.node_worker", str(spec)],
+                                       cwd=self.folder, env=env or self.environment(), stdin=subprocess.DEVNULL,
+                                       stdout=log, stderr=subprocess.STDOUT)
+        self.processes[worker] = process
+        return process
+
+    def log(self, worker: str = "w1") -> str:
+        return (self.folder / f"{worker}.log").read_text(errors="replace")
+
+    def ended(self, worker: str = "w1", timeout: float = 10.0) -> int:
+        """The worker's exit code, once it ended within ``timeout``."""
+        try:
+            return self.processes[worker].wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"worker {worker} still runs after {timeout:g} s; its log:\n{self.log(worker)}")
+
+    def running(self, worker: str = "w1", program: str = "sleep", count: int = 1) -> list[psutil.Process]:
+        """The worker's descendants running ``program``, once there are ``count`` of them."""
+
+        def found() -> list[psutil.Process]:
+            try:
+                children = psutil.Process(self.processes[worker].pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                return []
+            matching = []
+            for child in children:
+                try:
+                    if child.name() == program and not gone(child):
+                        matching.append(child)
+                except psutil.NoSuchProcess:
+                    continue
+            return matching if len(matching) >= count else []
+
+        processes = wait_for(found, what=f"{count} {program} process(es) of worker {worker}")
+        self.seen += processes
+        return processes
+
+    def close(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                try:
+                    self.seen += psutil.Process(process.pid).children(recursive=True)
+                except psutil.NoSuchProcess:
+                    pass
+                process.kill()
+                process.wait()
+        for child in self.seen:
+            try:
+                child.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Workers]:
+    pool = Workers(tmp_path)
+    yield pool
+    pool.close()
+
+
+def all_gone(processes: list[psutil.Process], timeout: float = 5.0) -> None:
+    wait_for(lambda: all(gone(p) for p in processes), timeout,
+             what=f"processes {[p.pid for p in processes]} to end")
+
+
+def sh(script: str) -> dict[str, Any]:
+    return {"command": ["sh", "-c", script]}
+
+
+def test_worker_runs_command_units_and_ends_on_stop(weird_tmp_path: Path) -> None:
+    pool = Workers(weird_tmp_path)
+    try:
+        order = weird_tmp_path / "order.txt"
+        for i in range(4):
+            pool.put(f"u{i}", {"command": ["sh", "-c", 'echo "$1" >> "$2"; echo "out-$1"; echo "err-$1" >&2; '
+                                           'exit "$1"', "sh", str(i), str(order)]})
+        pool.queue.finish_all()
+        pool.start(idle_timeout=60.0)  # the stop file, not the idle timeout, ends it
+        assert pool.ended() == 0
+        for i in range(4):
+            assert pool.exit_code(f"u{i}") == i
+            out = pool.stdout(f"u{i}")
+            assert out.startswith(f"b2batch: unit u{i} started in job ")
+            assert f"out-{i}\n" in out and "err-" not in out
+            assert pool.stderr(f"u{i}") == f"err-{i}\n"
+        assert order.read_text().split() == ["0", "1", "2", "3"]  # one after another, in the order queued
+        assert sorted(p.name for p in pool.queue.done.iterdir()) == ["w1.jsonl"]  # one log per worker
+        assert pool.queue.waiting() == [] and pool.queue.claims() == {}
+        # A worker that ended normally leaves nothing behind in the queue but its results.
+        assert pool.queue.heartbeats() == {} and not (pool.queue.claimed / "w1").exists()
+        done = pool.queue.take_done()
+        assert sorted(done) == [f"u{i}" for i in range(4)]
+        for i in range(4):  # what the worker says of each run
+            ran = done[f"u{i}"]
+            assert ran["worker"] == "w1" and ran["exit_code"] == i and ran["job_id"]
+            assert ran["started"] <= ran["ended"]
+        assert done["u0"]["ended"] <= done["u1"]["started"]
+    finally:
+        pool.close()
+
+
+def test_worker_ends_after_idle_timeout_and_runs_what_comes_meanwhile(workers: Workers) -> None:
+    begin = time.monotonic()
+    worker = workers.start(idle_timeout=1.5)
+    time.sleep(0.5)  # the worker waits for work
+    workers.put("late", sh("echo came late"))
+    wait_for(lambda: workers.exit_code("late") is not None, what="the late unit to run")
+    ran = time.monotonic()
+    assert worker.poll() is None, "the worker ended before its idle timeout"
+    assert workers.ended() == 0
+    assert time.monotonic() - ran >= 1.5 - 0.2  # the idle time counts from the last unit
+    assert time.monotonic() - begin < 10
+    assert workers.exit_code("late") == 0 and "came late" in workers.stdout("late")
+    assert workers.queue.heartbeats() == {}
+
+
+def test_worker_with_no_idle_timeout_ends_when_the_queue_is_empty(workers: Workers) -> None:
+    """A bundle: its units queued before it starts, no stop file."""
+    for name in ("a", "b"):
+        workers.put(name, {"call": "workqueue_units:returns", "args": [0, name]})
+    workers.start(idle_timeout=0)
+    assert workers.ended() == 0
+    assert [workers.exit_code(name) for name in ("a", "b")] == [0, 0]
+    assert "out:b" in workers.stdout("b") and workers.stderr("b") == "err:b\n"
+
+
+def test_two_workers_run_each_unit_once(workers: Workers) -> None:
+    ran = workers.folder / "ran.txt"
+    names = [f"u{i:03d}" for i in range(30)]
+    for name in names:
+        workers.put(name, {"command": ["sh", "-c", 'echo "$1" >> "$2"', "sh", name, str(ran)]})
+    workers.queue.finish_all()
+    workers.start("w1")
+    workers.start("w2")
+    assert workers.ended("w1", timeout=30) == 0 and workers.ended("w2", timeout=30) == 0
+    assert sorted(ran.read_text().split()) == names
+    assert all(workers.exit_code(name) == 0 for name in names)
+    assert sorted(workers.queue.take_done()) == names
+
+
+def test_crashing_units_get_their_exit_codes_and_the_worker_goes_on(workers: Workers) -> None:
+    units = {
+        "a-segfault": ({"call": "workqueue_units:segfault"}, 139),
+        "b-after-segfault": (sh("echo still here"), 0),
+        "c-segfault-command": ({"command": [sys.executable, "-c",
+                                            "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]}, 139),
+        "d-os-exit": ({"call": "workqueue_units:exit_hard", "args": [7]}, 7),
+        "e-returns": ({"call": "workqueue_units:returns", "args": [5, "five"]}, 5),
+        "f-raises": ({"call": "workqueue_units:raises", "args": ["boom"]}, 1),
+        "g-sys-exit": ({"call": "workqueue_units:exits", "args": [3]}, 3),
+        "h-sys-exit-none": ({"call": "workqueue_units:exits", "args": [None]}, 0),
+        "i-killed": (sh("kill -9 $$"), 137),
+        "j-no-such-program": ({"command": ["/no/such/program"]}, 1),
+        "k-no-such-function": ({"call": "workqueue_units:nothing"}, 1),
+        "l-last": ({"call": "workqueue_units:returns", "args": [0, "last"]}, 0),
+    }
+    for name, (unit, _) in units.items():
+        workers.put(name, unit)
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    assert {name: workers.exit_code(name) for name in units} == {name: code for name, (_, code) in units.items()}
+    assert "about to crash" in workers.stdout("a-segfault")
+    assert "still here" in workers.stdout("b-after-segfault")
+    assert "leaving at once" in workers.stdout("d-os-exit")
+    assert "RuntimeError: boom" in workers.stderr("f-raises")
+    assert "AttributeError" in workers.stderr("k-no-such-function")
+    assert "out:last" in workers.stdout("l-last")
+    assert sorted(workers.queue.take_done()) == sorted(units)
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=[signal.Signals(s).name for s in STOP_SIGNALS])
+def test_stop_signal_puts_the_running_unit_back(workers: Workers, signum: int) -> None:
+    workers.put("a", sh("sleep 30 & sleep 30 & wait"))  # a unit with children of its own
+    workers.put("b", sh("echo never"))
+    worker = workers.start()
+    sleeps = workers.running(count=2)
+    unit = psutil.Process(worker.pid).children()  # the forked child (the shell)
+    begin = time.monotonic()
+    worker.send_signal(signum)
+    workers.ended(timeout=5)
+    assert time.monotonic() - begin < 5
+    all_gone(sleeps + unit)
+    assert workers.queue.waiting() == ["a", "b"]  # back in the queue under its own name, not counted as failed
+    assert workers.queue.claims() == {}
+    assert workers.exit_code("a") is None and workers.exit_code("b") is None
+    assert list(workers.queue.done.iterdir()) == []
+    assert json.loads((workers.queue.todo / "a.json").read_text())["key"] == "a"
+
+
+def test_stop_signal_while_idle_ends_the_worker(workers: Workers) -> None:
+    worker = workers.start()
+    wait_for(lambda: workers.queue.heartbeats(), what="the first heartbeat")
+    worker.send_signal(signal.SIGTERM)
+    workers.ended(timeout=5)
+
+
+def test_cancel_stops_the_unit_and_the_worker_goes_on(workers: Workers) -> None:
+    workers.put("a", sh("sleep 30 & sleep 30 & wait"))
+    workers.put("b", sh("echo waited"))
+    workers.put("c", sh("echo never"))
+    workers.start(idle_timeout=0)
+    sleeps = workers.running(count=2)
+    workers.queue.cancel("c")  # still waiting: never runs
+    workers.queue.cancel("a")  # running: stopped
+    assert workers.ended(timeout=5) == 0
+    all_gone(sleeps)
+    assert workers.exit_code("a") == 128 + signal.SIGTERM
+    assert workers.exit_code("b") == 0 and "waited" in workers.stdout("b")
+    assert workers.exit_code("c") is None
+    assert sorted(workers.queue.take_done()) == ["a", "b"]
+    assert list(workers.queue.cancelled.iterdir()) == []  # the cancellation was cleared with the unit
+
+
+def test_cancelled_call_unit_unwinds(workers: Workers) -> None:
+    marker = workers.folder / "unwound"
+    workers.put("a", {"call": "workqueue_units:sleeps", "args": [30, str(marker)]})
+    workers.put("b", {"call": "workqueue_units:returns", "args": [0, "b"]})
+    workers.start(idle_timeout=0)
+    wait_for(lambda: workers.queue.heartbeats().get("w1", ("", {}))[1].get("unit") == "a", what="unit a to run")
+    time.sleep(0.3)  # let the child get into its sleep
+    workers.queue.cancel("a")
+    assert workers.ended(timeout=5) == 0
+    assert workers.exit_code("a") == 128 + signal.SIGTERM
+    assert marker.read_text() == "unwound\n"  # its finally ran
+    assert workers.exit_code("b") == 0
+
+
+def test_revoked_worker_stops_without_finishing_its_unit(workers: Workers) -> None:
+    workers.put("a", sh("sleep 30"))
+    workers.put("b", sh("echo never"))
+    worker = workers.start()
+    sleeps = workers.running()
+    begin = time.monotonic()
+    workers.queue.revoke("w1")
+    workers.ended(timeout=5)
+    assert time.monotonic() - begin < 5
+    all_gone(sleeps)
+    assert worker.returncode == 0
+    assert workers.queue.claims() == {"a": "w1"}  # the steering side decides what becomes of it
+    assert workers.queue.waiting() == ["b"]
+    assert workers.exit_code("a") is None and list(workers.queue.done.iterdir()) == []
+    assert "w1" in workers.queue.heartbeats()
+
+
+def test_revoked_idle_worker_ends(workers: Workers) -> None:
+    workers.start()
+    wait_for(lambda: workers.queue.heartbeats(), what="the first heartbeat")
+    workers.queue.revoke("w1")
+    workers.ended(timeout=5)
+
+
+def test_heartbeat_is_kept_while_a_unit_runs(workers: Workers) -> None:
+    workers.put("a", sh("sleep 1.5"))
+    worker = workers.start(env=workers.environment(B2BATCH_LOCAL_JOB_ID="job-42"))
+    wait_for(lambda: workers.exit_code("a") is None and workers.queue.heartbeats().get("w1", ("", {}))[1]
+             .get("unit") == "a", what="unit a to run")
+    seen = []
+    while workers.exit_code("a") is None:
+        text, beat = workers.queue.heartbeats()["w1"]
+        if not seen or seen[-1][0] != text:
+            seen.append((text, beat))
+        time.sleep(0.05)
+    beats = [beat["beat"] for _, beat in seen]
+    assert len(beats) >= 4, seen  # one every 0.2 s for 1.5 s
+    assert beats == sorted(set(beats))
+    running = [beat for _, beat in seen if beat["unit"] == "a"]
+    assert running and all(beat["ran"] == 0 for beat in running)
+    first = seen[0][1]
+    assert first["worker"] == "w1" and first["pid"] == worker.pid and first["job_id"] == "job-42"
+    wait_for(lambda: workers.queue.heartbeats()["w1"][1]["ran"] == 1, what="a heartbeat after the unit")
+    assert workers.queue.heartbeats()["w1"][1]["unit"] is None
+    workers.queue.finish_all()
+    assert workers.ended() == 0
+
+
+def test_worker_that_cannot_beat_stops_its_unit(workers: Workers) -> None:
+    """The shared file system is gone for the worker: it stops its unit and ends within the lease."""
+    workers.put("a", sh("sleep 30"))
+    workers.start()
+    sleeps = workers.running()
+    begin = time.monotonic()
+    workers.queue.workers.rename(workers.folder / "workers-away")
+    workers.queue.workers.write_text("not a folder\n")  # every heartbeat now fails
+    workers.ended(timeout=5)
+    assert time.monotonic() - begin >= HEARTBEAT / 2 - 0.1  # it kept trying for its lease
+    all_gone(sleeps)
+    assert "Cannot write the heartbeat" in workers.log()
+    assert workers.queue.claims() == {"a": "w1"} and workers.exit_code("a") is None
+
+
+def test_worker_with_too_little_allocation_left_claims_nothing(workers: Workers) -> None:
+    workers.put("a", sh("echo never"))
+    workers.start(walltime=3.0, unit_seconds=1.0)  # 1.1 s + 5 s of margin do not fit
+    assert workers.ended() == 0
+    assert workers.queue.waiting() == ["a"] and workers.exit_code("a") is None
+
+
+@pytest.mark.slow
+def test_stop_signal_during_preload_stops_the_unit(workers: Workers) -> None:
+    marker = workers.folder / "preloading"
+    workers.put("a", {"command": ["sleep", "3"], "preload": ["workqueue_units"]})
+    worker = workers.start(env=workers.environment(WQ_PRELOAD_MARKER=str(marker), WQ_PRELOAD_SECONDS="0.5"))
+    wait_for(marker.exists, what="the preload to start")
+    begin = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    workers.ended(timeout=10)
+    assert workers.queue.waiting() == ["a"]
+    assert time.monotonic() - begin < 2.0, "the unit ran on after the worker was told to stop"
+
+
+
+
+
+def test_unit_dies_with_its_worker(workers: Workers) -> None:
+    """A worker killed outright (SIGKILL, the OOM killer) takes its unit with it."""
+    workers.put("a", {"command": ["sleep", "30"]})
+    worker = workers.start()
+    sleeps = workers.running()
+    worker.kill()
+    workers.ended(timeout=5)
+    all_gone(sleeps)
+    assert workers.queue.claims() == {"a": "w1"} and workers.exit_code("a") is None
+
+
+@pytest.mark.xfail(strict=True, reason="limitation: only the unit's own process gets PR_SET_PDEATHSIG; what it "
+                                       "started (a shell's commands, a task's subprocesses) runs on when the "
+                                       "worker is killed outright")
+def test_processes_of_a_unit_die_with_its_worker(workers: Workers) -> None:
+    workers.put("a", sh("sleep 30 & sleep 30 & wait"))
+    worker = workers.start()
+    sleeps = workers.running(count=2)
+    worker.kill()
+    workers.ended(timeout=5)
+    all_gone(sleeps, timeout=2)
+
+
+def _can_unshare_pids() -> bool:
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.skipif(not _can_unshare_pids(), reason="needs unshare --pid (root or user namespaces)")
+def test_worker_as_pid_1_runs_its_units(workers: Workers) -> None:
+    workers.put("a", sh("echo hello"))
+    spec = workers.folder / "pid1.spec.json"
+    spec.write_text(json.dumps({"worker": {"queue": str(workers.queue.root), "idle_timeout": 0,
+                                           "heartbeat_timeout": HEARTBEAT, "worker": "pid1"}}))
+    done = subprocess.run(["unshare", "--pid", "--fork", sys.executable, "-m", "b2batch.engine.pilots.node_worker", str(spec)],
+                          cwd=workers.folder, env=workers.environment(), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert workers.exit_code("a") == 0
+
+
+def test_failing_preload_fails_its_unit_not_the_worker(workers: Workers) -> None:
+    workers.put("a", {"command": ["true"], "preload": ["no_such_module_for_b2batch_tests"]})
+    workers.put("b", sh("echo b"))
+    workers.start(idle_timeout=0)
+    assert workers.ended() == 0, workers.log()
+    assert workers.exit_code("a") == 1 and "no_such_module_for_b2batch_tests" in workers.stderr("a")
+    assert workers.exit_code("b") == 0
+
+
+def test_sys_exit_message_reaches_the_units_stderr(workers: Workers) -> None:
+    workers.put("a", {"call": "workqueue_units:exits", "args": ["the reason why"]})
+    workers.start(idle_timeout=0)
+    assert workers.ended() == 0
+    assert workers.exit_code("a") == 1
+    assert "the reason why" in workers.stderr("a")
