@@ -56,6 +56,7 @@ __all__ = sorted([*_MODULE_OF, *_SUBMODULES, "__version__"])
 #: anything else of b2batch (other modules, names outside ``__all__``, names with a leading ``_``) may change
 #: without notice. ``tests/dropins/b2luigi/test_b2luigi_layer_imports.py`` holds the shim to this list.
 PUBLIC_MODULES = ("b2batch.settings", "b2batch.systems", "b2batch.remote", "b2batch.jobscript.base_folder",
+                  "b2batch.jobscript.container_command",
                   "b2batch.luigi_frontend.layout", "b2batch.luigi_frontend.task_job_files",
                   "b2batch.luigi_frontend.batch_worker", "b2batch.luigi_frontend.temporary",
                   "b2batch.luigi_frontend.task_on_node", "b2batch.luigi_frontend.flags", "b2batch.luigi_frontend.generators",

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from b2batch.farm.definitions import FarmError, as_bool, ini_files, read_definitions, user_folders
+from b2batch.jobscript.container_command import ContainerCommand
 
 
 @dataclass
@@ -127,26 +128,13 @@ class ContainerRunner(Runner):
         return f"{self.setup} && {command}" if self.setup else command
 
     def command_line(self, command: str, temporary: str | None = None) -> list[str]:
-        """The engine's command line that runs ``command`` (in ``temporary`` as working directory)."""
-        inner = [self.shell, "-c", self.script(command)]
-        if self.engine in ("apptainer", "singularity"):
-            argv = [self.engine, "exec"]
-            argv += [f"--bind={volume}" for volume in self.volumes]
-            if temporary:
-                argv += [f"--bind={temporary}", f"--pwd={temporary}"]
-            return [*argv, *self.options, self.image, *inner]
-        if self.engine == "podman":
-            argv = ["podman", "run", "--rm", "--init", "--env=PROC_NUMBER"]
-            argv += [f"--volume={volume}" for volume in self.volumes]
-            if temporary:
-                argv += [f"--volume={temporary}:{temporary}", f"--workdir={temporary}"]
-            return [*argv, *self.options, self.image, *inner]
-        argv = ["shifter", f"--image={self.image}"]
-        if temporary:
-            argv.append(f"--workdir={temporary}")
-        argv += [f"--volume={volume}" for volume in self.volumes]
-        argv += [f"--module={module}" for module in self.modules]
-        return [*argv, *self.options, "--", *inner]
+        """The engine's command line that runs ``command`` (in ``temporary`` as working directory), spelt by
+        :mod:`b2batch.jobscript.container_command`: the volumes as written, PROC_NUMBER passed into podman."""
+        container = ContainerCommand(engine=self.engine, image=self.image, binds=self.volumes,
+                                     workdir=temporary or "", bind_workdir=True,
+                                     env_names=["PROC_NUMBER"] if self.engine == "podman" else [],
+                                     options=self.options, modules=self.modules)
+        return container.argv([self.shell, "-c", self.script(command)])
 
     def launch(self, task_id: int, command: str) -> Launch:
         temporary = tempfile.mkdtemp(prefix=f"farm-task{task_id}-") if self.tempdir else None

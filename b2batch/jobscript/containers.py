@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.jobscript import base_folder
+from b2batch.jobscript.container_command import ContainerCommand, apptainer_engine
 from b2batch.errors import SettingError
 
 ENGINES = ("apptainer", "singularity", "podman", "docker")
@@ -70,16 +71,10 @@ class Container:
         return self.engine in ("apptainer", "singularity") and "://" not in self.image
 
     def argv(self) -> list[str]:
-        """The engine's command line up to and including the image."""
-        if self.engine in ("apptainer", "singularity"):
-            return [self.executable, "exec", *(f"--bind={m}" for m in self.mounts), f"--pwd={self.workdir}",
-                    *self.options, self.image]
-        argv = [self.executable, "run", "--rm", "--init", "--network=host"]
-        if self.engine == "docker":  # the daemon's containers run as root: write files as the job's user
-            argv.append(f"--user={os.getuid()}:{os.getgid()}")
-        argv += [f"--env={name}" for name in self.env_names]
-        argv += [f"--volume={m if ':' in m else f'{m}:{m}'}" for m in self.mounts]
-        return [*argv, f"--workdir={self.workdir}", *self.options, self.image]
+        """The engine's command line up to and including the image (spelt by :mod:`.container_command`)."""
+        return ContainerCommand(engine=self.engine, image=self.image, executable=self.executable, binds=self.mounts,
+                                workdir=self.workdir, env_names=self.env_names, options=self.options,
+                                host_network=True, bare_bind_same_path=True).argv()
 
     def wrap(self, command: list[str], shell: str, env_script: Path | None, env: list[tuple[str, str]],
              setup_failed_file: Path) -> list[str]:
@@ -155,8 +150,7 @@ def _from_settings(owner: Any, config: Any) -> tuple[dict[str, Any], str] | None
                            f"but the setting 'apptainer_image' is not set. Set it to the image (a .sif file, a "
                            f"sandbox folder or a docker:// URI), e.g. \"/cvmfs/belle.cern.ch/images/belle2-base-el9\".")
     engine = config["apptainer_cmd"] or _apptainer_on_path()
-    name = Path(engine).name
-    return {"engine": name if name in ("apptainer", "singularity") else "apptainer", "executable": engine,
+    return {"engine": apptainer_engine(engine), "executable": engine,
             "image": image, "mounts": _strings(owner, "apptainer_mounts", config["apptainer_mounts"], "mounts"),
             "mount_defaults": config["apptainer_mount_defaults"],
             "options": _strings(owner, "apptainer_additional_params", config["apptainer_additional_params"],

@@ -125,6 +125,6 @@ def test_b2batch_holds_no_b2luigi_code() -> None:
     loads none of the shim's modules."""
     assert not (ROOT / "b2batch" / "compat").exists()
     done = subprocess.run([sys.executable, "-c", "import sys, b2batch; from b2batch.luigi_frontend import workflow, "
-                           "jobs, node; b2batch.Task; print(sorted(m for m in sys.modules if m.split('.')[0] == "
+                           "jobs, task_on_node; b2batch.Task; print(sorted(m for m in sys.modules if m.split('.')[0] == "
                            "'b2luigi'))"], capture_output=True, text=True, timeout=120, check=True, cwd="/")
     assert done.stdout.strip() == "[]", done.stdout

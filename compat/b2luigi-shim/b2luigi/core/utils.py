@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from b2batch.jobscript import base_folder
+from b2batch.jobscript.container_command import ContainerCommand, apptainer_engine
 from b2luigi.core.settings import get_setting
 from b2batch.luigi_frontend import layout
 from b2batch import get_setting as _b2batch_setting
@@ -275,10 +276,8 @@ def create_apptainer_command(command: str, task: Any = None) -> list[str]:
     image = get_setting("apptainer_image", task=task, default="")
     if get_setting("batch_system", task=task, default="auto") == "gbasf2":
         raise ValueError("Invalid batch system for apptainer usage. Apptainer is not supported for gbasf2.")
-    argv = [get_apptainer_or_singularity(task=task), "exec"]
+    executable = get_apptainer_or_singularity(task=task)
     options = get_setting("apptainer_additional_params", task=task, default="")
-    if options:
-        argv += shlex.split(options) if isinstance(options, str) else list(options)
     mounts = list(get_setting("apptainer_mounts", task=task, default=None) or [])
     if get_setting("apptainer_mount_defaults", task=task, default=True):
         result_dir = get_setting("result_dir", task=task, default=".", deprecated_keys=["result_path"])
@@ -286,6 +285,7 @@ def create_apptainer_command(command: str, task: Any = None) -> list[str]:
             os.makedirs(folder, exist_ok=True)
             if not is_subdir(folder, os.getcwd()):
                 mounts.append(folder)
-    for mount in mounts:
-        argv += ["--bind", mount]
-    return [*argv, image, "/bin/bash", "-c", f"source {shlex.quote(str(env_script))} && {command}"]
+    container = ContainerCommand(engine=apptainer_engine(executable), executable=executable, image=image,
+                                 binds=mounts, b2luigi_spelling=True,
+                                 options=(shlex.split(options) if isinstance(options, str) else list(options or [])))
+    return container.argv(["/bin/bash", "-c", f"source {shlex.quote(str(env_script))} && {command}"])
