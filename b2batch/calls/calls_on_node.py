@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,15 @@ class Outcome:
     index: int | None = None
     #: The traceback of that exception as the node printed it.
     traceback: str = ""
+    #: Seconds the calls ran (in a pack: this call's own time).
+    seconds: float = 0.0
+
+
+@dataclass
+class PackOutcome:
+    """What a pack of calls gave (:func:`run_pack`): one :class:`Outcome` per call that was packed, in order."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
 
 
 def _add_paths(entries: list[str]) -> None:
@@ -100,4 +110,73 @@ def run_calls(call_file: str, result_file: str, import_path: list[str] | None = 
         _write(target, _dump_error(pickle.PicklingError(message), None, text))
         return RESULT_UNWRITABLE
     _write(target, payload)
+    return 0
+
+
+def _run_packed(payload: bytes) -> Outcome:
+    """One packed submission (a pickled list of calls): its values, or the first exception, and its time."""
+    begin = time.perf_counter()
+    index: int | None = None
+    try:
+        calls = pickle.loads(payload)
+        begin = time.perf_counter()  # the calls' own time: loading them may import their modules first
+        values = []
+        for index, (function, args, kwargs) in enumerate(calls):
+            values.append(function(*args, **kwargs))
+    except BaseException as e:  # noqa: BLE001 - as run_calls: everything goes back to its own caller
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        return Outcome(error=e, index=index, traceback=text, seconds=time.perf_counter() - begin)
+    return Outcome(values=values, seconds=time.perf_counter() - begin)
+
+
+def _pack_bytes(pack: PackOutcome) -> bytes:
+    """The pickled pack; a call whose value or exception cannot be pickled gets an error of its own instead."""
+    import cloudpickle
+
+    try:
+        return cloudpickle.dumps(pack)
+    except Exception:  # noqa: BLE001 - find the calls that cannot go back
+        pass
+    for number, outcome in enumerate(pack.outcomes):
+        try:
+            cloudpickle.dumps(outcome)
+        except Exception as e:  # noqa: BLE001
+            if outcome.error is not None:
+                pack.outcomes[number] = Outcome(error=pickle.loads(_dump_error(outcome.error, outcome.index,
+                                                                                outcome.traceback)).error,
+                                                index=outcome.index, traceback=outcome.traceback)
+                continue
+            message = (f"The value returned by the call could not be pickled to send it back: {type(e).__name__}: "
+                       f"{e}. Return plain data (numbers, strings, lists, dicts, arrays) instead.")
+            sys.stderr.write(message + "\n")
+            pack.outcomes[number] = Outcome(error=pickle.PicklingError(message), traceback=message,
+                                            seconds=outcome.seconds)
+    return cloudpickle.dumps(pack)
+
+
+def run_pack(call_file: str, result_file: str, import_path: list[str] | None = None,
+             delete_on_load: bool = False, base_dir: str | None = None) -> int:
+    """Run a pack of submissions (``call_file``: a pickled list of pickled call lists), each on its own: one
+    raising does not stop the others. Write their :class:`PackOutcome` to ``result_file``; exit 0 once it is
+    written (the calls' exceptions are in it), :data:`RESULT_UNWRITABLE` if it could not be."""
+    if base_dir:
+        base_folder.pin_base_dir(base_dir)
+    _add_paths(import_path or [])
+    source, target = Path(call_file), Path(result_file)
+    try:
+        payloads = pickle.loads(source.read_bytes())
+    except BaseException as e:  # noqa: BLE001 - the pack could not even be read: its calls all get this
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        _write(target, _dump_error(e, None, text))
+        return CALL_RAISED
+    if delete_on_load:
+        source.unlink(missing_ok=True)
+    pack = PackOutcome(outcomes=[_run_packed(payload) for payload in payloads])
+    try:
+        _write(target, _pack_bytes(pack))
+    except Exception:  # noqa: BLE001
+        sys.stderr.write(traceback.format_exc())
+        return RESULT_UNWRITABLE
     return 0

@@ -14,6 +14,11 @@ end. The engine submits again the jobs a batch system lost (``max_resubmissions`
 a result fails its future with :class:`CallJobError`, which names the job, its state and its logs, so that no
 caller waits for ever. With the settings ``pilot_jobs`` or ``tasks_per_job``, the calls run in pilot or
 bundle jobs instead of a job each.
+
+Calls of :meth:`Executor.submit` that are short share jobs: the executor times them in the jobs and packs them
+into units of a few tenths of a second of work (:mod:`b2batch.calls.call_packs`, sized by
+:mod:`b2batch.calls.pack_sizing`); each still gets its own future, value, exception and note. ``pack=N`` packs N
+calls per job, ``pack=1`` none.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from typing import Any
 from b2batch.jobscript import base_folder
 from b2batch import systems
 from b2batch.calls import pickling
-from b2batch.calls.calls_on_node import CALL_RAISED, RESULT_UNWRITABLE, Outcome
+from b2batch.calls.calls_on_node import CALL_RAISED, RESULT_UNWRITABLE, Outcome, PackOutcome
+from b2batch.calls.call_packs import CallPack, WaitingCalls, deliver
+from b2batch.calls.pack_sizing import PackSizer
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
 from b2batch.engine.outcome import COMMAND_NOT_FOUND
 from b2batch.engine.steering import Step, Steering, drive
@@ -84,13 +91,16 @@ class CallSettings:
 
 
 class CallFuture(concurrent.futures.Future):
-    """The result of one job's calls: a list of values (or the value, for :meth:`Executor.submit`)."""
+    """The result of one job's calls: a list of values (or the value, for :meth:`Executor.submit`). A call of
+    :meth:`Executor.submit` that waits to be packed has no job yet (``job`` None); ``number`` is its place among
+    the executor's calls."""
 
-    def __init__(self, executor: Executor, job: Job, single: bool) -> None:
+    def __init__(self, executor: Executor, job: Job | None, single: bool, number: int = 0) -> None:
         super().__init__()
         self.executor = executor
         self.job = job
         self.single = single
+        self.number = number
 
     def cancel(self) -> bool:
         """Cancel the call if it has not ended: its batch job is cancelled too."""
@@ -106,8 +116,6 @@ class CallFuture(concurrent.futures.Future):
 #: Ended jobs whose records a run of calls keeps one by one (the most recent); older ones are only counted, so
 #: that a million units do not hold a million records (:class:`b2batch.engine.RunRecord`'s ``keep_ended``).
 KEEP_ENDED = 10_000
-
-
 class Executor:
     """Runs lists of Python calls as jobs of one batch system, in one engine run of its own."""
 
@@ -116,7 +124,7 @@ class Executor:
                  import_path: list[str] | None = None, delete_call_file_on_load: bool = False,
                  keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None,
                  log_dir: str | os.PathLike | None = None, preload: list[str] | None = None,
-                 feed: Any = None) -> None:
+                 feed: Any = None, pack: int | str = "auto") -> None:
         values = dict(settings or {})
         values["batch_system"] = batch_system
         self.name = name
@@ -147,7 +155,10 @@ class Executor:
         self._numbers = itertools.count()
         #: One bootstrap for all jobs: the pilot system keeps one queue per (settings, bootstrap) it sees.
         self._bootstrap = {"frontend": "calls"}
-        self._futures: dict[int, CallFuture] = {}  # id(job) -> future, for jobs not ended
+        self._futures: dict[int, CallPack] = {}  # id(job) -> its calls, for jobs not ended
+        #: How many calls of :meth:`submit` go into one job: measured (``pack="auto"``) or fixed (1: none packed).
+        self.sizer = PackSizer(None if pack == "auto" else int(pack))
+        self._waiting = WaitingCalls(self.sizer)  # calls of submit() not in a job yet
         self._requests: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._closing = False
@@ -158,20 +169,50 @@ class Executor:
     # --- the caller's side -------------------------------------------------------------------------
 
     def submit(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> CallFuture:
-        """Run ``function(*args, **kwargs)`` in a job; a future of its value."""
-        return self.submit_calls([(function, args, kwargs)], single=True)
+        """Run ``function(*args, **kwargs)`` in a job; a future of its value. Short calls share a job: the
+        executor packs them by their measured run time (:mod:`b2batch.calls.pack_sizing`), unless ``pack=1``."""
+        if self.sizer.fixed == 1:
+            return self.submit_calls([(function, args, kwargs)], single=True)
+        if self._closing:
+            raise RuntimeError(f"{self.name}: cannot submit calls after shutdown")
+        payload = self._pickled([(function, args, kwargs)])
+        future = CallFuture(self, None, True, next(self._numbers))
+        if self._waiting.add(payload, future):
+            self._wake.set()
+        return future
+
+    def _pickled(self, calls: list[Call]) -> bytes:
+        try:
+            return pickling.dumps(list(calls))
+        except Exception as e:
+            first = calls[0][0] if calls else None
+            raise pickle.PicklingError(f"{self.name}: the call {getattr(first, '__qualname__', first)!r} or its "
+                                       f"arguments cannot be pickled to send them to a job: {e}") from e
 
     def submit_calls(self, calls: list[Call], label: str | None = None, single: bool = False) -> CallFuture:
         """Run ``calls`` one after another in one job; a future of the list of their values."""
         if self._closing:
             raise RuntimeError(f"{self.name}: cannot submit calls after shutdown")
-        try:
-            payload = pickling.dumps(list(calls))
-        except Exception as e:
-            first = calls[0][0] if calls else None
-            raise pickle.PicklingError(f"{self.name}: the call {getattr(first, '__qualname__', first)!r} or its "
-                                       f"arguments cannot be pickled to send them to a job: {e}") from e
-        job = self._job(next(self._numbers), label)
+        payload = self._pickled(calls)
+        number = next(self._numbers)
+        future = CallFuture(self, self._job(number, label, payload), single, number)
+        self._requests.put(("submit", future))
+        self._wake.set()
+        return future
+
+    def _job(self, number: int, label: str | None, payload: bytes, last: int | None = None) -> Job:
+        """The job of one submission (``last`` None), or of a pack of calls ``number`` to ``last``, with its call
+        file (and its wrapper when it gets a job of its own)."""
+        key = f"{number:08d}"
+        files = JobFiles.at(self._work_dir_text, "jobs", key, f"{self._log_dir_text}/{key}")
+        runner = "run_calls" if last is None else "run_pack"
+        unit = {"call": f"b2batch.calls.calls_on_node:{runner}", "preload": self.preload,
+                "args": [f"{files.folder_text}/call.pkl", files.path_of("result_bytes"), self.import_path,
+                         self.delete_call_file_on_load, self._base_dir_text]}
+        numbers = f"#{number}" if last is None or last == number else f"#{number}-{last}"
+        job = Job(key=key, name=f"{label or self.name} {numbers}", family=label or self.name, system=self.system,
+                  files=files, config=self.config, params={"call": str(number)}, unit=unit,
+                  bootstrap=self._bootstrap, settings_key=self.settings)
         job.files.make_folders()
         with open(job.unit["args"][0], "wb") as f:  # the call file
             f.write(payload)
@@ -181,20 +222,7 @@ class Executor:
 
             wrapper.write_job_script(job.files, self.settings, job.key, self.config,
                                      spec={"frontend": "calls", "unit": job.unit})
-        future = CallFuture(self, job, single)
-        self._requests.put(("submit", future))
-        self._wake.set()
-        return future
-
-    def _job(self, number: int, label: str | None) -> Job:
-        key = f"{number:08d}"
-        files = JobFiles.at(self._work_dir_text, "jobs", key, f"{self._log_dir_text}/{key}")
-        unit = {"call": "b2batch.calls.calls_on_node:run_calls", "preload": self.preload,
-                "args": [f"{files.folder_text}/call.pkl", files.path_of("result_bytes"), self.import_path,
-                         self.delete_call_file_on_load, self._base_dir_text]}
-        return Job(key=key, name=f"{label or self.name} #{number}", family=label or self.name, system=self.system,
-                   files=files, config=self.config, params={"call": str(number)}, unit=unit,
-                   bootstrap=self._bootstrap, settings_key=self.settings)
+        return job
 
     def cancel(self, futures: Iterable[CallFuture]) -> None:
         """Cancel these futures (those not ended) and their jobs, with one cancel command per batch system."""
@@ -204,8 +232,8 @@ class Executor:
             self._wake.set()
 
     def in_flight(self) -> int:
-        """Calls submitted whose job has not ended."""
-        return len(self._futures) + self._requests.qsize()
+        """Jobs submitted that have not ended, and calls waiting for one."""
+        return len(self._futures) + self._requests.qsize() + len(self._waiting)
 
     def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         """No more calls. ``cancel_futures``: cancel those not ended (their jobs too); ``wait``: until the
@@ -262,18 +290,64 @@ class Executor:
             if kind == "submit":
                 if future.cancelled():
                     continue
-                self._futures[id(future.job)] = future
+                self._futures[id(future.job)] = CallPack([future], packed=False)
                 self.run.submit(future.job)
             elif kind == "cancel":
-                cancelled += [each.job for each in future if self._futures.pop(id(each.job), None) is not None]
+                cancelled += self._cancelled_jobs(future)
             else:  # "close", or "cancel-all"
                 if kind == "cancel-all":
                     self.run.interrupt()
-                    for pending in self._futures.values():
-                        pending.cancel()
+                    for pack in self._futures.values():
+                        for pending in pack.futures:
+                            pending.cancel()
                     self._futures.clear()
+                    for waiting in self._waiting.drain():
+                        waiting.cancel()
                     self._drop_waiting()
                 closing = True
+
+    def _cancelled_jobs(self, futures: list[CallFuture]) -> list[Job]:
+        """The jobs to cancel for these cancelled futures: those none of whose calls is still wanted (a call not
+        packed yet is left out when its pack is made)."""
+        jobs = []
+        for future in futures:
+            pack = self._futures.get(id(future.job)) if future.job is not None else None
+            if pack is not None and not pack.live():
+                del self._futures[id(future.job)]
+                jobs.append(future.job)
+        return jobs
+
+    # --- packs of calls of submit() -------------------------------------------------------------------
+
+    def _pack_waiting(self, closing: bool) -> None:
+        """Put the calls that wait into jobs (:meth:`WaitingCalls.packs`)."""
+        if self.sizer.probing:
+            self._watch_probes()
+        probes = sum(1 for pack in self._futures.values() if pack.probe) if self.sizer.probing else 0
+        for members, probe in self._waiting.packs(probes, closing):
+            self._submit_pack(members, probe)
+
+    def _submit_pack(self, members: list[tuple[bytes, CallFuture]], probe: bool) -> None:
+        futures = [future for _payload, future in members]
+        try:
+            job = self._job(futures[0].number, None, pickle.dumps([payload for payload, _future in members]),
+                            last=futures[-1].number)
+        except Exception as e:  # noqa: BLE001 - e.g. the job's folder cannot be written: these calls fail
+            for future in futures:
+                future.set_exception(e)
+            return
+        for future in futures:
+            future.job = job
+        self._futures[id(job)] = CallPack(futures, packed=True, probe=probe)
+        self.run.submit(job)
+
+    def _watch_probes(self) -> None:
+        """A probe that has run PROBE_PATIENCE seconds makes the calls long without waiting for its end."""
+        now = time.time()
+        for pack in list(self._futures.values()):
+            record = self.run.record.jobs.get(pack.futures[0].job.key) if pack.probe else None
+            if record is not None and record.started_at:
+                self.sizer.running_long(now - record.started_at)
 
     def _drop_waiting(self) -> None:
         while True:
@@ -285,9 +359,13 @@ class Executor:
                 each.cancel()
 
     def _finish(self, job: Job) -> None:
-        future = self._futures.pop(id(job), None)
-        if future is None or future.done():
+        pack = self._futures.pop(id(job), None)
+        if pack is None or not pack.live():
             return
+        if pack.packed:
+            self._finish_pack(job, pack)
+            return
+        future = pack.futures[0]
         outcome = self._read(job)
         if outcome is not None and outcome.error is None and job.outcome.exit_code == 0:
             self.run.settle(job, True)
@@ -305,8 +383,28 @@ class Executor:
             self.run.settle(job, False, str(error))
         future.set_exception(error)
 
+    def _finish_pack(self, job: Job, pack: CallPack) -> None:
+        """Each call of a pack gets its own value or exception; the job is judged by its calls."""
+        read = self._read(job)
+        outcomes = read.outcomes if isinstance(read, PackOutcome) else None
+        if outcomes is None or len(outcomes) != len(pack.futures) or job.outcome.exit_code != 0:
+            error = read.error if isinstance(read, Outcome) and read.error is not None else None
+            message = f"{type(error).__name__}: {error}" if error is not None else job.failure_message()
+            self._failed = True
+            self.run.settle(job, False, message)
+            for future in pack.live():
+                failure = CallJobError(message)
+                failure.add_note(f"Call #{future.number}, one of {len(pack.futures)} packed in {job.name}: "
+                                 f"{job.system} job {job.job_id} (log: {job.files.stderr})")
+                future.set_exception(failure)
+            return
+        self.sizer.timed(len(outcomes), sum(outcome.seconds for outcome in outcomes))
+        failures = deliver(self.name, job, pack, outcomes, RemoteTraceback)
+        self._failed = self._failed or bool(failures)
+        self.run.settle(job, not failures, "; ".join(failures[:3]) + (" ..." if len(failures) > 3 else ""))
+
     @staticmethod
-    def _read(job: Job) -> Outcome | None:
+    def _read(job: Job) -> Outcome | PackOutcome | None:
         """The calls' results of a job the run handed back (``job.outcome``, the engine's reading of its end)."""
         if job.outcome.exit_code is None or job.outcome.result_bytes is None:
             return None  # killed or lost: a result file of it could be from a run cut short
@@ -320,7 +418,8 @@ class Executor:
 
     def _fail_all(self, error: BaseException) -> None:
         self._failed = True
-        for future in [*self._futures.values()]:
+        waiting = self._waiting.drain()
+        for future in [each for pack in self._futures.values() for each in pack.futures] + waiting:
             if not future.done():
                 future.set_exception(CallJobError(f"{self.name}: the executor stopped: {error!r}"))
         self._futures.clear()
@@ -352,13 +451,15 @@ class _ExecutorSteering(Steering):
 
     def feed(self) -> None:
         self.closing = self.executor._take_requests()
+        self.executor._pack_waiting(self.closing)
 
     def ended(self, job: Job) -> None:
         self.executor._finish(job)
 
     def step(self, ended: int) -> Step:
         executor = self.executor
-        return Step.STOP if self.closing and not executor._futures and executor._requests.empty() else Step.WAIT
+        idle = not executor._futures and not executor._waiting and executor._requests.empty()
+        return Step.STOP if self.closing and idle else Step.WAIT
 
     def pause(self, run: Run) -> None:
         self.executor._wake.wait(run.poll_pause)

@@ -43,6 +43,32 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
     assert work_dir.is_dir(), "a failed call keeps the work dir for its logs"
 
 
+def test_short_calls_are_packed_with_each_value_and_exception_their_own() -> None:
+    with Executor("local", name="square") as executor:
+        futures = [executor.submit(square, -i if i == 357 else i) for i in range(2000)]
+        error = futures[357].exception(timeout=120)
+        values = [f.result(timeout=120) for i, f in enumerate(futures) if i != 357]
+        jobs = executor.run.record.jobs
+        sizes = sorted({f.job.key: int(f.job.name.split("-")[-1]) - int(f.job.name.split("#")[1].split("-")[0]) + 1
+                        if "-" in f.job.name else 1 for f in futures}.values())
+    assert values == [i * i for i in range(2000) if i != 357]
+    assert isinstance(error, ValueError) and str(error) == "negative: -357"
+    assert isinstance(error.__cause__, RemoteTraceback) and "in square" in error.__cause__.text
+    assert any("square #357" in note and "packed in square #" in note for note in error.__notes__), sorted({f.job.name for f in futures})
+    assert len(jobs) < 40 and sizes[:2] == [1, 1] and sizes[-1] >= 100, f"packs of {sizes}"
+
+
+def test_an_explicit_pack_size_wins() -> None:
+    with Executor("local", name="square", pack=3) as executor:
+        futures = [executor.submit(square, i) for i in range(10)]
+        assert [f.result(timeout=60) for f in futures] == [i * i for i in range(10)]
+    assert [f.job.name for f in futures[::3]] == ["square #0-2", "square #3-5", "square #6-8", "square #9"]
+    with Executor("local", name="square", pack=1) as executor:
+        futures = [executor.submit(square, i) for i in range(3)]
+        assert [f.result(timeout=60) for f in futures] == [0, 1, 4]
+    assert len({f.job.key for f in futures}) == 3
+
+
 def test_the_executor_keeps_serving_after_its_only_call_was_cancelled(tmp_path: Path) -> None:
     with Executor("local") as executor:
         sleeping = executor.submit(time.sleep, 60)
