@@ -1,8 +1,9 @@
 """Fixtures shared by b2batch's tests: every test runs in its own folder with clean settings.
 
 * ``isolated`` (autouse): the test's working directory is ``tmp_path``, relative settings paths resolve
-  against it, settings set in code and the settings-file cache are reset, and no settings file is named
-  by an environment variable.
+  against it (``$B2BATCH_BASE_DIR``), its settings live in a settings store of its own
+  (``settings.using_store(settings.Store())``: nothing set in code, no cached files, b2batch's profile), and
+  no settings file is named by an environment variable. It patches no module of b2batch.
 * ``workflow``: copies a script of ``tests/workflows/`` (with any modules it imports) into ``tmp_path`` and
   runs it as a real subprocess: ``workflow("flags.py").run("--dry-run")``.
 * ``weird_tmp_path``: a folder whose name is hostile to shells, ``a'; echo foo`` (submitit's idea).
@@ -28,10 +29,8 @@ from typing import Any
 
 import pytest
 
-import b2batch
 from b2batch.jobscript import base_folder
 from b2batch import settings
-from b2batch.luigi_frontend import workflow as luigi_workflow
 from helpers import tiers
 from helpers.clusters import need_cluster
 
@@ -54,20 +53,18 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for var in settings.SETTINGS_ENV_VARS:
         monkeypatch.delenv(var, raising=False)
     # Under pytest, __main__ is pytest itself: lay outputs out in the test's folder instead.
-    monkeypatch.setattr(base_folder, "_pinned_base_dir", str(tmp_path))
-    monkeypatch.setattr(settings, "_files", settings._SettingsFiles())
-    monkeypatch.setattr(settings, "_profile", "b2batch")  # a test that imports b2luigi chooses b2luigi's
-    monkeypatch.setattr(luigi_workflow, "_process_called", False)  # b2luigi's one process() per script: per test
-    for key in list(settings._code_settings):
-        b2batch.clear_setting(key)
-    yield tmp_path
-    for key in list(settings._code_settings):
-        b2batch.clear_setting(key)
+    monkeypatch.setenv(base_folder.BASE_DIR_VARIABLE, str(tmp_path))
+    # A settings store of the test's own: no set_setting of another test, no cached files, b2batch's profile (the
+    # b2luigi fixture chooses b2luigi's), and b2luigi's one process() per script counted per test.
+    with settings.using_store(settings.Store("b2batch")):
+        yield tmp_path
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment for a workflow subprocess: no settings file named, unbuffered output, ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in settings.SETTINGS_ENV_VARS}
+    """The environment for a workflow subprocess: no settings file or base folder named, unbuffered output,
+    ``extra``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in settings.SETTINGS_ENV_VARS and k != base_folder.BASE_DIR_VARIABLE}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env

@@ -1,6 +1,7 @@
 """The workflow's base folder, which relative folders of settings are relative to: the folder of the workflow
-script (``__main__``), or the working directory when there is none. A job gets the steering process's base
-folder, so a node with another working directory lays files out in the same places. (Where a luigi task's
+script (``__main__``), or the working directory when there is none; ``$B2BATCH_BASE_DIR`` names another one
+(a notebook's, a test's, a program that embeds a workflow). A job gets the steering process's base folder
+(pinned), so a node with another working directory lays files out in the same places. (Where a luigi task's
 files go is ``b2batch.luigi_frontend.layout``.)
 """
 
@@ -14,19 +15,36 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _pinned_base_dir: str | None = None
+#: The environment variable that names the base folder (below a pinned one, above the script's folder).
+BASE_DIR_VARIABLE = "B2BATCH_BASE_DIR"
+_ENCODED_VARIABLE = os.fsencode(BASE_DIR_VARIABLE)
 
 #: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
-__all__ = ["base_dir", "base_dir_pinned", "pin_base_dir", "pinned_base_dir", "resolve"]
+__all__ = ["BASE_DIR_VARIABLE", "base_dir", "base_dir_pinned", "given_base_dir", "pin_base_dir", "pinned_base_dir",
+           "resolve"]
 
 
 def base_dir() -> Path:
     """The folder relative paths of settings are relative to."""
     if _pinned_base_dir is not None:
         return Path(_pinned_base_dir)
+    named = _named_base_dir()
+    if named:
+        return Path(named)
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     if main_file:
         return _script_folder(main_file, "" if os.path.isabs(main_file) else os.getcwd())
     return Path.cwd()
+
+
+def _named_base_dir() -> str | None:
+    """``$B2BATCH_BASE_DIR``: asked for every output path, so read from os.environ's bytes mapping where CPython
+    has one (os.environ.get encodes the key each time)."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        value = data.get(_ENCODED_VARIABLE)
+        return os.fsdecode(value) if value else None
+    return os.environ.get(BASE_DIR_VARIABLE) or None
 
 
 @functools.lru_cache(maxsize=16)
@@ -34,6 +52,12 @@ def _script_folder(main_file: str, cwd: str) -> Path:
     """The resolved folder of the workflow script (asked for every output path: resolving symbolic links
     each time would cost a system call per path component)."""
     return (Path(cwd) / main_file).resolve().parent
+
+
+def given_base_dir() -> str | None:
+    """The base folder when it is given (pinned with :func:`pin_base_dir`, else named by ``$B2BATCH_BASE_DIR``),
+    not the script's or the working directory; else None."""
+    return _pinned_base_dir if _pinned_base_dir is not None else _named_base_dir()
 
 
 def pinned_base_dir() -> str | None:

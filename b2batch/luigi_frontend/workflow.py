@@ -24,6 +24,7 @@ from b2batch.luigi_frontend.graph_outputs import print_dry_run, print_outputs, r
 from b2batch.luigi_frontend.graph_runner import GraphRunner
 from b2batch.remote.existence import remote_checks
 from b2batch.settings.runconfig import run_config
+from b2batch import settings
 from b2batch.settings import check_settings, get_setting, load_settings_files, set_setting, settings_snapshot
 
 logger = logging.getLogger(__name__)
@@ -104,12 +105,6 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
         return JobTaskProcess(jobs, task, result_queue, results) if jobs.runs_as_job(task) else None
 
     return luigi.build(tasks, worker_scheduler_factory=seam.LuigidFactory(make_process), **build_params)
-
-
-#: Whether this process called process() already: b2luigi's rule of one process() per script (the setting
-#: process_once). Process-wide by the rule's own definition (b2luigi keeps the same flag); never written into
-#: the settings store, where it would show in get_setting() and travel in every job's settings.
-_process_called = False
 
 
 def _names_its_batch_system(tasks: list[Any]) -> bool:
@@ -242,12 +237,14 @@ def _once_per_script() -> None:
     """b2luigi's rule (the setting process_once): one process() per script."""
     if not get_setting("process_once"):
         return
-    global _process_called
-    if _process_called:
+    # The mark is the settings store's (the script's), not a setting: it shows in no get_setting() and travels in
+    # no job's settings.
+    script = settings.store()
+    if script.process_called:
         raise RuntimeError("process() was called a second time in this script; a workflow written against "
                            "b2luigi may call it once (the setting process_once). Pass all root tasks to one "
                            "call, process([task_a, task_b]), or require them from one WrapperTask.")
-    _process_called = True
+    script.process_called = True
 
 
 def _looks_or_removes(tasks: list[Any], args: Any, as_b2luigi: bool, test: bool, *, show_output: bool,

@@ -13,6 +13,9 @@ A setting is looked up in this order:
    imported ``b2luigi`` through the shim) gets b2luigi 1.3's defaults;
 6. the default declared in :data:`SETTINGS`.
 
+Sources 2, 3 and the profile of 5 are those of the settings store in use (:class:`Store`): one per process
+(``set_setting`` is process-wide, as in b2luigi), another inside ``with using_store(Store()):``.
+
 Every setting b2batch knows is declared once, in :data:`SETTINGS`; ``settings.json.example`` and the docs'
 settings reference are generated from it (``python -m b2batch.settings --example``).
 """
@@ -41,7 +44,7 @@ from b2batch.settings.typos import (TYPO_CUTOFF, closest_name, misspelt_setting_
 logger = logging.getLogger(__name__)
 
 #: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
-__all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "SETTINGS_ENV_VARS", "SETTINGS_FILE_NAME", "active_profile", "clear_setting", "find_setting", "fresh_code_settings", "get_setting", "profiled_error", "set_setting", "settings_files", "settings_snapshot", "use_profile"]
+__all__ = ["DeprecatedSettingsWarning", "RENAMED_SETTINGS", "SETTINGS_ENV_VARS", "SETTINGS_FILE_NAME", "Store", "active_profile", "clear_setting", "find_setting", "fresh_code_settings", "get_setting", "profiled_error", "set_setting", "settings_files", "settings_snapshot", "store", "use_profile", "using_store"]
 
 SETTINGS_ENV_VARS = ("B2BATCH_SETTINGS", "B2LUIGI_SETTINGS_JSON")
 SETTINGS_FILE_NAME = "settings.json"
@@ -49,21 +52,17 @@ _NOT_SET: Any = object()
 _monotonic = time.monotonic  # the clock of the settings files' checks (tests move it on)
 
 
-_profile = "b2batch"  # the process's profile: the one choice of this kind (use_profile)
-
-
 def use_profile(name: str) -> None:
-    """Choose the process's defaults layer (:data:`PROFILES`); importing ``b2luigi`` (the shim)
+    """Choose the defaults layer (:data:`PROFILES`) of the settings store in use; importing ``b2luigi`` (the shim)
     chooses ``b2luigi``. Settings given anywhere else still win."""
-    global _profile
     if name not in PROFILES:
         raise SettingError(f"Unknown settings profile {name!r}; the profiles are {', '.join(PROFILES)}.")
-    _profile = name
+    _store.profile = name
 
 
 def active_profile() -> str:
-    """The name of the process's defaults layer (see :func:`use_profile`)."""
-    return _profile
+    """The name of the defaults layer of the settings store in use (see :func:`use_profile`)."""
+    return _store.profile
 
 
 #: Profiles whose errors for bad input carry the name of the builtin exception their tool raises.
@@ -83,12 +82,12 @@ def profiled_error(error_class: type[Exception]) -> type[Exception]:
     profile: itself, or under the b2luigi profile a subclass of it that is named and printed as the builtin
     exception b2luigi raises there (``ValueError``): ``except ValueError``, ``except SettingError`` and
     ``type(error).__name__`` all see what they expect, and the message stays b2batch's."""
-    return _builtin_named(error_class) if _profile in _BUILTIN_NAMED_ERRORS else error_class
+    return _builtin_named(error_class) if _store.profile in _BUILTIN_NAMED_ERRORS else error_class
 
 
 def default_of(key: str) -> Any:
     """The default of the declared setting ``key`` under the process's profile."""
-    layer = PROFILES[_profile]
+    layer = PROFILES[_store.profile]
     return layer[key] if key in layer else SETTINGS[key].default
 
 
@@ -135,7 +134,7 @@ class _SettingsFiles:
         script = getattr(sys.modules.get("__main__"), "__file__", None)
         # then (not under b2luigi's profile: b2luigi reads the working directory's only) the workflow script's
         # folder and its parents, so that it runs from anywhere
-        if script and _profile != "b2luigi":
+        if script and _store.profile != "b2luigi":
             there = Path(os.path.abspath(script)).parent
             folders += [p for p in (there, *there.parents) if p not in folders]
         return tuple(str(p / SETTINGS_FILE_NAME) for p in folders)
@@ -151,9 +150,9 @@ class _SettingsFiles:
         cwd = os.getcwd()
         main = sys.modules.get("__main__")
         key = (cwd, _environment_key(), self.pinned is None, getattr(main, "__file__", None) if main else None,
-               _profile)
+               _store.profile)
         now = _monotonic()
-        if now - self._checked_at < self.CHECK_INTERVAL and key == self._key and _profile != "b2luigi":
+        if now - self._checked_at < self.CHECK_INTERVAL and key == self._key and _store.profile != "b2luigi":
             return self._merged
         self._checked_at = now
         folder = _stamp(cwd)
@@ -202,7 +201,7 @@ def _read_settings_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
     except OSError as e:
-        if _profile in _BUILTIN_NAMED_ERRORS:
+        if _store.profile in _BUILTIN_NAMED_ERRORS:
             raise  # b2luigi's error there: open()'s own (FileNotFoundError, PermissionError), nothing chained
         raise SettingError(f"Cannot read the settings file {path}: {e}. Fix its permissions, or unset "
                            f"{'/'.join(SETTINGS_ENV_VARS)} if it names a file that is not there.") from e
@@ -236,7 +235,7 @@ def check_setting_names(names: Iterable[str], where: str, known: Iterable[str] |
         if meant is not None:
             raise SettingError(f"In {where}: {name!r} is not a known {what}. Did you mean {meant!r}? Rename it "
                                f"(known {what}s: {', '.join(known_names)}).")
-    if not _code_settings.get("unknown_setting_warnings", default_of("unknown_setting_warnings")):
+    if not _store.code.get("unknown_setting_warnings", default_of("unknown_setting_warnings")):
         return  # the b2luigi profile: a workflow's own settings are usual there, and b2luigi says nothing
     for name in names:
         if name not in known_names:
@@ -244,8 +243,42 @@ def check_setting_names(names: Iterable[str], where: str, known: Iterable[str] |
                                  f"code reads it with get_setting().")
 
 
-_files = _SettingsFiles()
-_code_settings: dict[str, Any] = {}
+class Store:
+    """Where a script's settings come from besides its tasks: the values of :func:`set_setting`, the settings
+    files (parsed once, re-read when they change), the defaults profile, and whether ``process()`` ran with it
+    (b2luigi's rule ``process_once``: one ``process()`` per script).
+
+    A process has one store in use: :func:`set_setting` is process-wide, as b2luigi's API defines it. Code that
+    runs a script's settings apart (a test, a notebook cell, a program that runs two workflows one after the
+    other) gives :func:`using_store` a store of its own: ``with using_store(Store()): ...``."""
+
+    def __init__(self, profile: str = "b2batch", code: dict[str, Any] | None = None) -> None:
+        if profile not in PROFILES:
+            raise SettingError(f"Unknown settings profile {profile!r}; the profiles are {', '.join(PROFILES)}.")
+        self.profile = profile
+        self.code: dict[str, Any] = dict(code or {})
+        self.files = _SettingsFiles()
+        self.process_called = False
+
+
+_store = Store()
+
+
+def store() -> Store:
+    """The settings store in use (see :class:`Store`)."""
+    return _store
+
+
+@contextlib.contextmanager
+def using_store(new: Store) -> Iterator[Store]:
+    """Look settings up in ``new`` inside the ``with`` block (in every thread: the store is the process's), and
+    put the store before it back afterwards."""
+    global _store
+    previous, _store = _store, new
+    try:
+        yield new
+    finally:
+        _store = previous
 
 
 def settings_files() -> list[str]:
@@ -253,9 +286,9 @@ def settings_files() -> list[str]:
     steering process, else by ``$B2BATCH_SETTINGS`` or ``$B2LUIGI_SETTINGS_JSON``) as named, whether or not
     they exist; else the ``settings.json`` files there are, from the working directory upward, then (not under
     the b2luigi profile, as b2luigi does not) from the workflow script's folder upward."""
-    if _files._named():
-        return list(_files._candidates())
-    return [str(path) for path in _files.files()]
+    if _store.files._named():
+        return list(_store.files._candidates())
+    return [str(path) for path in _store.files.files()]
 
 
 def set_setting(key: str, value: Any) -> None:
@@ -263,25 +296,25 @@ def set_setting(key: str, value: Any) -> None:
     known = {*SETTINGS, *RENAMED_SETTINGS}
     if key not in known and closest_name(key, known) is None:
         check_setting_names([key], "set_setting()")  # one warning line; a likely typo stops check_settings()
-    _code_settings[key] = value
+    _store.code[key] = value
 
 
 def clear_setting(key: str) -> None:
     """Remove a setting set with :func:`set_setting`; nothing happens if it was not set."""
-    _code_settings.pop(key, None)
+    _store.code.pop(key, None)
 
 
 @contextlib.contextmanager
 def fresh_code_settings() -> Iterator[None]:
     """Inside the block no setting is set in code (settings.json and defaults still apply); after it, those
     set before are back and those set inside are gone (b2luigi's ``with_new_settings``)."""
-    saved = dict(_code_settings)
-    _code_settings.clear()
+    saved = dict(_store.code)
+    _store.code.clear()
     try:
         yield
     finally:
-        _code_settings.clear()
-        _code_settings.update(saved)
+        _store.code.clear()
+        _store.code.update(saved)
 
 
 def _from_task(task: Any, key: str) -> Any:
@@ -293,7 +326,7 @@ def _from_task(task: Any, key: str) -> Any:
         return _NOT_SET
     value = getattr(task, key, _NOT_SET)
     if value is _NOT_SET:
-        if _profile == "b2luigi" and (key in getattr(task, "__dict__", ())
+        if _store.profile == "b2luigi" and (key in getattr(task, "__dict__", ())
                                       or any(key in vars(k) for k in type(task).__mro__)):
             getattr(task, key)  # the task defines it and it raised AttributeError: that error reaches the caller
         return _NOT_SET
@@ -315,10 +348,10 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
         # each source looked at only when the ones before lack the setting
         where, value = 0, _from_task(task, name)
         if value is _NOT_SET:
-            where, value = 1, _code_settings.get(name, _NOT_SET)
+            where, value = 1, _store.code.get(name, _NOT_SET)
             if value is _NOT_SET:
                 if files is None:
-                    files = _files.get()
+                    files = _store.files.get()
                 where, value = 2, files.get(name, _NOT_SET)
                 if value is _NOT_SET:
                     continue
@@ -337,7 +370,7 @@ def find_setting(key: str, task: Any = None, former_names: tuple[str, ...] = ())
 
 def _wrong_kind(key: str, name: str, value: Any, task: Any, where: int, kind: Kind) -> str:
     source = [f"as an attribute of task {task}", "with b2batch.set_setting()",
-              f"in {', '.join(str(f) for f in _files.files()) or 'settings.json'}"][where]
+              f"in {', '.join(str(f) for f in _store.files.files()) or 'settings.json'}"][where]
     owner = f"Task {task}: the" if task is not None else "The"
     return (f"{owner} setting {key!r} is {value!r} (set {source}{'' if name == key else f' as {name!r}'}), "
             f"but it must be {kind.expects}. Fix the value there, e.g. {key!r}: "
@@ -370,8 +403,8 @@ def check_settings() -> None:
     """Check every setting set in code or in settings files now, so that a misspelt name (see
     :func:`check_setting_names`) or a wrong value stops a run before it starts (task attributes are checked
     when a task's setting is looked up). Raises :class:`SettingError`."""
-    _files.get()  # the files' names are checked as they are read
-    for key in _code_settings:
+    _store.files.get()  # the files' names are checked as they are read
+    for key in _store.code:
         if key not in SETTINGS and key not in RENAMED_SETTINGS and closest_name(key, {*SETTINGS, *RENAMED_SETTINGS}):
             check_setting_names([key], f"b2batch.set_setting({key!r}, ...)")
     for key in SETTINGS:
@@ -384,28 +417,28 @@ def check_settings() -> None:
 def load_settings_files() -> dict[str, Any]:
     """The merged settings of the settings files, read now: a file that is not valid JSON raises
     :class:`SettingError` here (naming the file and the line) rather than later, from inside luigi."""
-    return dict(_files.get())
+    return dict(_store.files.get())
 
 
 def settings_snapshot() -> dict[str, Any]:
     """The code-set settings and the settings-file path, for handing the same settings to a job."""
-    return {"code": dict(_code_settings), "files": [str(f) for f in _files.files()], "profile": _profile}
+    return {"code": dict(_store.code), "files": [str(f) for f in _store.files.files()], "profile": _store.profile}
 
 
 def use_settings_snapshot(snapshot: dict[str, Any]) -> None:
     """Use the settings of the steering process (see :func:`settings_snapshot`) in a job."""
-    use_profile(snapshot.get("profile", _profile))
-    _code_settings.update(snapshot.get("code", {}))
-    _files.pinned = list(snapshot.get("files", []))
-    _files._key = None
+    use_profile(snapshot.get("profile", _store.profile))
+    _store.code.update(snapshot.get("code", {}))
+    _store.files.pinned = list(snapshot.get("files", []))
+    _store.files._key = None
 
 
 def example_settings() -> str:
     """The text of settings.json.example: every declared setting with its default (under the process's
     profile, named first when it is not b2batch's) and meaning."""
     lines = ["{"]
-    if _profile != "b2batch":
-        note = f"profile {_profile}: these defaults are {_profile} 1.3's where it has the setting"
+    if _store.profile != "b2batch":
+        note = f"profile {_store.profile}: these defaults are {_store.profile} 1.3's where it has the setting"
         lines.append(f'  "_profile": {json.dumps(note)},')
     items = list(SETTINGS.values())
     for i, s in enumerate(items):

@@ -66,7 +66,7 @@ def test_monitor_without_a_target_reads_the_log_dir_seen_from_here(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from b2batch.jobscript import base_folder
 
-    monkeypatch.setattr(base_folder, "_pinned_base_dir", None)  # as the b2batch command: __main__ is its own file
+    monkeypatch.delenv(base_folder.BASE_DIR_VARIABLE)  # as the b2batch command: __main__ is its own file
     (tmp_path / "settings.json").write_text(json.dumps({"log_dir": "my_logs"}))
     assert live_view.target_of(None) == (tmp_path / "my_logs").resolve()
 

@@ -507,7 +507,7 @@ def test_base_dir_follows_the_workflow_script(tmp_path, monkeypatch) -> None:
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "flow.py").write_text("")
-    monkeypatch.setattr(base_folder, "_pinned_base_dir", None)
+    monkeypatch.delenv(base_folder.BASE_DIR_VARIABLE)  # no base folder named: the script's
     main = types.ModuleType("__main__")
     monkeypatch.setitem(sys.modules, "__main__", main)
     main.__file__ = str(tmp_path / "one" / "flow.py")

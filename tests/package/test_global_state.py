@@ -29,17 +29,16 @@ MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "
 #: module (relative to b2batch/) -> {name: why}. Shrink it; never grow it without a reason a reviewer accepts.
 KNOWN: dict[str, dict[str, str]] = {
     "settings/__init__.py": {
-        "_code_settings": "b2luigi's set_setting store: a process-wide API by its definition",
-        "_files": "the cache of parsed settings files behind that store (keyed by path and mtime)",
-        "global _profile": "the defaults profile (b2batch's or b2luigi 1.3's), chosen once per process by what the "
-                           "workflow imported",
+        "_store": "the settings store in use (set_setting's values, the settings files' cache, the defaults "
+                  "profile, b2luigi's process_once mark): process-wide as b2luigi's set_setting is by its "
+                  "definition; one object instead of three globals and workflow.py's _process_called",
+        "global _store": "using_store() gives a with block (a test, a notebook cell) a store of its own",
     },
     "jobscript/base_folder.py": {"global _pinned_base_dir": "the base folder of relative settings paths in a job (its steering "
                                              "process's) and in console commands and the farm for the length of a "
-                                             "with block (base_dir_pinned); a run's own is RunConfig.base_dir"},
+                                             "with block (base_dir_pinned); a run's own is RunConfig.base_dir; "
+                                             "tests and users name theirs with $B2BATCH_BASE_DIR"},
     "luigi_frontend/task_on_node.py": {"global _active_spec": "the job spec of the one task this node process runs"},
-    "luigi_frontend/workflow.py": {"global _process_called": "b2luigi's rule of one process() per script "
-                                   "(process_once), process-wide by its definition; was a mark in the settings store"},
     "luigi_frontend/task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
                                              "the per-class parameter cache never goes stale"},
     "remote/existence.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},

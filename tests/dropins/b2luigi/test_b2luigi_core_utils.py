@@ -91,9 +91,9 @@ def test_apptainer_command_is_an_argv_with_the_env_script_quoted(b2luigi, tmp_pa
 def test_get_filename_and_map_folder_follow_the_script(b2luigi, monkeypatch, tmp_path: Path) -> None:
     from b2luigi.core import utils
 
-    assert utils.map_folder("data") == str(tmp_path / "data")  # the pinned base folder (as in a job)
+    assert utils.map_folder("data") == str(tmp_path / "data")  # the base folder given (the test's, as a job's)
     assert utils.map_folder("/abs/data") == "/abs/data"
-    monkeypatch.setattr(base_folder, "_pinned_base_dir", None)
+    monkeypatch.delenv(base_folder.BASE_DIR_VARIABLE)  # no base folder named: the script's
     main = sys.modules["__main__"]
     monkeypatch.setattr(main, "__file__", "/project/flow.py", raising=False)
     monkeypatch.setattr(main, "__spec__", None, raising=False)

@@ -139,17 +139,17 @@ def get_serialized_parameters(task: Any) -> collections.OrderedDict[str, str]:
 
 def get_filename() -> str:
     """The absolute path of the file that defines the tasks: ``$B2LUIGI_TASK_FILE`` if set; in a b2batch
-    job, a file in the steering process's base folder; the script Python was started with
-    (``python tasks.py``); else ``tasks.py`` in the working directory (``python -m ...`` or a command-line
+    job, a file in the steering process's base folder (or in the one ``$B2BATCH_BASE_DIR`` names); the script
+    Python was started with (``python tasks.py``); else ``tasks.py`` in the working directory (``python -m ...`` or a command-line
     entry point). Raises ``AttributeError`` when ``__main__`` has no file (an interactive session)."""
     given = os.environ.get("B2LUIGI_TASK_FILE")
     if given:
         return os.path.abspath(given)
     main = sys.modules.get("__main__")
     main_file = getattr(main, "__file__", None)
-    pinned = base_folder.pinned_base_dir()
-    if pinned is not None:
-        return os.path.join(pinned, os.path.basename(main_file or "") or "tasks.py")
+    given_folder = base_folder.given_base_dir()  # a job's (its steering process's), or $B2BATCH_BASE_DIR
+    if given_folder is not None:
+        return os.path.join(given_folder, os.path.basename(main_file or "") or "tasks.py")
     if main_file is None:
         raise AttributeError("module '__main__' has no attribute '__file__'")
     if main_file.endswith(".py") and getattr(main, "__spec__", None) is None:
