@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "monitor":
         from b2batch.display import live_view as live_monitor
 
-        return live_monitor.main(args.target, once=args.once)
+        return live_monitor.main(display_commands.monitor_target(args.target), once=args.once)
     if args.command in ("run", "status", "cancel"):
         from b2batch.command import console
 

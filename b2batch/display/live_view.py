@@ -313,27 +313,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def target_of(argument: str | None) -> Path:
-    """The folder (or file) to look in: a live-state file, a log folder, or a workflow script's log_dir (as
-    the workflow would resolve it from its own folder; default: the log_dir seen from here)."""
-    from b2batch.jobscript import base_folder
-    from b2batch.settings import get_setting
-
-    if argument and not argument.endswith(".py"):
-        return Path(argument).resolve()
-    if argument:
-        from b2batch.command.console import in_workflow_folder
-
-        script = Path(argument).resolve()
-        with in_workflow_folder(script):
-            return base_folder.resolve(get_setting("log_dir")).resolve()
-    with base_folder.base_dir_pinned(os.getcwd()):  # relative to here, not to the b2batch command's own folder
-        return base_folder.resolve(get_setting("log_dir")).resolve()
-
-
-def main(argument: str | None, once: bool = False) -> int:
-    """The ``b2batch monitor`` command."""
-    target = target_of(argument)
+def main(target: Path, once: bool = False) -> int:
+    """The ``b2batch monitor`` command on ``target`` (a live-state file or a log folder: the command line's
+    :func:`b2batch.display.report_commands.monitor_target`)."""
     if not target.exists():
         print(f"b2batch monitor: {target} does not exist: give a workflow script, its log folder (log_dir) or a "
               f"b2batch-live-*.json file", file=sys.stderr)

@@ -99,6 +99,9 @@ class RunReport:
     paths: dict[str, Path] = field(default_factory=dict)
     #: When each job changed to which state (the timeline and the report's job histories are made of these).
     history: StateChanges = field(default_factory=StateChanges)
+    #: Where the timeline and the reports of a batch run go (the front-end's log_dir, resolved; None: not
+    #: written).
+    log_folder: Path | None = None
     #: Where to write the run's live state for ``b2batch monitor`` while it runs (None: nowhere), with the
     #: front-end's own keys for it (engine/livestate.py).
     live_folder: Path | None = None
@@ -146,8 +149,8 @@ class RunReport:
                                 f"{failed} task(s) failed" if failed else "failed" if self.failed else "success")
             if not self.summarise:
                 return
-            if self.batch:
-                self.write_files(outcomes)
+            if self.batch and self.log_folder is not None:
+                self.write_files(outcomes, self.log_folder)
             stream = self.stream or sys.stderr
             stream.write(self.summary(outcomes))
             stream.flush()
@@ -274,13 +277,9 @@ class RunReport:
 
     # --- the files -----------------------------------------------------------------------------------
 
-    def write_files(self, outcomes: list[TaskOutcome]) -> None:
-        """Write the timeline and the report into log_dir; their paths go into :attr:`paths`."""
-        from b2batch.jobscript import base_folder
-        from b2batch.settings import get_setting
-
+    def write_files(self, outcomes: list[TaskOutcome], folder: Path) -> None:
+        """Write the timeline and the report into ``folder`` (log_dir); their paths go into :attr:`paths`."""
         try:
-            folder = base_folder.resolve(get_setting("log_dir"))
             folder.mkdir(parents=True, exist_ok=True)
             stem = "b2batch-run-" + time.strftime("%Y%m%d-%H%M%S", time.localtime(self.started_at))
             for n in range(1, 1000):

@@ -76,6 +76,24 @@ def log_folder(path: str | None) -> tuple[Path, Path | None]:
     raise NotFound(f"{path} is neither a workflow script (.py) nor a folder")
 
 
+def monitor_target(argument: str | None) -> Path:
+    """What ``b2batch monitor`` looks in: a live-state file, a log folder, or a workflow script's log_dir (as
+    the workflow would resolve it from its own folder; default: the log_dir seen from here)."""
+    from b2batch.jobscript import base_folder
+    from b2batch.settings import get_setting
+
+    if argument and not argument.endswith(".py"):
+        return Path(argument).resolve()
+    if argument:
+        from b2batch.command.console import in_workflow_folder
+
+        script = Path(argument).resolve()
+        with in_workflow_folder(script):
+            return base_folder.resolve(get_setting("log_dir")).resolve()
+    with base_folder.base_dir_pinned(os.getcwd()):  # relative to here, not to the b2batch command's own folder
+        return base_folder.resolve(get_setting("log_dir")).resolve()
+
+
 def _report(args: argparse.Namespace) -> int:
     from b2batch.display.html import html_path, read_report, write_html
 

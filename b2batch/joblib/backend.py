@@ -10,7 +10,6 @@ made inside the calls. Each call's batches run as a :class:`~b2batch.joblib.call
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 import uuid
@@ -19,12 +18,10 @@ from typing import Any
 
 from joblib.parallel import ParallelBackendBase, SequentialBackend
 
-from b2batch.jobscript import base_folder
 from b2batch.errors import B2BatchError
 from b2batch.joblib import options as opts
 from b2batch.joblib.options import DISPATCH_ALL
 from b2batch.joblib.batches_on_node import current_level
-from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -197,12 +194,7 @@ class B2BatchBackend(ParallelBackendBase):
     # --- where things go ----------------------------------------------------------------------------------
 
     def shared_data_dir(self) -> Path:
-        given = self.options.shared_data_dir
-        if given is None and self.default_shared_data_dir is not None:
-            return (Path.cwd() / self.default_shared_data_dir).resolve()
-        if given is None:
-            return base_folder.resolve(get_setting("task_file_dir")).resolve() / "joblib"
-        return Path(os.path.expanduser(os.fspath(given))).resolve()
+        return self.options.shared_data_folder(self.default_shared_data_dir)
 
     def new_batch_name(self) -> str:
         return f"b2bj-{uuid.uuid4().hex[:12]}-l{self.level}"

@@ -140,6 +140,17 @@ class Options:
     def system(self) -> str:
         return str(self.batch_system or self.settings.get("batch_system") or get_setting("batch_system"))
 
+    def shared_data_folder(self, default: str | None) -> Path:
+        """Where task files go: ``shared_data_dir``; else ``default`` (a backend's own, relative to the working
+        directory); else ``joblib`` in the setting ``task_file_dir``."""
+        if self.shared_data_dir is None and default is not None:
+            return (Path.cwd() / default).resolve()
+        if self.shared_data_dir is None:
+            from b2batch.jobscript import base_folder
+
+            return base_folder.resolve(get_setting("task_file_dir")).resolve() / "joblib"
+        return Path(os.path.expanduser(os.fspath(self.shared_data_dir))).resolve()
+
 
 #: joblib's own parameters of ``parallel_config`` and ``Parallel`` (a misspelt one arrives at the backend).
 JOBLIB_PARAMETERS = ("backend", "n_jobs", "verbose", "temp_folder", "max_nbytes", "mmap_mode", "prefer", "require",

@@ -7,7 +7,6 @@ import logging
 from typing import Any
 
 from b2batch import systems
-from b2batch import get_setting
 
 #: luigi's logger, which b2luigi's batch processes log to.
 luigi_logger = logging.getLogger("luigi-interface")
@@ -29,6 +28,6 @@ def process_class_name(value: Any, task: Any) -> str:
 
 
 def log_batch_process_start(value: Any, task: Any) -> None:
-    """b2luigi's ``Batch process <Class> running  <task>`` when ``task``'s job starts (profile b2luigi only)."""
-    if get_setting("b2luigi_texts"):
-        luigi_logger.info("Batch process %s running  %s", process_class_name(value, task), task)
+    """b2luigi's ``Batch process <Class> running  <task>`` when ``task``'s job starts (the caller logs it under the
+    setting ``b2luigi_texts``: the b2luigi profile)."""
+    luigi_logger.info("Batch process %s running  %s", process_class_name(value, task), task)

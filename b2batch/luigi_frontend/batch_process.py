@@ -34,7 +34,6 @@ from typing import Any
 from luigi.scheduler import DONE, FAILED
 
 from b2batch.engine import BatchSystem, Job, JobFiles, JobState, JobStatus
-from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +165,7 @@ class ProcessSystem(BatchSystem):
             self.processes[id(job)] = process
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
-        if time.monotonic() - self._asked_at < get_setting("poll_interval"):
+        if time.monotonic() - self._asked_at < self.run.config.poll_interval:
             return {}
         self._asked_at = time.monotonic()
         found = {}

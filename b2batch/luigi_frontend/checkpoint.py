@@ -22,7 +22,6 @@ from typing import Any
 
 from b2batch.engine import preemption
 from b2batch.luigi_frontend import layout
-from b2batch.settings import get_setting
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +48,13 @@ def remove_checkpoint(task: Any) -> None:
             logger.debug("Could not remove the checkpoint of %s: %s", task, e)
 
 
-def with_warning(task: Any, name: str, value: Any) -> Any:
+def with_warning(task: Any, name: str, value: Any, seconds: int) -> Any:
     """The submit options of setting ``name`` (one of :data:`WARNING_SETTINGS`) of a task that can
-    checkpoint, with the batch system's warning added unless the task sets it itself; ``value`` unchanged for
-    other tasks and settings (or a value that is no dict: the batch system's check names it)."""
+    checkpoint, with the batch system's warning ``seconds`` before the end (the task's checkpoint_warning, which
+    its resolver read) added unless the task sets it itself; ``value`` unchanged for other tasks and settings (or
+    a value that is no dict: the batch system's check names it)."""
     if name not in WARNING_SETTINGS or not isinstance(value or {}, dict) or not can_checkpoint(task):
         return value
-    seconds = int(get_setting("checkpoint_warning", task=task))
     added: dict[str, Any] = {
         "slurm_settings": {"signal": f"B:USR1@{seconds}"},
         "sge_settings": {"notify": True},

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from b2batch.errors import SettingError
-from b2batch.settings import get_setting
 
 
 @functools.lru_cache(maxsize=None)
@@ -45,14 +44,11 @@ class Group:
     parameters: tuple[str, ...]
 
 
-def group_of(task: Any) -> Group | None:
-    """The group of ``task``, or None when it is not grouped (no grouped parameter, or a
-    ``max_grouping_size`` of 1). A wrong ``max_grouping_size`` raises the setting's SettingError."""
+def group_of(task: Any, size: int) -> Group | None:
+    """The group of ``task`` whose ``max_grouping_size`` is ``size`` (its resolver, ``TaskJobs.group_of``, read
+    it), or None when it is not grouped (no grouped parameter, or a size of 1)."""
     names = grouped_parameters(type(task))
-    if not names:
-        return None
-    size = get_setting("max_grouping_size", task=task)
-    if size <= 1:
+    if not names or size <= 1:
         return None
     others = {name: value for name, value in task.to_str_params().items() if name not in names}
     return Group(f"{task.task_family}{json.dumps(others, sort_keys=True)}", size, names)

@@ -28,7 +28,7 @@ from b2batch.engine import Job, JobFiles, JobOutcome, Run, last_outcome
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import b2luigi_messages, checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
-from b2batch.luigi_frontend.grouping import Group, group_of, refuse
+from b2batch.luigi_frontend.grouping import Group, group_of, grouped_parameters, refuse
 from b2batch.luigi_frontend.layout import job_folder, log_folder
 from b2batch.engine.jobconfig import JOB_SETTINGS, JobConfig
 from b2batch.settings import active_profile, get_setting, settings_snapshot
@@ -277,7 +277,9 @@ class TaskJobs:
         batch system runs one task per job, or a wrong max_grouping_size, raises a SettingError."""
         if task.task_id in self._groups:
             return self._groups[task.task_id]
-        group = group_of(task)
+        group = None
+        if grouped_parameters(type(task)):  # a wrong max_grouping_size raises the setting's SettingError
+            group = group_of(task, get_setting("max_grouping_size", task=task))
         if group is not None:
             value = self.batch_system_of(task)
             cls = systems.system_class(value if isinstance(value, type) else str(value), task)
@@ -305,9 +307,12 @@ class TaskJobs:
             if group is not None:
                 given["tasks_per_job"] = group.size
             config = self._shared.replace(**given)
-            warned = {name: checkpoint.with_warning(task, name, config[name]) for name in checkpoint.WARNING_SETTINGS}
-            if any(warned[name] is not config[name] for name in warned):
-                config = config.replace(**warned)
+            if checkpoint.can_checkpoint(task):
+                seconds = int(get_setting("checkpoint_warning", task=task))
+                warned = {name: checkpoint.with_warning(task, name, config[name], seconds)
+                          for name in checkpoint.WARNING_SETTINGS}
+                if any(warned[name] is not config[name] for name in warned):
+                    config = config.replace(**warned)
             if cache is not None:
                 self._configs[cache] = config
         return config
@@ -399,7 +404,8 @@ class TaskJobs:
         self.jobs[task.task_id] = job
         if self._ended_earlier(job) or self._held_back(job):
             return
-        b2luigi_messages.log_batch_process_start(self.batch_system_of(task), task)
+        if get_setting("b2luigi_texts"):  # b2luigi's log line, under its profile
+            b2luigi_messages.log_batch_process_start(self.batch_system_of(task), task)
         try:
             self.write_files(job)
         except B2BatchError as e:

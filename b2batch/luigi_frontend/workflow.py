@@ -317,18 +317,19 @@ def _report(run: Run, jobs: TaskJobs | None, context: RunContext, *, batch: bool
             exit_on_failure: bool, tui: bool) -> RunReport:
     """The run's report (summary, timeline, JSON and HTML), with the live state for ``b2batch monitor`` when
     asked for (``--tui``, ``progress_tui=True`` or the setting ``live_state``)."""
+    from b2batch.jobscript import base_folder
+
+    log_folder = base_folder.resolve(get_setting("log_dir"))  # the timeline and reports go there (batch runs)
     live_folder = None
     if jobs is not None and (tui or get_setting("live_state")):
-        from b2batch.jobscript import base_folder
-
-        live_folder = base_folder.resolve(get_setting("log_dir"))
+        live_folder = log_folder
         if tui:
             print(f"b2batch: follow this run from any terminal with: b2batch monitor {live_folder}",
                   file=sys.stderr, flush=True)
     mode = "batch" if batch else "test" if test else "local"
     return RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
                      exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")),
-                     live_folder=live_folder, live_info={"tag": run.tag})
+                     log_folder=log_folder, live_folder=live_folder, live_info={"tag": run.tag})
 
 
 def _execute(tasks: list[Any], run: Run, jobs: TaskJobs | None, report: RunReport, batch: bool,

@@ -128,18 +128,30 @@ def test_a_checkpointing_task_asks_every_batch_system_for_its_warning_and_its_ow
         pass
 
     task, plain = Warned(), Plain()
-    b2batch.set_setting("checkpoint_warning", 90)
-    assert sbatch_options(with_warning(task, "slurm_settings", {"time": "10"}), task) == [
+    seconds = 90  # the task's checkpoint_warning, as TaskJobs.config_of reads it
+    assert sbatch_options(with_warning(task, "slurm_settings", {"time": "10"}, seconds), task) == [
         "--signal=B:USR1@90", "--time=10"]
-    assert sbatch_options(with_warning(task, "slurm_settings", {"signal": "B:USR2@30"}), task) == [
+    assert sbatch_options(with_warning(task, "slurm_settings", {"signal": "B:USR2@30"}, seconds), task) == [
         "--signal=B:USR2@30"]  # the task's own wins
-    assert qsub_options(with_warning(task, "sge_settings", {}), task) == ["-notify"]
-    lsf = with_warning(task, "lsf_settings", None)
+    assert qsub_options(with_warning(task, "sge_settings", {}, seconds), task) == ["-notify"]
+    lsf = with_warning(task, "lsf_settings", None, seconds)
     assert bsub_options(_Job({"lsf_settings": lsf})) == ["-wa", "USR1", "-wt", "2"]
-    condor = checked_settings(_Job({"htcondor_settings": with_warning(task, "htcondor_settings", {})}))
+    condor = checked_settings(_Job({"htcondor_settings": with_warning(task, "htcondor_settings", {}, seconds)}))
     assert condor["kill_sig"] == "SIGUSR1" and condor["want_graceful_removal"] == "true"
-    assert with_warning(plain, "slurm_settings", {"time": "10"}) == {"time": "10"}  # no checkpoint(): unchanged
-    assert with_warning(task, "env", {"A": "1"}) == {"A": "1"}
+    assert with_warning(plain, "slurm_settings", {"time": "10"}, seconds) == {"time": "10"}  # no checkpoint(): unchanged
+    assert with_warning(task, "env", {"A": "1"}, seconds) == {"A": "1"}
+    # the resolver reads the task's checkpoint_warning once, into its JobConfig
+    from b2batch.engine import Run
+    from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+
+    b2batch.set_setting("checkpoint_warning", 75)
+    run = Run()
+    try:
+        jobs = TaskJobs(run, RunContext(script="flow.py"))
+        assert jobs.config_of(task)["slurm_settings"] == {"signal": "B:USR1@75"}
+        assert not jobs.config_of(plain)["slurm_settings"]
+    finally:
+        run.close()
 
 
 def _steps(folder: Path) -> list[str]:

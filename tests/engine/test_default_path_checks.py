@@ -13,7 +13,7 @@ import pytest
 
 import b2batch
 from b2batch.engine.jobconfig import NO_SETTINGS
-from b2batch.display import live_view
+from b2batch.display import report_commands
 from b2batch.display.jobstates import RecordedJob, ask_batch_systems
 from b2batch.display.queues import QueueViews
 from b2batch.engine import Job, JobFiles
@@ -68,7 +68,7 @@ def test_monitor_without_a_target_reads_the_log_dir_seen_from_here(tmp_path: Pat
 
     monkeypatch.delenv(base_folder.BASE_DIR_VARIABLE)  # as the b2batch command: __main__ is its own file
     (tmp_path / "settings.json").write_text(json.dumps({"log_dir": "my_logs"}))
-    assert live_view.target_of(None) == (tmp_path / "my_logs").resolve()
+    assert report_commands.monitor_target(None) == (tmp_path / "my_logs").resolve()
 
 
 def test_dry_run_does_not_count_the_outputs_a_failed_job_left(tmp_path: Path) -> None:

@@ -33,27 +33,20 @@ RESOLVERS = {
 COMMAND_LINE = {
     "b2batch.command.console": "b2batch status/cancel/show: the task and log folders",
     "b2batch.display.report_commands": "b2batch report/monitor/timeline: the log folder",
+    "b2batch.luigi_frontend.retry_command": "b2batch retry: the task folder whose failure counts it resets",
     "b2batch.luigi_frontend.workflow": "process(): the run's flags and modes",
 }
 #: Front-end modules that still read settings themselves (for a task, not for its job): known debt.
 KNOWN_DEBT = {
-    "b2batch.display.live_view": "the log folder of the live view",
-    "b2batch.display.report": "the log folder of the report",
     "b2batch.remote.outputs": "the retries of remote outputs",
     "b2batch.remote.base": "scratch_dir of remote targets",
     "b2batch.remote.plain": "scratch_dir of remote targets",
     "b2batch.remote.webdav": "the WebDAV credentials",
-    "b2batch.joblib.backend": "the joblib work folder",
     "b2batch.luigi_frontend.task": "result_dir and the output layout of a task",
-    "b2batch.luigi_frontend.batch_process": "b2luigi's BatchProcess plugins",
-    "b2batch.luigi_frontend.b2luigi_messages": "b2luigi's texts",
-    "b2batch.luigi_frontend.grouping": "b2luigi's max_grouping_size",
     "b2batch.luigi_frontend.staging": "staging of inputs",
     "b2batch.luigi_frontend.dispatching": "b2luigi's dispatch()",
-    "b2batch.luigi_frontend.checkpoint": "checkpoint_warning",
     "b2batch.luigi_frontend.layout": "the job and log folders of a task",
     "b2batch.luigi_frontend.temporary": "scratch_dir of temporary files",
-    "b2batch.luigi_frontend.retry_command": "luigi's retries",
     "b2batch.luigi_frontend.graph_checks": "the graph checks",
 }
 ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)

@@ -24,7 +24,7 @@ from b2batch.engine import BatchSystem, Job, Run
 from b2batch.engine.jobconfig import NO_SETTINGS
 from b2batch.engine.jobstate import JobState, JobStatus
 from b2batch.errors import SettingError
-from b2batch.luigi_frontend.grouping import Slots, group_of
+from b2batch.luigi_frontend.grouping import Slots
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIM = ROOT / "compat" / "b2luigi-shim"
@@ -136,6 +136,18 @@ class Grouped(b2batch.Task):
 class Ungrouped(b2batch.Task):
     seed = b2batch.IntParameter()
     max_grouping_size = 5
+
+
+def group_of(task: b2batch.Task):
+    """The task's group as its resolver (TaskJobs.group_of, which reads max_grouping_size) makes it."""
+    from b2batch.engine import Run
+    from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+
+    run = Run()
+    try:
+        return TaskJobs(run, RunContext(script="flow.py")).group_of(task)
+    finally:
+        run.close()
 
 
 def test_tasks_that_differ_only_in_grouped_parameters_share_a_group() -> None:
