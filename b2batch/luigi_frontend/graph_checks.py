@@ -18,7 +18,7 @@ import luigi.task
 
 from b2batch.jobscript import base_folder
 from b2batch.errors import SettingError
-from b2batch.settings import get_setting, misspelt_setting_error, misspelt_settings
+from b2batch.settings import misspelt_setting_error, misspelt_settings
 
 logger = logging.getLogger(__name__)
 
@@ -94,10 +94,11 @@ def check_graph(tasks: Iterable[Any], walked: list[tuple[Any, list[str]]] | None
 WRITTEN_FOLDERS = ("log_dir", "result_dir")
 
 
-def check_writable_folders(task: Any) -> None:
-    """Stop with one line when ``task``'s log_dir or result_dir (a local folder) cannot be made or written."""
+def check_writable_folders(task: Any, config: Any) -> None:
+    """Stop with one line when ``task``'s log_dir or result_dir (a local folder) cannot be made or written;
+    ``config``: the task's JobConfig (its resolver's values)."""
     for name in WRITTEN_FOLDERS:
-        value = get_setting(name, None, task=task)
+        value = config[name]
         if not value or "://" in str(value):
             continue  # unset, or remote storage (checked where it is used)
         folder = base_folder.resolve(value)

@@ -162,7 +162,8 @@ class GraphRunner(FailureBudgets, Steering):
                 node.group = self.jobs.group_of(task)  # a wrong max_grouping_size stops the run here
                 if type(task) not in self._folders_checked:  # once per class: settings are mostly per class
                     self._folders_checked.add(type(task))
-                    check_writable_folders(task)  # lost logs and outputs stop the run before any submission
+                    # lost logs and outputs stop the run before any submission
+                    check_writable_folders(task, self.jobs.config_of(task))
                 self._grouping |= node.group is not None
         for dep in deps:
             task.trigger_event(luigi.Event.DEPENDENCY_DISCOVERED, task, dep)

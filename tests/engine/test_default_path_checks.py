@@ -22,6 +22,7 @@ from b2batch.errors import SettingError
 from b2batch.jobscript import wrapper
 from b2batch.luigi_frontend import graph_checks
 from b2batch.luigi_frontend.jobs import outputs_counted, task_files
+from b2batch.settings.resolve import resolve_job_config
 
 
 class Leaf(b2batch.Task):
@@ -35,12 +36,12 @@ class Leaf(b2batch.Task):
 def test_an_unwritable_folder_stops_the_run_naming_the_setting_and_the_folder(name: str) -> None:
     b2batch.set_setting(name, "/proc/no/such/folder")
     with pytest.raises(SettingError) as raised:
-        graph_checks.check_writable_folders(Leaf(n=1))
+        graph_checks.check_writable_folders(Leaf(n=1), resolve_job_config(Leaf(n=1)))
     text = str(raised.value)
     assert text.startswith("Task Leaf(n=1): the setting ") and f"'{name}' is '/proc/no/such/folder'" in text
     assert "Set " + name + " to a folder you can write; nothing was submitted." in text
     b2batch.set_setting(name, "fine/below")
-    graph_checks.check_writable_folders(Leaf(n=1))  # it could be made: nothing is left behind
+    graph_checks.check_writable_folders(Leaf(n=1), resolve_job_config(Leaf(n=1)))  # it could be made: nothing left
     assert list(Path.cwd().iterdir()) == []
 
 

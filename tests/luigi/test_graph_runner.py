@@ -34,6 +34,9 @@ class InstantJobs:
     def group_of(self, task: Any) -> None:
         return None  # no parameter grouping
 
+    def config_of(self, task: Any) -> dict[str, Any]:
+        return {"log_dir": None, "result_dir": None}  # no folders to check
+
     def runs_as_job(self, task: Any) -> bool:
         return runs_as_job(task, self.run.config.batch_system)
 

@@ -47,7 +47,6 @@ KNOWN_DEBT = {
     "b2batch.luigi_frontend.dispatching": "b2luigi's dispatch()",
     "b2batch.luigi_frontend.layout": "the job and log folders of a task",
     "b2batch.luigi_frontend.temporary": "scratch_dir of temporary files",
-    "b2batch.luigi_frontend.graph_checks": "the graph checks",
 }
 ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)
 BELOW = ("b2batch.engine", "b2batch.systems", "b2batch.jobscript")
