@@ -3,7 +3,7 @@
 Every module under ``b2batch/`` is read with ``ast`` (nothing is imported). The test fails when
 
 - a module calls ``get_setting`` (or ``find_setting``), or hands it on, that is not listed below as the settings store, a
-  resolver, a command-line module or known debt (a front-end module that still reads its own settings; the
+  resolver, a command-line module, a b2luigi public function that reads settings by its definition, or known debt (a front-end module that still reads its own settings; the
   list shrinks as they are paid: a listed module that no longer calls it fails too, so the list stays true);
 - a module under ``engine/``, ``systems/`` or ``jobscript/`` calls ``.setting(...)``, ``.settings(...)`` or a
   ``lookup(...)``, takes a parameter named ``lookup``, or imports the settings store.
@@ -36,19 +36,29 @@ COMMAND_LINE = {
     "b2batch.luigi_frontend.retry_command": "b2batch retry: the task folder whose failure counts it resets",
     "b2batch.luigi_frontend.workflow": "process(): the run's flags and modes",
 }
+#: b2luigi's public functions, whose documented meaning is to read a task's settings when they are called (in the
+#: steering process and in the task's job alike; a task's attribute overrides per call): the b2luigi layer's API.
+B2LUIGI_API = {
+    "b2batch.luigi_frontend.task": "b2luigi's Task methods add_to_output, get_output_file_name, temporary_path and "
+                                   "remove_output: result_dir, scratch_dir, default_task_target_class, "
+                                   "target_class_kwargs of the task when called",
+    "b2batch.luigi_frontend.layout": "a task's paths, asked with the task alone (b2luigi's create_output_file_name, "
+                                     "get_log_file_dir and get_task_file_dir through the shim, the Task methods "
+                                     "above): parameter_separator, use_parameter_name_in_output, result_dir, "
+                                     "log_dir, task_file_dir, job_folder_layout of the task when called",
+    "b2batch.luigi_frontend.temporary": "b2luigi's on_temporary_files: the task's scratch_dir when its run() writes",
+    "b2batch.luigi_frontend.dispatching": "b2luigi's @dispatch: the task's env_script and env when its run() is "
+                                          "called (in its job)",
+}
 #: Front-end modules that still read settings themselves (for a task, not for its job): known debt.
 KNOWN_DEBT = {
     "b2batch.remote.outputs": "the retries of remote outputs",
     "b2batch.remote.base": "scratch_dir of remote targets",
     "b2batch.remote.plain": "scratch_dir of remote targets",
     "b2batch.remote.webdav": "the WebDAV credentials",
-    "b2batch.luigi_frontend.task": "result_dir and the output layout of a task",
     "b2batch.luigi_frontend.staging": "staging of inputs",
-    "b2batch.luigi_frontend.dispatching": "b2luigi's dispatch()",
-    "b2batch.luigi_frontend.layout": "the job and log folders of a task",
-    "b2batch.luigi_frontend.temporary": "scratch_dir of temporary files",
 }
-ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)
+ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(B2LUIGI_API) | set(KNOWN_DEBT)
 BELOW = ("b2batch.engine", "b2batch.systems", "b2batch.jobscript")
 LOOKUPS = {"get_setting", "find_setting"}
 
@@ -79,10 +89,10 @@ def calls_of(path: Path) -> set[str]:
     return found
 
 
-def test_get_setting_is_called_only_by_the_store_resolvers_command_line_and_known_debt() -> None:
+def test_get_setting_is_called_only_by_the_store_resolvers_command_line_b2luigis_api_and_known_debt() -> None:
     calling = {name for name, path in MODULES.items() if calls_of(path) & LOOKUPS}
     assert sorted(calling - ALLOWED) == [], "look settings up in the front-end's resolver, into the job's JobConfig"
-    paid = sorted((set(RESOLVERS) | set(COMMAND_LINE) | set(KNOWN_DEBT)) - calling)
+    paid = sorted((set(RESOLVERS) | set(COMMAND_LINE) | set(B2LUIGI_API) | set(KNOWN_DEBT)) - calling)
     assert paid == [], "these no longer look settings up: take them off the lists"
 
 
