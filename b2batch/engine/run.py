@@ -133,18 +133,24 @@ class Run:
     def _follows_earlier(self, job: Job, system: BatchSystem) -> bool:
         """Whether ``system`` still has a job of an earlier steering process for ``job`` and now follows it: the
         one its journal names, or, when that process was killed while it submitted (an intent newer than the
-        journal), the one that carries the intent's tag (adopted, and its journal written now)."""
+        journal), the one that carries the intent's tag (adopted, and its journal written now).
+
+        A job that ended well since its front-end looked (exit code 0 written in between: the front-end's check
+        and this call are not one step, and a graph's checks run long before its submissions) is followed too,
+        and the next poll reports its end; submitting it again would run its work twice. Only a job that ended
+        badly goes again."""
         files = job.files
+        ended_badly = written_exit_code(files) not in (None, 0)
         intent = files.read_intent()
         if intent is not None:
-            if intent.get("system") != system.name or written_exit_code(files) is not None:
+            if intent.get("system") != system.name or ended_badly:
                 return False
             if not system.adopt(job, intent):
                 return False
             files.record_submission(system.name, str(job.job_id), job.placement)
             return True
         journal = files.read_submission()
-        return bool(journal and journal.get("system") == system.name and written_exit_code(files) is None
+        return bool(journal and journal.get("system") == system.name and not ended_badly
                     and system.attach(job, journal))
 
     def _queue(self, job: Job) -> None:

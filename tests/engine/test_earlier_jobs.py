@@ -9,7 +9,9 @@ from pathlib import Path
 import b2batch
 import pytest
 
-from b2batch.engine import Run
+from b2batch.engine import JobState, JobStatus, Run
+from b2batch.engine.outcome import written_exit_code
+from helpers.simulated import Simulated, make_job
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
 from luigi.scheduler import DONE
 
@@ -169,3 +171,44 @@ def test_a_task_killed_while_writing_directly_runs_again_on_the_rerun(tmp_path: 
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "its outputs may be partial and do not count: removed" in rerun.stderr
     assert output.read_text() == "partial and complete"
+
+
+class Remembering(Simulated):
+    """A scheduler that still lists the jobs of an earlier steering process (finished ones as done)."""
+
+    name = "remembering"
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        self.earlier: dict[str, JobState] = {}
+
+    def attach(self, job, journal) -> bool:
+        state = self.earlier.get(str(journal.get("job_id")))
+        if state is None or (state.status.final and written_exit_code(job.files) != 0):
+            return False
+        job.job_id = str(journal["job_id"])
+        self.answers[job.job_id] = state
+        self.changed.add(job.job_id)
+        return True
+
+
+@pytest.mark.parametrize("exit_code, submitted", [(0, []), (1, [1])])
+def test_a_job_that_ends_between_the_front_ends_check_and_its_submission_runs_once(
+        tmp_path: Path, exit_code: int, submitted: list[int]) -> None:
+    """A restarted run finds a task's earlier job still running when its front-end checks the task; the job
+    ends before the run gets the task: ended well, it is followed to its end (not run twice); ended badly,
+    it goes again. (A SIGKILL test under load on the LSF emulator ran a task twice this way.)"""
+    run = Run()
+    system = run.add_system("remembering", Remembering)
+    earlier = make_job(tmp_path, "late", system="remembering").files  # as the killed steering process left it
+    earlier.make_folders()
+    earlier.record_submission("remembering", "41")
+    system.earlier["41"] = JobState(JobStatus.successful)
+    job = make_job(tmp_path, "late", system="remembering")
+    job.files.exit_code.write_text(f"{exit_code}\n")  # the job ended after the front-end looked
+    run.submit(job)
+    run.poll()
+    assert system.submissions == submitted
+    if not submitted:
+        assert job.earlier and job.job_id == "41"
+    run.interrupt()
