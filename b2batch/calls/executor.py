@@ -47,7 +47,7 @@ from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
 from b2batch.engine.outcome import COMMAND_NOT_FOUND
 from b2batch.engine.steering import Step, Steering, drive
 from b2batch.settings.runconfig import run_config
-from b2batch.errors import B2BatchError, SettingError
+from b2batch.errors import B2BatchError, RunStoppingError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
 from b2batch.settings.resolve import resolve_job_config
 
@@ -270,6 +270,9 @@ class Executor:
     def _loop(self) -> None:
         try:
             drive(self.run, _ExecutorSteering(self))
+        except RunStoppingError as e:  # no job of the run can go (e.g. the scheduler's tools are missing)
+            logger.error("%s: %s", self.name, e)
+            self._fail_all(e)
         except BaseException as e:  # nothing may wait for ever on a future of a dead thread
             logger.exception("%s: the executor stopped", self.name)
             self._fail_all(e)
@@ -420,8 +423,9 @@ class Executor:
         self._failed = True
         waiting = self._waiting.drain()
         for future in [each for pack in self._futures.values() for each in pack.futures] + waiting:
-            if not future.done():
-                future.set_exception(CallJobError(f"{self.name}: the executor stopped: {error!r}"))
+            if not future.done():  # the run's own message as it is, each call its own exception
+                future.set_exception(RunStoppingError(str(error)) if isinstance(error, RunStoppingError)
+                                     else CallJobError(f"{self.name}: the executor stopped: {error!r}"))
         self._futures.clear()
         self._drop_waiting()
 

@@ -32,8 +32,8 @@ from b2batch.engine.escalation import Request
 from b2batch.engine.polling import JobMonitor
 from b2batch.engine.outcome import written_exit_code, status_of_files
 from b2batch.engine.usage import Usage
-from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, SchedulerCommandError,
-                            TransientCommandError)
+from b2batch.errors import (B2BatchError, BatchSystemError, CommandNotFoundError, RunStoppingError,
+                            SchedulerCommandError, TransientCommandError)
 from b2batch.systems import accounting, command_runner
 from b2batch.systems.collect import AccountingCollector
 from b2batch.systems.tagging import TaggedSubmissions, safe_name
@@ -285,8 +285,8 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
             return command_runner.run(command, stdin=stdin, timeout=self.call_timeout, calls=self.calls)
         except TransientCommandError:
             raise
-        except CommandNotFoundError as e:  # nothing to do with the job: the tool is missing
-            raise BatchSystemError(f"{self.name} cannot be used here: {e}") from e
+        except CommandNotFoundError as e:  # nothing to do with the job: no job of the run can go
+            raise RunStoppingError(f"{self.name} cannot be used here: {e}") from e
         except SchedulerCommandError as e:
             raise BatchSystemError(f"{self.name} rejected the job: {e}\nCheck the task's settings for "
                                    f"{self.name} ({self.name}_settings) and {what}.") from e

@@ -260,8 +260,11 @@ def test_emulate_says_in_one_line_that_a_command_cannot_run(system: str, tmp_pat
 def test_a_run_says_which_scheduler_tool_is_not_on_path(system: str, tool: str, workflow, tmp_path: Path) -> None:
     flow = workflow("experience.py")
     bare = clean_env(PATH=str(tmp_path / "no-tools"))  # no scheduler tools
-    run = flow.run("--batch", "--batch-system", system, "--count", "1", env=bare)
+    run = flow.run("--batch", "--batch-system", system, "--count", "3", env=bare)
     assert run.returncode == 1
-    assert f"could not be submitted to {system}: {system} cannot be used here: {tool} is not on PATH: cannot run `" \
-        f"{tool} " in run.stderr, run.stderr[-3000:]
+    # One line for the run, not one per task: no job of the run can go without the tool.
+    lines = [line for line in run.stderr.splitlines() if f"{tool} is not on PATH" in line]
+    assert lines == [f"ERROR: {system} cannot be used here: {tool} is not on PATH: cannot run `{tool} "
+                     + lines[0].split(f"cannot run `{tool} ", 1)[1]] if lines else False, run.stderr[-3000:]
+    assert "Is batch_system right, and is the scheduler's client installed on this host?" in run.stderr
     assert "rejected the job" not in run.stderr and "exited with 127" not in run.stderr
