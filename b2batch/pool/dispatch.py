@@ -65,6 +65,8 @@ class Batch:
     length: int | None = None
     read: int = 0
     submitted: int = 0
+    #: Items per chunk.
+    size: int = 1
 
 
 @dataclass(eq=False)
@@ -91,6 +93,8 @@ class Dispatcher:
         #: Whether a job failed, an item raised, or a chunk was lost (the work dir is then kept).
         self.failed = False
         self._incoming: queue.SimpleQueue[Batch] = queue.SimpleQueue()
+        self._open: list[Batch] = []  # batches of known length with chunks not submitted yet (for held())
+        self._lock = threading.Lock()
         self._ended: queue.SimpleQueue[CallFuture | None] = queue.SimpleQueue()
         self._batches: collections.deque[Batch] = collections.deque()
         self._chunks: dict[int, _Chunk] = {}  # id(future) -> chunk, for jobs in flight
@@ -104,8 +108,17 @@ class Dispatcher:
     def add(self, batch: Batch) -> None:
         if batch.length is not None:
             batch.result.expect(batch.length)
+            with self._lock:
+                self._open.append(batch)
         self._incoming.put(batch)
         self._ended.put(None)
+
+    def held(self) -> int:
+        """Chunks of known length not submitted yet (the run's job shaping counts them as ready: a map's first
+        chunk should not get a job of its own because the others were not handed over yet)."""
+        with self._lock:
+            self._open = [b for b in self._open if b.length is not None and b.length > b.read]
+            return sum(-(-(b.length - b.read) // b.size) for b in self._open)  # type: ignore[operator]
 
     def busy(self) -> bool:
         """Whether calls of the pool have not ended."""

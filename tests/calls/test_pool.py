@@ -196,9 +196,11 @@ def test_the_work_dir_is_removed_on_success_and_kept_when_asked(tmp_path: Path) 
 
 
 def files_while_mapping(tmp_path: Path, count: int) -> tuple[int, int]:
-    """The most files the work dir held while mapping ``count`` items one per job, and the number left."""
+    """The most files the work dir held while mapping ``count`` items one per job, and the number left. (A job
+    each: with the default job_shape, 24 chunks of one trivial item go to pilots, whose queue folder stays.)"""
     most = 0
-    with local_pool(work_dir=tmp_path / str(count), keep_work_dir=True, num_simultaneously_running_tasks=2) as pool:
+    with local_pool(work_dir=tmp_path / str(count), keep_work_dir=True, num_simultaneously_running_tasks=2,
+                    settings={"job_shape": "job_per_task"}) as pool:
         result = pool.map_async(abs, range(count), chunksize=1)
         while not result.ready():
             most = max(most, packing.file_count(pool.work_dir))
@@ -213,6 +215,13 @@ def test_the_work_dir_file_count_does_not_grow_with_the_items(tmp_path: Path) ->
     assert large[1] == small[1] == 5, ("after the map: outputs.jsonl, results.pickles, empty jobs/, and logs/ with "
                                        "the pool's live state (b2batch monitor)")
     assert large[0] <= 40, f"at most the window's jobs (4) in flight, not 24: {large[0]} files"
+
+
+def test_a_maps_first_chunk_does_not_get_a_job_of_its_own_when_many_follow() -> None:
+    with local_pool() as pool:
+        assert pool.map(abs, range(-200, 200), chunksize=10) == [abs(i) for i in range(-200, 200)]
+        records = list(pool.record.jobs.values())
+    assert len(records) == 40 and all(r.carrier for r in records), [r.task_id for r in records if not r.carrier]
 
 
 def test_batch_system_multiprocessing_is_a_multiprocessing_pool() -> None:
