@@ -252,8 +252,10 @@ class Farmer:
 
     def _wait(self, loop: _Loop) -> bool:
         """Wait for a child's end, a stop signal or the next due time; False after a stop signal."""
-        wake = min(loop.next_beat, loop.next_timeline, self.record_by if self.results else loop.next_beat,
-                   *(held for *_, held in self.suspects))
+        # (the timeline's time only while events wait for it: a time past with nothing to write would make the
+        # wait return at once, turn after turn, and the farmer spin while its lines run)
+        wake = min(loop.next_beat, loop.next_timeline if self.events else loop.next_beat,
+                   self.record_by if self.results else loop.next_beat, *(held for *_, held in self.suspects))
         busy = self.running or self.suspects
         info = signal.sigtimedwait(WAITED, max(0.0, wake - time.monotonic()) if busy else 0)
         if info is not None and info.si_signo in STOP_SIGNALS:
@@ -331,8 +333,8 @@ class Farmer:
                 actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                            (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
                            (os.POSIX_SPAWN_DUP2, 1, 2)]
-                pid = os.posix_spawnp(launch.argv[0], launch.argv, env, file_actions=actions, setpgroup=0,
-                                      setsigmask=(), setsigdef=DEFAULT_IN_CHILD)
+                pid = os.posix_spawnp(launch.executable or launch.argv[0], launch.argv, env, file_actions=actions,
+                                      setpgroup=0, setsigmask=(), setsigdef=DEFAULT_IN_CHILD)
         except Exception as e:  # noqa: BLE001  (a line that cannot start fails alone, whatever the reason)
             self.free_slots.append(slot)
             if cleanup:

@@ -39,6 +39,9 @@ class Launch:
     env: dict[str, str] | None = None
     #: Called once the line's process ended (e.g. to remove its temporary directory).
     cleanup: Callable[[], None] | None = None
+    #: The program's path when the runner found it already (the farmer then starts it without searching PATH
+    #: again); else ``argv[0]``, searched on PATH.
+    executable: str | None = None
 
 
 class Runner:
@@ -74,8 +77,9 @@ class ShellRunner(Runner):
             if program not in _SHELL_ONLY and "=" not in program:
                 if program not in self._found:
                     self._found[program] = shutil.which(program)
-                if self._found[program]:  # found as the shell would find it: run as the shell would run it
-                    return Launch(words)
+                found = self._found[program]
+                if found:  # found as the shell would find it: run as the shell would run it
+                    return Launch(words, executable=found)
         return Launch([self.shell, "-c", command])
 
 

@@ -112,6 +112,8 @@ def test_each_line_runs_in_a_shell_or_split_like_pytaskfarmer(tmp_path: Path) ->
 def test_simple_lines_run_without_a_shell_with_the_same_result() -> None:
     runner = ShellRunner()
     assert runner.launch(0, "true").argv == ["true"]
+    assert runner.launch(0, "true").executable == shutil.which("true"), "found once: not searched on PATH per line"
+    assert runner.launch(0, "echo x").executable is None  # a shell line: the shell's own path
     assert runner.launch(0, "ls -l /tmp").argv == ["ls", "-l", "/tmp"]  # argv[0] as the shell passes it
     assert runner.launch(0, "no-such-program-x 1").argv == ["/bin/sh", "-c", "no-such-program-x 1"]
     for line in ("echo -e a", "exit 3", "ls $HOME", "ls *.txt", "a=1 ls", "ls > x", "cd /tmp", "ls 'a b'"):
