@@ -3,10 +3,11 @@ and ``b2batch cancel``.
 
 A task that runs in a pilot (or a bundle) has no batch job of its own: its job folder's ``submission.json``
 names its work queue and its unit there (``queue``, ``unit``). The queue tells the rest
-(:mod:`b2batch.engine.pilots.work_queue`): a unit in ``todo/`` waits for a pilot, one in ``claimed/<worker>/`` runs in
-that worker's batch job (whose own ``submission.json`` in ``jobs/<worker>/`` has the scheduler's job id, and
-whose heartbeat the node and start), one in a worker's log of finished runs has ended. Each queue is read
-once per command, however many of its units are asked about.
+(:mod:`b2batch.engine.pilots.work_queue`): a unit in a batch in ``todo/``, or in a batch a worker claimed but whose
+run has not started, waits for a pilot; one whose start is in a worker's log runs in that worker's batch job
+(whose own ``submission.json`` in ``jobs/<worker>/`` has the scheduler's job id, and whose heartbeat the node),
+one whose end is in the log has ended. Each queue is read once per command, however many of its units are
+asked about.
 """
 
 from __future__ import annotations
@@ -71,27 +72,23 @@ class QueueView:
             self.waiting = set()
         self.claims = queue.claims()
         self.beats = {worker: beat for worker, (_text, beat) in _heartbeats(queue).items()}
-        self.finished = _finished_runs(queue)
+        self.started, self.finished = _runs(queue)
         self.workers = _worker_jobs(root, kind, self.beats)
 
     def unit(self, name: str) -> UnitState:
-        worker_key = self.claims.get(name)
-        if worker_key is not None:
-            worker = self.workers.get(worker_key)
-            beat = self.beats.get(worker_key, {})
-            claim = self._queue.claimed / worker_key / f"{name}.json"
-            try:
-                since: float | None = claim.stat().st_ctime  # a rename sets the ctime: when it was claimed
-            except OSError:
-                since = None
-            job_id = (worker.job_id if worker is not None and worker.job_id else str(beat.get("job_id", "")))
-            return UnitState("running", worker, worker_key, since, job_id, str(beat.get("host", "")))
         ran = self.finished.get(name)
         if ran is not None:
             worker_key = str(ran.get("worker", ""))
             return UnitState("ended", self.workers.get(worker_key), worker_key, ran.get("ended"),
                              str(ran.get("job_id", "")))
-        if name in self.waiting:
+        worker_key = self.claims.get(name)
+        start = self.started.get(name)
+        if worker_key is not None and start is not None:
+            worker = self.workers.get(worker_key)
+            beat = self.beats.get(worker_key, {})
+            job_id = (worker.job_id if worker is not None and worker.job_id else str(beat.get("job_id", "")))
+            return UnitState("running", worker, worker_key, start, job_id, str(beat.get("host", "")))
+        if name in self.waiting or worker_key is not None:
             return UnitState("waiting")
         return UnitState("missing")
 
@@ -139,11 +136,23 @@ def _heartbeats(queue: WorkQueue) -> dict[str, tuple[str, dict[str, Any]]]:
         return {}
 
 
-def _finished_runs(queue: WorkQueue) -> dict[str, dict[str, Any]]:
+def _runs(queue: WorkQueue) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """From the workers' logs: the units whose run started and was not put back (when), and those that ended."""
+    started: dict[str, float] = {}
+    finished: dict[str, dict[str, Any]] = {}
     try:
-        return queue.take_done()
+        lines = queue.take_log()
     except OSError:
-        return {}
+        return started, finished
+    for line in lines:
+        name = line.pop("name")
+        if "start" in line:
+            started[name] = float(line["start"])
+        elif line.get("released"):
+            started.pop(name, None)
+        elif not line.get("skipped"):
+            finished[name] = line
+    return started, finished
 
 
 def _worker_jobs(root: Path, kind: str, beats: dict[str, dict[str, Any]]) -> dict[str, WorkerJob]:

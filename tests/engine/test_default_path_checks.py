@@ -104,6 +104,7 @@ def test_a_task_in_a_pilot_queue_is_queued_or_running_never_unknown(tmp_path: Pa
     (pilot / "submission.json").write_text(json.dumps({"system": "slurm", "job_id": "77_3", "host": "elsewhere"}))
     queue.join("pilot-1")
     assert queue.claim("pilot-1")[0] == "u0"
+    queue.started("pilot-1", "u0", 1.0)
     queue.beat("pilot-1", {"worker": "pilot-1", "job_id": "77_3", "host": "node7", "started": 1.0})
     queue.finish("pilot-1", "u2", {"job_id": "77_3", "worker": "pilot-1", "started": 1.0, "ended": 2.0})
     (folders[2] / "exit_code").write_text("0\n")

@@ -45,6 +45,8 @@ class PilotSystem(PooledSystem):
     kind = "pilot"
     #: Seconds a pilot with work waiting for it may stay queued before idle pilots of other queues end.
     GIVE_BACK_AFTER = 1.0
+    #: Seconds a unit may wait in the steering process for others to share its batch, while pilots have work.
+    STAGE_WAIT = 0.05
 
     def __init__(self, run: Any, inner: BatchSystem, size: Callable[[UnitPool], int] | None = None) -> None:
         super().__init__(run, inner)
@@ -60,7 +62,7 @@ class PilotSystem(PooledSystem):
     def take_back(self, job: Job) -> bool:
         """Take a unit out of its queue if no pilot has claimed it yet; whether it was taken back."""
         found = self._pool_of.get(id(job))
-        if found is None or found[1] in found[0].running or not found[0].queue.take_back(found[1]):
+        if found is None or found[1] in found[0].running or not self._take_back_many(found[0], [found[1]]):
             return False
         self._untrack(job)
         return True
@@ -76,6 +78,9 @@ class PilotSystem(PooledSystem):
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes = super().states(jobs)
+        now = time.monotonic()
+        for pool in self.pools.values():
+            self._flush(pool, now)
         self._give_back_slots()
         for pool in self.pools.values():
             # Drained: nothing waits or runs, or nothing waits and no more pilots are wanted (a shaped kind
@@ -111,22 +116,46 @@ class PilotSystem(PooledSystem):
                             self._describe(pool, key)[1], self.kind)
 
     def submit(self, group: list[Job]) -> None:
-        touched = {}
+        """Queue the units of ``group``, each unit's journal written before it enters the queue. Units are
+        gathered per pool and go into the queue in batches (:meth:`_flush`)."""
+        touched: dict[int, UnitPool] = {}
         for job in group:
             pool = self._pool(job)
             if pool.given_up:
                 raise B2BatchError(pool.given_up)
-            name = unit_name(job, self.run.next_number())
             self._drain(pool, False)  # before the unit: a pilot that sees it must not end
+            name = unit_name(job, self.run.next_number())
             entry = self._entry(job)
             self._journal(pool, name, job)
-            pool.queue.put(name, entry)
             self._track(pool, name, job)
             job.job_id = ""
             job.carrier = ""
+            if not pool.staged:
+                pool.staged_since = time.monotonic()
+            pool.staged.append((name, entry))
             touched[id(pool)] = pool
+        now = time.monotonic()
         for pool in touched.values():
+            self._flush(pool, now)
             self._top_up(pool, {})
+
+    def _flush(self, pool: UnitPool, now: float) -> None:
+        """Put the gathered units into the queue, in batches (:meth:`UnitPool.batch_size`), when fewer batches
+        wait for the pilots than pilots are wanted (none starves), when a batch is full, or when the first has
+        waited :data:`STAGE_WAIT` seconds; otherwise they wait for more to join them."""
+        if not pool.staged:
+            return
+        wanted = max(1, self.wanted(pool))
+        if len(pool.pending) >= wanted and len(pool.staged) < pool.target_batch() \
+                and now - pool.staged_since < self.STAGE_WAIT:
+            return
+        staged, pool.staged = pool.staged, []
+        size = pool.batch_size(len(staged), wanted)
+        for start in range(0, len(staged), size):
+            units = staged[start:start + size]
+            batch = units[0][0] if len(units) == 1 else f"{units[0][0]}+{len(units)}"
+            pool.queue.put_batch(batch, units)
+            pool.pending.add(batch)
 
     def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         now = time.monotonic()
@@ -196,10 +225,11 @@ class BundleSystem(PooledSystem):
                 root = _pool_root(self.run, group[start], self.kind, f"{self.run.tag}-{os.getpid()}-{self.run.next_number()}")
                 pool = UnitPool(queue=WorkQueue(root), template=group[start])
                 pool.queue.create()
+                units = []
                 for name, job in members:
-                    entry = self._entry(job)
+                    units.append((name, self._entry(job)))
                     self._journal(pool, name, job)
-                    pool.queue.put(name, entry)
+                pool.queue.put_batch(members[0][0], units)
                 bundles.append((pool, self._carrier(pool, 0.0), members))
             self._submit_carriers({carrier.key: pool for pool, carrier, _members in bundles},
                                   [carrier for _pool, carrier, _members in bundles])
@@ -221,8 +251,8 @@ class BundleSystem(PooledSystem):
         # Units the bundle job did not get to (its allocation ended): submitted again by the run.
         reason = f"its bundle job {carrier.job_id} on {self.inner.name} ended before it ran"
         cancelled = pool.cancelled or pool.queue.cancel_reason()
-        for name, job in list(pool.members.items()):
-            pool.queue.take_back(name)
+        pool.queue.take_back_many(list(pool.members))
+        for job in list(pool.members.values()):
             self._untrack(job)
             changes[job] = (JobState(JobStatus.aborted, f"its bundle job {carrier.job_id} was {cancelled}")
                             if cancelled else JobState(JobStatus.aborted, reason, scheduler_side=reason))

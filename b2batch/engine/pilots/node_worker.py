@@ -1,5 +1,6 @@
-"""The node side of a worker job (a pilot, or a bundle): claim units from a :class:`WorkQueue` and run each in
-a child process, until the work is done, the allocation ends, or nothing came for a while.
+"""The node side of a worker job (a pilot, or a bundle): claim batches of units from a :class:`WorkQueue` and run
+each unit in a child process, until the work is done, the allocation ends, or nothing came for a while. The
+units of a batch run one after another; the worker notes in its log of the queue when each starts and ends.
 
 What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; units then run
 in a child process, a long-lived *runner* that runs one unit after another (or, for a command and a unit that
@@ -16,7 +17,9 @@ The worker holds a lease on its claims: it rewrites its heartbeat every ``heartb
 and when it cannot for ``heartbeat_timeout / 2`` seconds (the shared file system is gone) it stops its unit
 and ends, before the steering process (which waits ``heartbeat_timeout``) gives the unit to another worker.
 SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the end of the allocation, preemption, ``scancel``) stop the
-running unit and put it back in the queue; it is not counted as failed.
+running unit and put it back in the queue with the rest of its batch; it is not counted as failed. So does a
+worker whose allocation has too little left for another unit, or that was told to stop (checked between the
+units of a batch every :data:`STOP_CHECK` seconds).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ __all__ = ["STOP_SIGNALS", "Worker", "WorkerConfig", "main", "run_unit", "serve"
 KILL_GRACE = 10.0
 #: Seconds the worker first waits when it found nothing to claim (doubled while it finds nothing, up to 1 s)
 FIRST_PAUSE = 0.005
+#: Seconds between two looks, within a batch of units, at whether the worker was told to stop.
+STOP_CHECK = 0.5
 #: Environment variables in which batch systems give the job's id.
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "LSB_JOBID", "JOB_ID", "CONDOR_JOB_ID", "B2BATCH_LOCAL_JOB_ID")
 
@@ -133,6 +138,7 @@ class Worker:
         self.current: str | None = None
         self.longest = 0.0
         self.ran = 0
+        self.next_stop_check = 0.0  # monotonic time of the next look at whether the worker is to stop
 
     # --- the lease --------------------------------------------------------------------------------------
 
@@ -188,9 +194,7 @@ class Worker:
             while self.stop_signal is None:
                 if not self.heartbeat():
                     return 0
-                if self.end is not None and self.end - time.time() < self.last_claim_margin():
-                    logger.info("%.0f s left in the allocation, a unit needs up to %.0f s: ending",
-                                self.end - time.time(), self.config.unit_seconds or self.longest)
+                if self.out_of_time():
                     break
                 claimed = self.queue.claim(self.name)
                 if claimed is None:
@@ -202,11 +206,15 @@ class Worker:
                     pause = min(pause * 2, 1.0, self.beat_interval)
                     continue
                 pause = FIRST_PAUSE
-                if not self.run(*claimed):
+                going = self.run_batch(*claimed)
+                if going == "stop":
                     return 0
+                if going == "end":
+                    break
                 idle_since = time.monotonic()
         finally:
             self.close()
+            self.queue.close_log()
             for signum in STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
         if self.stop_signal is None:
@@ -214,8 +222,46 @@ class Worker:
         logger.info("Worker %s ends after %d unit(s)", self.name, self.ran)
         return 0
 
-    def run(self, name: str, entry: dict[str, Any]) -> bool:
-        """Run one claimed unit in a child; whether the worker may go on."""
+    def out_of_time(self) -> bool:
+        """Whether too little is left of the allocation for one more unit."""
+        if self.end is None or self.end - time.time() >= self.last_claim_margin():
+            return False
+        logger.info("%.0f s left in the allocation, a unit needs up to %.0f s: ending", self.end - time.time(),
+                    self.config.unit_seconds or self.longest)
+        return True
+
+    def run_batch(self, batch: str, units: list[tuple[str, dict[str, Any]]]) -> str:
+        """Run the units of a claimed batch one after another: "go" on, "end" the worker (its allocation ends;
+        the rest of the batch was put back) or "stop" at once (a signal, or the lease was lost)."""
+        for index, (name, entry) in enumerate(units):
+            if index and (self.stop_signal is not None or self.out_of_time() or self._told_to_stop()):
+                self.queue.release(self.name, batch, units[index:])
+                return "end" if self.stop_signal is None else "stop"
+            if self.queue.is_cancelled(name):
+                self.queue.skip(self.name, name)
+                continue
+            outcome = self.run(name, entry)
+            if outcome == "lost":  # leave the claim: the steering process decides
+                return "stop"
+            if outcome != "done":  # a stop signal: the unit (started or not) and the rest go back
+                self.queue.release(self.name, batch, units[index:], started=name if outcome == "stopped" else None)
+                return "stop"
+        self.queue.finish_batch(self.name, batch)
+        return "go"
+
+    def _told_to_stop(self) -> bool:
+        """Between the units of a batch, at most every :data:`STOP_CHECK` seconds: whether the queue or this
+        worker was told to stop (no more work; the slot is wanted; the steering process is gone), so that the
+        rest of the batch goes back rather than holding the worker."""
+        now = time.monotonic()
+        if now < self.next_stop_check:
+            return False
+        self.next_stop_check = now + STOP_CHECK
+        return self.queue.stopping(self.name)
+
+    def run(self, name: str, entry: dict[str, Any]) -> str:
+        """Run one claimed unit in a child: "done", "lost" (the lease), "back" (a stop signal came before it
+        started) or "stopped" (a stop signal stopped it)."""
         self.current = name
         self.heartbeat()  # a unit that runs longer gets a heartbeat naming it from _wait
         begin = time.monotonic()
@@ -230,8 +276,8 @@ class Worker:
         if self.stop_signal is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             self.current = None
-            self.queue.release(self.name, name)
-            return False
+            return "back"
+        self.queue.started(self.name, name, started)
         runner = None if needs_fresh_process(unit) else self.runner
         if runner is None:
             pid = os.fork()
@@ -247,7 +293,7 @@ class Worker:
         self.current = None
         self.longest = max(self.longest, time.monotonic() - begin)
         if outcome is None:  # the lease was lost: leave the claim, the steering process decides
-            return False
+            return "lost"
         code, cpu, max_rss = outcome
         if runner is not None and runner.pid is not None and (self.signalled or self.stop_signal is not None):
             runner.close()  # it was sent a signal: a fresh runner for the next unit
@@ -255,8 +301,7 @@ class Worker:
             time.sleep(0.2)  # a signal to the whole job reached the child first: let ours arrive
         if self.stop_signal is not None:
             logger.info("Signal %d: putting %s back in the queue", self.stop_signal, name)
-            self.queue.release(self.name, name)
-            return False
+            return "stopped"
         code = 128 - code if code < 0 else code
         # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
         # numbers even where the batch system's accounting is off (b2batch.engine.usage).
@@ -267,7 +312,7 @@ class Worker:
         self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
                                             "ended": time.time(), "exit_code": code})
         self.ran += 1
-        return True
+        return "done"
 
     def _hand_over(self, runner: Runner, entry: dict[str, Any], blocked: set[int]) -> int:
         """Send the unit to the runner (started first if there is none, or it ended); the runner's pid."""

@@ -46,8 +46,7 @@ def end_earlier_pilots(task_files: Path, system_of: Callable[[str], BatchSystem 
         if not jobs and not notes:
             continue
         queue.finish_all()
-        for name in queue.waiting():
-            queue.take_back(name)
+        queue.take_back_all()
         beats = queue.heartbeats()
         for folder in jobs:
             try:

@@ -25,6 +25,7 @@ import logging
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,12 @@ logger = logging.getLogger(__name__)
 #: them never share a worker job. The settings that shape a batch job are the inner system's
 #: (``BatchSystem.job_settings``).
 WORKER_SETTINGS = ("pilot_walltime", "pilot_task_seconds", "heartbeat_timeout", "pilot_idle_timeout")
+#: Seconds of work that one queued batch of units holds at most, once the units' times are known.
+BATCH_SECONDS = 0.5
+#: Most units in one batch.
+MAX_BATCH = 100
+#: How many of a queue's last units' times decide the size of its batches.
+RECENT_UNITS = 50
 
 
 def signature(job: Job, inner: BatchSystem | type[BatchSystem]) -> str:
@@ -82,9 +89,35 @@ class UnitPool:
     cancelled: str = ""  # why its work was cancelled on purpose (b2batch cancel), when it was
     drained: bool = False  # whether the queue says that nothing waits or runs in it for now
     steering_note: Path | None = None  # the note that this steering process uses the queue
+    #: How long its last units ran (their workers' word), the longest first matters.
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_UNITS))
+    #: What the queue held when this steering process took it up (:meth:`PooledSystem.attach`): the units that
+    #: wait, and those held by workers: name -> worker.
+    earlier: tuple[set[str], dict[str, str]] | None = None
+    #: Units tracked and journaled but not yet in the queue (a pilot queue gathers them into batches): (name,
+    #: entry), in the order they came, and since when the first waits.
+    staged: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    staged_since: float = 0.0
+    pending: set[str] = field(default_factory=set)  # batches queued whose first start was not seen yet
 
     def waiting(self) -> int:
         return len(self.members) - len(self.running)
+
+    def target_batch(self) -> int:
+        """Units one batch may hold: as many as the longest of the last :data:`RECENT_UNITS` units ran in
+        :data:`BATCH_SECONDS`, at most :data:`MAX_BATCH`; 1 while no unit has ended (they may take hours: a
+        batch is not shared between workers, so its units wait for each other)."""
+        if not self.recent:
+            return 1
+        return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(max(self.recent), 1e-4))))
+
+    def batch_size(self, units: int, workers: int) -> int:
+        """Units per batch when ``units`` go into the queue at once for ``workers`` workers: at most
+        :meth:`target_batch`, and every worker gets a batch of them."""
+        return max(1, min(self.target_batch(), -(-units // max(1, workers))))
+
+    def ran_for(self, seconds: float) -> None:
+        self.recent.append(seconds)
 
 
 class PooledSystem(BatchSystem):
@@ -224,18 +257,7 @@ class PooledSystem(BatchSystem):
             self._check_heartbeats(pool, now, changes)
         if not pool.members:
             return
-        claims = pool.queue.claims()
         self._take_done(pool, changes)
-        for name, worker in claims.items():
-            job = pool.members.get(name)
-            if job is not None and pool.running.get(name) != worker:
-                pool.running[name] = worker
-                self._started(pool, worker)
-                job.job_id, job.carrier = self._describe(pool, worker)
-                changes[job] = RUNNING
-        for name in [n for n in pool.running if n not in claims]:
-            del pool.running[name]  # put back (the worker's allocation ended): it waits again
-            changes[pool.members[name]] = IDLE
         self._top_up(pool, changes)
 
     def _started(self, pool: UnitPool, worker: str) -> None:
@@ -245,19 +267,40 @@ class PooledSystem(BatchSystem):
             self.run.record.worker_job(worker, state="running", started_at=time.time())
 
     def _take_done(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
-        """Units whose run ended: successful with exit code 0, else aborted (the run and front-end judge)."""
-        for name, ran in pool.queue.take_done().items():
+        """What the workers' logs say since the last poll: units whose run started (running), was put back
+        (waiting again: the worker's allocation ended) or ended (successful with exit code 0, else aborted; the
+        run and front-end judge)."""
+        for line in pool.queue.take_log():
+            name = line.pop("name")
             job = pool.members.get(name)
             if job is None:
                 continue
-            worker = ran.get("worker") or pool.running.get(name, "")
+            worker = line.get("worker") or pool.running.get(name, "")
+            if "start" in line:
+                pool.pending.discard(pool.queue.batch_of(name))
+                pool.running[name] = worker
+                self._started(pool, worker)
+                job.job_id, job.carrier = self._describe(pool, worker)
+                changes[job] = RUNNING
+                continue
+            if line.get("released"):
+                pool.running.pop(name, None)
+                changes[job] = IDLE
+                continue
+            if line.get("skipped"):
+                pool.pending.discard(pool.queue.batch_of(name))
+                continue
             self._untrack(job)
+            pool.queue.forget_unit(name)
             if worker:
-                job.job_id, job.carrier = self._describe(pool, worker, ran.get("job_id"))
-                self._started(pool, worker)  # it ran the unit, also if no claim or heartbeat of it was seen
+                job.job_id, job.carrier = self._describe(pool, worker, line.get("job_id"))
+                self._started(pool, worker)  # it ran the unit, also if no heartbeat of it was seen
                 self.run.record.worker_job(worker, units=1)
-            if ran.get("started") and ran.get("ended"):
-                job.ran = (float(ran["started"]), float(ran["ended"]))
+            if line.get("started") and line.get("ended"):
+                job.ran = (float(line["started"]), float(line["ended"]))
+                pool.ran_for(job.ran[1] - job.ran[0])
+            if isinstance(line.get("exit_code"), int):
+                job.files.known_exit_code(line["exit_code"])  # written to its file before this line
             by_files = status_of_files(job.files)  # a unit's end is its exit code alone
             changes[job] = JobState(JobStatus.aborted if by_files is None else by_files)
 
@@ -270,8 +313,7 @@ class PooledSystem(BatchSystem):
         pool.queued_at.pop(carrier.key, None)
         pool.finishing.discard(carrier.key)
         self.inner.forget(carrier)
-        claims = pool.queue.claims()
-        held = [name for name, worker in claims.items() if worker == carrier.key]
+        held = self._held(pool, carrier.key)
         cancelled = pool.cancelled or ended.cancelled
         if held and cancelled:
             self._drop(pool, carrier.key, held, f"its {self.kind} job {carrier.job_id} was {cancelled}", changes)
@@ -320,10 +362,18 @@ class PooledSystem(BatchSystem):
                     logger.warning("Could not cancel %s: %s", what, e)
                 self.inner.forget(carrier)
                 self._take_done(pool, changes)
-                held = [name for name, w in pool.queue.claims().items() if w == worker]
+                held = self._held(pool, worker)
                 self._lose(pool, worker, held, f"its {what} stopped sending heartbeats for {timeout:g} s", changes)
         for worker in [w for w in pool.beats if w not in beats]:
             del pool.beats[worker]  # it ended and cleaned up after itself
+
+    def _held(self, pool: UnitPool, worker: str) -> list[str]:
+        """The units a gone worker started and did not finish (after the units of its claims whose run had not
+        started went back into the queue, as they were: they wait again)."""
+        held = pool.queue.held(worker)
+        for name in pool.queue.requeue_claims(worker, {name for name, started in held.items() if not started}):
+            pool.running.pop(name, None)
+        return [name for name, started in held.items() if started]
 
     def _lose(self, pool: UnitPool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
         """The units a worker held when it was lost go back to the run, which submits them again."""
@@ -332,8 +382,9 @@ class PooledSystem(BatchSystem):
         if self.kind == "pilot" and pool.lost > limit:
             self._give_up(pool, f"{pool.lost} {self.kind} jobs were lost (at most max_resubmissions x pilot_jobs = "
                                 f"{limit}); the last: {reason}", changes)
+        pool.queue.drop_claims(worker)
         for name in names:
-            pool.queue.drop_claim(worker, name)
+            pool.queue.forget_unit(name)
             job = pool.members.get(name)
             if job is not None:
                 self._untrack(job)
@@ -341,8 +392,8 @@ class PooledSystem(BatchSystem):
 
     def _drop(self, pool: UnitPool, worker: str, names: list[str], reason: str, changes: dict[Job, JobState]) -> None:
         """The units a cancelled worker held fail with ``reason`` (not run again: cancelled on purpose)."""
+        pool.queue.drop_claims(worker)
         for name in names:
-            pool.queue.drop_claim(worker, name)
             job = pool.members.get(name)
             if job is not None:
                 self._untrack(job)
@@ -351,10 +402,24 @@ class PooledSystem(BatchSystem):
     def _give_up(self, pool: UnitPool, message: str, changes: dict[Job, JobState]) -> None:
         """No more worker jobs for this pool: its units that wait fail with ``message``."""
         pool.given_up = message
-        for name, job in list(pool.members.items()):
-            if name not in pool.running and pool.queue.take_back(name):
-                self._untrack(job)
-                changes[job] = JobState(JobStatus.aborted, message)
+        for name in self._take_back_many(pool, [name for name in pool.members if name not in pool.running]):
+            job = pool.members[name]
+            self._untrack(job)
+            changes[job] = JobState(JobStatus.aborted, message)
+
+    @staticmethod
+    def _take_back_many(pool: UnitPool, names: list[str]) -> set[str]:
+        """Take units that wait out of the pool (staged, or in a batch no worker claimed); those taken."""
+        wanted = set(names)
+        taken = {name for name, _entry in pool.staged if name in wanted}
+        if taken:
+            pool.staged = [(name, entry) for name, entry in pool.staged if name not in taken]
+        rest = [name for name in names if name not in taken]
+        if rest:
+            taken |= pool.queue.take_back_many(rest)
+            todo = os.fspath(pool.queue.todo)  # batches taken back whole no longer wait
+            pool.pending = {batch for batch in pool.pending if os.path.exists(f"{todo}/{batch}.json")}
+        return taken
 
     def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         """Submit worker jobs while units wait and fewer than wanted are alive (pilots only)."""
@@ -365,10 +430,14 @@ class PooledSystem(BatchSystem):
     # --- the run's calls ----------------------------------------------------------------------------
 
     def cancel(self, jobs: list[Job]) -> None:
+        by_pool: dict[int, tuple[UnitPool, list[str]]] = {}
         for job in jobs:
             found = self._untrack(job)
             if found is not None:
-                found[0].queue.cancel(found[1])
+                by_pool.setdefault(id(found[0]), (found[0], []))[1].append(found[1])
+        for pool, names in by_pool.values():
+            taken = self._take_back_many(pool, names)
+            pool.queue.cancel_many([name for name in names if name not in taken])
         if self.run.interrupted:
             self.close()
 
@@ -425,20 +494,39 @@ class PooledSystem(BatchSystem):
         if not root or not name or not Path(root, "todo").is_dir():
             return False
         pool = self._adopt(job, Path(root))
-        queue = pool.queue
-        if (queue.todo / f"{name}.json").exists() and (pool.carriers or pool.beats or self.kind == "pilot"):
+        waiting, holders = self._earlier(pool)
+        if name in waiting and (pool.carriers or pool.beats or self.kind == "pilot"):
             self._track(pool, name, job)
             job.job_id = ""
             return True
-        holder = queue.claims().get(name)
-        if holder is not None and holder in pool.beats:
+        holder = holders.get(name)
+        if holder is not None:
             self._track(pool, name, job)
             job.job_id = str(pool.beats[holder][2].get("job_id", ""))
             return True
-        if holder is not None:
-            queue.drop_claim(holder, name)
-        queue.take_back(name)
+        if name in waiting:
+            pool.queue.take_back(name)
         return False
+
+    def _earlier(self, pool: UnitPool) -> tuple[set[str], dict[str, str]]:
+        """What the queue held when this steering process took it up: the units that wait, and those held by
+        live workers (name -> worker; running where its log says so). The claims of workers that are gone go
+        back into the queue first, but for the units whose run started (they are not run again here: their
+        tasks go out anew, as the run decides)."""
+        if pool.earlier is None:
+            queue = pool.queue
+            for worker in queue.claimed_batches():
+                if worker not in pool.beats:
+                    held = queue.held(worker)
+                    queue.requeue_claims(worker, {name for name, started in held.items() if not started})
+            holders: dict[str, str] = {}
+            for worker in pool.beats:
+                for name, started in queue.held(worker).items():
+                    holders[name] = worker
+                    if started:
+                        pool.running[name] = worker
+            pool.earlier = (queue.index_waiting(), holders)
+        return pool.earlier
 
     def _adopt(self, job: Job, root: Path) -> UnitPool:
         """The pool at ``root`` of an earlier steering process, with its worker jobs that still run."""

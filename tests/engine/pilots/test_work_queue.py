@@ -50,7 +50,8 @@ def gone(process: psutil.Process) -> bool:
 
 
 def _claimer(root: str, worker: str, barrier: Any, results: Any) -> None:
-    """One claiming process: claim until the steering side said stop and nothing waits; report the claims."""
+    """One claiming process: claim batches until the steering side said stop and nothing waits; report the
+    units of its claims."""
     try:
         queue = WorkQueue(root)
         queue.join(worker)
@@ -61,12 +62,12 @@ def _claimer(root: str, worker: str, barrier: Any, results: Any) -> None:
             stopping = queue.stopping()  # read before the claim: every put came before it
             claimed = queue.claim(worker)
             if claimed is not None:
-                name, unit = claimed
-                names.append(name)
-                if unit != {"unit": name}:
-                    wrong.append(name)
+                for name, unit in claimed[1]:
+                    names.append(name)
+                    if unit != {"unit": name}:
+                        wrong.append(name)
                 continue
-            if stopping and not queue.waiting():
+            if stopping and not queue.waiting_batches():
                 break
             time.sleep(0.001)
         results.put((worker, names, wrong, None))
@@ -75,20 +76,22 @@ def _claimer(root: str, worker: str, barrier: Any, results: Any) -> None:
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(initial=st.integers(1, 200), late=st.integers(0, 40), workers=st.integers(2, 4),
+@given(initial=st.integers(1, 200), late=st.integers(0, 40), workers=st.integers(2, 4), size=st.integers(1, 9),
        taken_back=st.sets(st.integers(0, 239), max_size=25))
-def test_concurrent_claims_take_every_unit_exactly_once(initial: int, late: int, workers: int,
+def test_concurrent_claims_take_every_unit_exactly_once(initial: int, late: int, workers: int, size: int,
                                                         taken_back: set[int]) -> None:
-    """Processes that claim from one queue at once, while the steering side queues more units and takes
-    some back: no unit is claimed twice, and every unit is either claimed once or taken back while it
-    waited."""
+    """Processes that claim batches from one queue at once, while the steering side queues more batches and
+    takes single units of them back: no unit is claimed twice, and every unit is either claimed once or taken
+    back while its batch waited."""
     context = multiprocessing.get_context("fork")
     with tempfile.TemporaryDirectory() as folder:
         queue = WorkQueue(Path(folder) / "queue")
         queue.create()
         names = [f"{i:06d}" for i in range(initial + late)]
-        for name in names[:initial]:
-            queue.put(name, {"unit": name})
+        batches = [names[i:i + size] for i in range(0, len(names), size)]
+        early = [batch for batch in batches if batch[0] < names[initial - 1]] or batches[:1]
+        for batch in early:
+            queue.put_batch(f"b{batch[0]}", [(name, {"unit": name}) for name in batch])
         barrier = context.Barrier(workers + 1)
         results = context.Queue()
         processes = [context.Process(target=_claimer, args=(str(queue.root), f"w{i}", barrier, results))
@@ -98,9 +101,9 @@ def test_concurrent_claims_take_every_unit_exactly_once(initial: int, late: int,
         try:
             barrier.wait(timeout=30)
             removed = set()
-            for i, name in enumerate(names):  # the steering side, racing the claimers
-                if i >= initial:
-                    queue.put(name, {"unit": name})
+            for batch in batches[len(early):]:  # the steering side, racing the claimers
+                queue.put_batch(f"b{batch[0]}", [(name, {"unit": name}) for name in batch])
+            for i, name in enumerate(names):
                 if i in taken_back and queue.take_back(name):
                     removed.add(name)
             queue.finish_all()
@@ -119,37 +122,45 @@ def test_concurrent_claims_take_every_unit_exactly_once(initial: int, late: int,
         assert not set(claimed) & removed, "a unit was both taken back and claimed"
         assert sorted(set(claimed) | removed) == names
         # The file system agrees with what each process says it claimed.
-        for worker, got, _, _ in reports:
-            assert sorted(p.name[:-5] for p in (queue.claimed / worker).iterdir()) == sorted(got)
-        assert queue.waiting() == []
+        assert queue.waiting() == [] and queue.waiting_batches() == []
         assert queue.claims() == {name: worker for worker, got, _, _ in reports for name in got}
 
 
 def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
     queue = WorkQueue(tmp_path / "q")
     queue.create()
-    for name in ("a", "b", "c", "d"):
-        queue.put(name, {"unit": name})
-    assert queue.waiting() == ["a", "b", "c", "d"]
+    queue.put_batch("b1", [(name, {"unit": name}) for name in ("a", "b", "c")])
+    queue.put("d", {"unit": "d"})
+    assert queue.waiting() == ["a", "b", "c", "d"] and queue.waiting_batches() == ["b1", "d"]
     assert queue.take_back("d") and not queue.take_back("d")
+    assert queue.take_back("b") and queue.waiting() == ["a", "c"]  # taken out of its batch
+    queue.put_batch("b2", [("e", {"unit": "e"}), ("f", {"unit": "f"})])
     queue.join("w")
-    assert queue.claim("w") == ("a", {"unit": "a"})  # in the order queued
-    assert queue.claims() == {"a": "w"}
-    queue.cancel("c")  # still waiting: simply removed
-    assert queue.waiting() == ["b"] and not queue.is_cancelled("c")
-    queue.cancel("a")  # claimed: the worker is told
-    assert queue.is_cancelled("a")
-    queue.finish("w", "a", {"worker": "w", "exit_code": 0})
-    assert not queue.is_cancelled("a") and queue.claims() == {}
-    assert queue.claim("w") == ("b", {"unit": "b"})
-    queue.release("w", "b")  # back in the queue, under the same name
-    assert queue.waiting() == ["b"] and queue.claims() == {}
+    assert queue.claim("w") == ("b1", [("a", {"unit": "a"}), ("c", {"unit": "c"})])  # in the order queued
+    assert queue.claims() == {"a": "w", "c": "w"}
+    assert queue.take_back_many(["a", "e"]) == {"e"}  # a is claimed: no longer taken back
+    queue.cancel("c")  # claimed: the worker is told
+    assert queue.is_cancelled("c")
+    queue.started("w", "a", 1.0)
+    assert queue.held("w") == {"a": True, "c": False}
+    queue.finish("w", "a", {"exit_code": 0})
+    queue.skip("w", "c")
+    assert not queue.is_cancelled("c") and queue.held("w") == {}
+    queue.finish_batch("w", "b1")
+    assert queue.claims() == {}
+    assert queue.claim("w") == ("b2", [("f", {"unit": "f"})])
+    queue.started("w", "f", 2.0)
+    queue.release("w", "b2", [("f", {"unit": "f"})], started="f")  # back in the queue, under the same name
+    assert queue.waiting() == ["f"] and queue.claims() == {} and queue.held("w") == {}
+    assert [(line["name"], line["worker"]) for line in queue.take_log()] == [
+        ("a", "w"), ("a", "w"), ("c", "w"), ("f", "w"), ("f", "w")]
+    assert queue.take_log() == []
     other = WorkQueue(queue.root)  # (a worker with a listing of its own; see the next test for this one's)
-    assert other.claim("w")[0] == "b"
-    assert other.claim("w") is None
-    queue.drop_claim("w", "b")
+    other.join("w2")
+    assert other.claim("w2")[0] == "b2"
+    assert other.claim("w2") is None
+    queue.drop_claims("w2")
     assert queue.claims() == {} and queue.waiting() == []
-    assert queue.take_done() == {"a": {"worker": "w", "exit_code": 0}} and queue.take_done() == {}
     queue.beat("w", {"beat": 1})
     assert queue.heartbeats() == {"w": ('{"beat": 1}', {"beat": 1})}
     assert not queue.is_revoked("w")
@@ -162,6 +173,27 @@ def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
     assert queue.heartbeats() == {} and not queue.is_revoked("w") and not (queue.claimed / "w").exists()
 
 
+def test_a_gone_workers_claim_goes_back_but_for_the_unit_it_started(tmp_path: Path) -> None:
+    """The steering side's view of a worker that is gone: what it finished stays finished, the unit whose
+    run started is the run's to judge, the units it had not started wait again in their batch (in one rename,
+    so that a steering process killed meanwhile leaves each unit in one place)."""
+    queue = WorkQueue(tmp_path / "q")
+    queue.create()
+    queue.put_batch("b1", [(name, {"unit": name}) for name in ("a", "b", "c", "d")])
+    worker = WorkQueue(queue.root)
+    worker.join("w")
+    assert worker.claim("w")[0] == "b1"
+    worker.started("w", "a", 1.0)
+    worker.finish("w", "a", {"exit_code": 0})
+    worker.started("w", "b", 2.0)
+    worker.close_log()  # SIGKILLed while b ran
+    held = queue.held("w")
+    assert held == {"b": True, "c": False, "d": False}
+    assert queue.requeue_claims("w", {n for n, started in held.items() if not started}) == ["c", "d"]
+    assert queue.claims() == {} and queue.waiting() == ["c", "d"] and queue.waiting_batches() == ["b1"]
+    assert queue.take_back("d") and queue.waiting() == ["c"]
+
+
 def test_claim_sees_units_queued_after_its_listing(tmp_path: Path) -> None:
     one, two = WorkQueue(tmp_path / "q"), WorkQueue(tmp_path / "q")
     one.create()
@@ -172,7 +204,7 @@ def test_claim_sees_units_queued_after_its_listing(tmp_path: Path) -> None:
     assert one.claim("one")[0] == "a"  # "one" listed a and b
     assert two.claim("two")[0] == "b"
     one.put("c", {})
-    assert one.claim("one") == ("c", {})
+    assert one.claim("one") == ("c", [("c", {})])
 
 
 # --- the worker -------------------------------------------------------------------------------------------
@@ -409,8 +441,8 @@ def test_stop_signal_puts_the_running_unit_back(workers: Workers, signum: int) -
     assert workers.queue.waiting() == ["a", "b"]  # back in the queue under its own name, not counted as failed
     assert workers.queue.claims() == {}
     assert workers.exit_code("a") is None and workers.exit_code("b") is None
-    assert list(workers.queue.done.iterdir()) == []
-    assert json.loads((workers.queue.todo / "a.json").read_text())["key"] == "a"
+    assert workers.queue.take_done() == {}  # its start and its release are in the log, no end
+    assert json.loads((workers.queue.todo / "a.json").read_text())["units"][0][1]["key"] == "a"
 
 
 def test_stop_signal_while_idle_ends_the_worker(workers: Workers) -> None:
@@ -435,6 +467,30 @@ def test_cancel_stops_the_unit_and_the_worker_goes_on(workers: Workers) -> None:
     assert workers.exit_code("c") is None
     assert sorted(workers.queue.take_done()) == ["a", "b"]
     assert list(workers.queue.cancelled.iterdir()) == []  # the cancellation was cleared with the unit
+
+
+def test_worker_runs_a_batch_in_order_skips_what_was_cancelled_and_puts_the_rest_back_on_a_signal(
+        workers: Workers) -> None:
+    """A batch of units: run one after another, a unit cancelled while its batch was claimed is skipped, and a
+    stop signal puts the stopped unit and the rest of the batch back into the queue as one batch."""
+    entry = {name: {"key": name, "name": f"unit {name}", "unit": unit, "files": workers.files(name)}
+             for name, unit in (("a", sh("sleep 30")), ("b", sh("echo b")), ("c", sh("echo c")),
+                                ("d", sh("sleep 30")), ("e", sh("echo e")))}
+    workers.queue.put_batch("one", [(name, entry[name]) for name in "abc"])
+    worker = workers.start()
+    workers.running()
+    workers.queue.cancel("b")  # claimed: the worker skips it
+    workers.queue.cancel("a")  # running: stopped
+    wait_for(lambda: workers.exit_code("c") == 0, what="unit c to run")
+    assert workers.exit_code("a") == 128 + signal.SIGTERM and workers.exit_code("b") is None
+    assert workers.queue.claims() == {} and list(workers.queue.cancelled.iterdir()) == []
+    workers.queue.put_batch("two", [(name, entry[name]) for name in "de"])
+    sleeps = workers.running()
+    worker.send_signal(signal.SIGTERM)
+    workers.ended(timeout=5)
+    all_gone(sleeps)
+    assert workers.queue.waiting_batches() == ["two"] and workers.queue.waiting() == ["d", "e"]
+    assert sorted(workers.queue.take_done()) == ["a", "c"] and workers.exit_code("d") is None
 
 
 def test_cancelled_call_unit_unwinds(workers: Workers) -> None:
@@ -464,7 +520,8 @@ def test_revoked_worker_stops_without_finishing_its_unit(workers: Workers) -> No
     assert worker.returncode == 0
     assert workers.queue.claims() == {"a": "w1"}  # the steering side decides what becomes of it
     assert workers.queue.waiting() == ["b"]
-    assert workers.exit_code("a") is None and list(workers.queue.done.iterdir()) == []
+    assert workers.exit_code("a") is None and workers.queue.take_done() == {}
+    assert workers.queue.held("w1") == {"a": True}  # its run started
     assert "w1" in workers.queue.heartbeats()
 
 
