@@ -15,6 +15,8 @@ Benchmarks it reads (``--bench``):
   (``--modes b2batch`` with ``--script-from head`` leaves out luigi's reference);
 - ``pilot_throughput``: wall and machine CPU of the pilots row over the raw array, steering CPU per task,
   time per task inside a pilot (the script's JSON line).
+- ``job_script_render``: the luigi front-end's make, render and write per job (the script's JSON line; with
+  ``--script-from head`` for revisions before it).
 
     python bench/before_after.py --bench steering_scale --base 638645e --rounds 2 -- --n 10000
     python bench/before_after.py --bench steering_scale --base 638645e --script-from head --rounds 3 -- \
@@ -66,8 +68,13 @@ def pilot_throughput(out: str) -> dict[str, float]:
     return figures
 
 
+def job_script_render(out: str) -> dict[str, float]:
+    line = next(line for line in reversed(out.splitlines()) if line.startswith("{"))
+    return {key: float(value) for key, value in json.loads(line).items()}
+
+
 READERS: dict[str, Callable[[str], dict[str, float]]] = {
-    "steering_scale": steering_scale, "pilot_throughput": pilot_throughput}
+    "steering_scale": steering_scale, "pilot_throughput": pilot_throughput, "job_script_render": job_script_render}
 
 
 def worktree(revision: str) -> tuple[str, Path]:
