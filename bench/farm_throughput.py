@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -54,8 +55,18 @@ def write_lists(folder: Path, n_true: int, n_sleep: int) -> dict[str, Path]:
     return lists
 
 
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+#: CPU seconds (user + system) of the last command ``timed`` ran, with its children (the farm's lines, xargs's shells).
+LAST_CPU = [0.0]
+
+
 def timed(command: list[str], cwd: Path, timeout: float, stdin: Path | None = None) -> tuple[float | None, int]:
-    """Wall time of ``command`` (None when it ran out of time) and its exit code."""
+    """Wall time of ``command`` (None when it ran out of time) and its exit code; its CPU time in LAST_CPU."""
+    cpu = children_cpu()
     start = time.perf_counter()
     with open(stdin or os.devnull, "rb") as source, open(cwd / "output.log", "ab") as out:
         child = subprocess.Popen(command, cwd=cwd, stdin=source, stdout=out, stderr=subprocess.STDOUT)
@@ -65,6 +76,7 @@ def timed(command: list[str], cwd: Path, timeout: float, stdin: Path | None = No
             child.kill()
             child.wait()
             return None, -9
+    LAST_CPU[0] = children_cpu() - cpu
     return time.perf_counter() - start, code
 
 
@@ -112,9 +124,10 @@ def local_round(args: argparse.Namespace, base: Path, lists: dict[str, Path], pt
                 ok = ok and finished.exists() and finished.read_bytes().count(b"\n") == len(
                     source.read_text().splitlines())
             row[name] = wall if ok else None
+            row[f"{name} cpu"] = LAST_CPU[0] if ok else None
             shown = f"{wall:8.2f} s" if wall is not None else f"  > {timeout:g} s (stopped)"
-            log(f"  {what:10s} x{len(source.read_text().splitlines()):<6d} {name:13s} {shown}   exit {code}, "
-                f"complete {ok}   (load {load:.2f})")
+            log(f"  {what:10s} x{len(source.read_text().splitlines()):<6d} {name:13s} {shown}   CPU {LAST_CPU[0]:6.2f} s   "
+                f"exit {code}, complete {ok}   (load {load:.2f})")
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)
         results[what] = row
@@ -211,13 +224,15 @@ def main() -> int:
         if not rows:
             continue
         med = {name: statistics.median([r[name] for r in rows if r.get(name)] or [0]) or None
-               for name in ("xargs", "b2batch", "pytaskfarmer")}
+               for name in ("xargs", "b2batch", "pytaskfarmer", "xargs cpu", "b2batch cpu")}
         ptf_time = med["pytaskfarmer"]
         ptf_text = f"{ptf_time:.2f} s" if ptf_time else "not measured or did not finish"
         print(f"  {what:10s} xargs {med['xargs'] or 0:.2f} s, b2batch farm {med['b2batch'] or 0:.2f} s, PyTaskFarmer "
               f"{ptf_text}; "
               f"b2batch / xargs {ratio(med['b2batch'], med['xargs'])} (target <= 1.2), b2batch / PyTaskFarmer "
-              f"{ratio(med['b2batch'], med['pytaskfarmer'])} (target < 1)")
+              f"{ratio(med['b2batch'], med['pytaskfarmer'])} (target < 1); CPU (with the lines') xargs "
+              f"{med['xargs cpu'] or 0:.2f} s, b2batch {med['b2batch cpu'] or 0:.2f} s, ratio "
+              f"{ratio(med['b2batch cpu'], med['xargs cpu'])}")
     if figures["slurm"]:
         for what, row in figures["slurm"].items():
             print(f"  slurm {what:10s} raw array {row['raw array']:.2f} s, b2batch farm --jobs 2 "
