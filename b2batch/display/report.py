@@ -197,7 +197,8 @@ class RunReport:
         rows: dict[tuple[str, str], Counter[str]] = {}
         for o in outcomes:
             rows.setdefault((o.family, o.system), Counter())[o.outcome] += 1
-        mode = {"batch": "as batch jobs", "test": "in test mode", "local": "in this process"}[self.mode]
+        mode = {"batch": "as batch jobs", "test": "in test mode", "local": "in this process",
+                "local-jobs": "as local jobs (no --batch)"}[self.mode]
         ran = sum(1 for o in outcomes if o.outcome != "already complete")
         lines.append(f"{ran} task(s) {mode} in {_seconds(self.ended_at - self.started_at)}"
                      + (f" (stopped by {self.error})" if self.interrupted else "") + ":")

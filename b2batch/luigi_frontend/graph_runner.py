@@ -47,7 +47,7 @@ from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 from b2batch.engine import RunRecord
 from b2batch.engine.steering import Step, Steering, drive
 from b2batch.errors import OutputPathError
-from b2batch.luigi_frontend import seam
+from b2batch.luigi_frontend import local_on_engine, seam
 from b2batch.luigi_frontend.acceptance import FailureBudgets, acceptance_of
 from b2batch.luigi_frontend.graph_checks import check_task_class, check_writable_folders
 from b2batch.luigi_frontend.grouping import Group, Slots
@@ -92,6 +92,8 @@ class GraphRunner(FailureBudgets, Steering):
     def __init__(self, jobs: TaskJobs, workers: int = 1, record: RunRecord | None = None,
                  errors: dict[str, str] | None = None) -> None:
         self.jobs = jobs
+        #: A run without --batch on the engine (:mod:`.local_on_engine`): its tasks' events fire here.
+        self.events_here = bool(getattr(jobs, "events_in_steering", False))
         self.workers = max(1, int(workers))
         self.record = record
         self.nodes: dict[str, Node] = {}
@@ -240,7 +242,12 @@ class GraphRunner(FailureBudgets, Steering):
         for target in luigi.task.flatten(task.output()):
             path = str(getattr(target, "path", target))
             owner = self._outputs.setdefault(path, task)
-            if owner is not task and owner != task:
+            if owner is not task and owner != task and self.events_here:  # no --batch: warn, as luigi's worker run
+                logger.warning("Tasks %s and %s both declare the output %s: one overwrites the other's. Give the "
+                               "tasks parameters (or output file names) that tell their outputs apart. In a "
+                               "--batch run, where their jobs would write it at the same time, this stops the "
+                               "run.", owner, task, path)
+            elif owner is not task and owner != task:
                 raise OutputPathError(f"Tasks {owner} and {task} both declare the output {path}: their jobs would "
                                       f"write it at the same time. Give the tasks parameters that tell their "
                                       f"outputs apart (or different result_dir settings).")
@@ -393,6 +400,8 @@ class GraphRunner(FailureBudgets, Steering):
         self._running[task.task_id] = node
         self._used.update(dict(node.needs))
         if self.jobs.runs_as_job(task):
+            if self.events_here:
+                local_on_engine.started(task)
             self.jobs.start(task)
             return
         if self._in_child(task):
@@ -428,6 +437,8 @@ class GraphRunner(FailureBudgets, Steering):
             return
         self._release(node)
         task = node.task
+        if self.events_here and self.jobs.runs_as_job(task):
+            local_on_engine.ended(task, result.status, result.explanation)
         if result.status == PENDING and result.new_deps:
             new = [luigi.task_register.load_task(module, name, params) for module, name, params in result.new_deps]
             for dep in new:

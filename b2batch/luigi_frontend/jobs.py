@@ -237,6 +237,9 @@ class TaskJobs:
         self._groups: dict[str, Group | None] = {}  # b2luigi's parameter groups, by task id
         #: --retry-failed: poison tasks (max_task_failures) of this run are submitted again, their counts reset.
         self.retry_failed = False
+        #: A run without --batch on the engine (:mod:`.local_on_engine`): the tasks' events fire in the steering
+        #: process, not in their jobs.
+        self.events_in_steering = False
         #: What the self-healing policies did in this run, by policy, for the summary and the report.
         self.policies: dict[str, list[dict[str, Any]]] = {}
         #: Tasks whose failure this run counted, or whose count it looked at: once per run each (luigi's retries
@@ -391,7 +394,8 @@ class TaskJobs:
         spec = {"task_module": task.task_module, "task_module_file": module_file(task.task_module),
                 "task_family": task.task_family, "task_id": task.task_id, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(base_folder.base_dir()),
-                "settings": self.settings, "result_file": files.path_of("result")}
+                "settings": self.settings, "result_file": files.path_of("result"),
+                "events_in_steering": self.events_in_steering}
         wrapper.write_job_script(files, task, task.task_id, job.config, spec=spec,
                                  wrapper=self.run.needs_job_script(job),  # pilots and bundles have their own
                                  checkpoint=callable(getattr(task, "checkpoint", None)))

@@ -25,7 +25,7 @@ from luigi.scheduler import DONE, PENDING
 from b2batch.jobscript import base_folder
 from b2batch.engine.preemption import Checkpointed
 from b2batch.engine.unwinding import unwind_on_sigterm
-from b2batch.luigi_frontend import checkpoint
+from b2batch.luigi_frontend import checkpoint, local_on_engine
 from b2batch.luigi_frontend.acceptance import acceptance_of
 from b2batch.luigi_frontend.seam import run_in_process
 from b2batch.settings import use_settings_snapshot
@@ -100,6 +100,8 @@ def run_task(spec: dict[str, Any]) -> int:
     task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
     task = task_class.from_str_params(spec["task_params"])
     result_file = Path(spec["result_file"])
+    if spec.get("events_in_steering"):  # a run without --batch: its steering process fires them
+        task.trigger_event = local_on_engine.no_event
     checkpoint.install(task, result_file.parent)
     try:
         status, explanation, missing, new_deps = run_in_process(task, "b2batch-job", StatusReporter(),

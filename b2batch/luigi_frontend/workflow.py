@@ -16,7 +16,7 @@ import luigi.task
 from b2batch.display.report import RunReport
 from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
-from b2batch.luigi_frontend import b2luigi_cli, batch_worker, flags, task_on_node, seam
+from b2batch.luigi_frontend import b2luigi_cli, batch_worker, flags, local_on_engine, task_on_node, seam
 from b2batch.luigi_frontend.graph_checks import check_graph, graph
 from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult, discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
@@ -82,7 +82,8 @@ def _run_graph(tasks: list[Any], jobs: TaskJobs, build_params: dict[str, Any], e
     """A batch run with the local scheduler: b2batch's own graph runner (linear in the graph's size);
     ``errors`` gets why tasks could not be scheduled."""
     seam.setup_logging(build_params)
-    runner = GraphRunner(jobs, workers=build_params["workers"], record=jobs.run.record, errors=errors)
+    workers = local_on_engine.graph_workers(jobs.run.config, build_params["workers"])
+    runner = GraphRunner(jobs, workers=workers, record=jobs.run.record, errors=errors)
     for task in tasks:
         runner.add(task)
     runner.run()
@@ -189,13 +190,18 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
             return None
     build_params = _build_params(args, test, workers, scheduler_host, scheduler_port, env_params)
     _configure_logging(build_params["log_level"])
+    on_engine = local_on_engine.goes_through_engine(tasks, context.script, batch=batch, test=test,
+                                                    enabled=bool(get_setting("local_runs_on_engine")),
+                                                    build_params=build_params,
+                                                    names_own_system=lambda: _names_its_batch_system(tasks))
     run, jobs = _make_run(tasks, args, context, batch=batch, test=test, batch_system=batch_system,
-                          workers=workers, retry_failed=extras.retry_failed, as_b2luigi=as_b2luigi)
+                          workers=workers, retry_failed=extras.retry_failed, as_b2luigi=as_b2luigi,
+                          on_engine=build_params["workers"] if on_engine else 0)
     if exit_on_failure is None:
         exit_on_failure = bool(get_setting("exit_on_failure"))
     report = _report(run, jobs, context, batch=batch, test=test, exit_on_failure=exit_on_failure,
-                     tui=extras.progress_tui or bool(getattr(args, "tui", False)))
-    _execute(tasks, run, jobs, report, batch, build_params)
+                     tui=extras.progress_tui or bool(getattr(args, "tui", False)), on_engine=on_engine)
+    _execute(tasks, run, jobs, report, batch or on_engine, build_params)
     if report.failed and exit_on_failure:
         sys.exit(1)
     return report.result if get_setting("process_returns_result") else None
@@ -297,9 +303,17 @@ def _build_params(args: Any, test: bool, workers: int | None, scheduler_host: st
 
 
 def _make_run(tasks: list[Any], args: Any, context: RunContext, *, batch: bool, test: bool, batch_system: str | None,
-              workers: int | None, retry_failed: bool, as_b2luigi: bool) -> tuple[Run, TaskJobs | None]:
-    """The engine run with the run's configuration, and the tasks' jobs when tasks go to batch jobs."""
+              workers: int | None, retry_failed: bool, as_b2luigi: bool,
+              on_engine: int = 0) -> tuple[Run, TaskJobs | None]:
+    """The engine run with the run's configuration, and the tasks' jobs when tasks go to batch jobs;
+    ``on_engine``: the workers of a run without --batch that goes through the engine (0: it does not)."""
     config = config_of_flags(args, batch_system, workers)
+    if on_engine:
+        shaped = bool(get_setting("pilot_jobs")) or int(get_setting("tasks_per_job")) > 1
+        run = Run(config=local_on_engine.engine_config(config, on_engine, shaped))
+        jobs = TaskJobs(run, context)
+        jobs.events_in_steering = True
+        return run, jobs
     local_sends_jobs = (not batch and not test and get_setting("local_runs_send_jobs")
                         and _names_its_batch_system(tasks))
     if local_sends_jobs:  # as b2luigi: the others run here, a task's own attribute wins
@@ -314,7 +328,7 @@ def _make_run(tasks: list[Any], args: Any, context: RunContext, *, batch: bool, 
 
 
 def _report(run: Run, jobs: TaskJobs | None, context: RunContext, *, batch: bool, test: bool,
-            exit_on_failure: bool, tui: bool) -> RunReport:
+            exit_on_failure: bool, tui: bool, on_engine: bool = False) -> RunReport:
     """The run's report (summary, timeline, JSON and HTML), with the live state for ``b2batch monitor`` when
     asked for (``--tui``, ``progress_tui=True`` or the setting ``live_state``)."""
     from b2batch.jobscript import base_folder
@@ -326,8 +340,8 @@ def _report(run: Run, jobs: TaskJobs | None, context: RunContext, *, batch: bool
         if tui:
             print(f"b2batch: follow this run from any terminal with: b2batch monitor {live_folder}",
                   file=sys.stderr, flush=True)
-    mode = "batch" if batch else "test" if test else "local"
-    return RunReport(run.record, batch=batch, mode=mode, script=context.script, argv=context.argv,
+    mode = "batch" if batch else "test" if test else "local-jobs" if on_engine else "local"
+    return RunReport(run.record, batch=batch or on_engine, mode=mode, script=context.script, argv=context.argv,
                      exits_on_failure=exit_on_failure, summarise=bool(get_setting("run_summary")),
                      log_folder=log_folder, live_folder=live_folder, live_info={"tag": run.tag})
 

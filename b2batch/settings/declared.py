@@ -180,6 +180,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("local_runs_send_jobs", False, "Without --batch, a task whose class or instance names its own "
                 "batch_system (other than local) still runs as a job there, the others in the script's process, "
                 "as in b2luigi (b2luigi profile: true).", kind=FLAG),
+        Setting("local_runs_on_engine", True, "Without --batch (and without --test or a central scheduler), the "
+                "tasks run as jobs of the local batch system through the engine, in --workers local pilots "
+                "(job_shape auto), as a batch run does; luigi's summary, exit codes and the tasks' events in this "
+                "process stay. false: luigi's own worker runs them, as before (b2luigi profile: false, since "
+                "b2luigi runs them in luigi's worker).", kind=FLAG),
         Setting("process_once", False, "A second process() call in a script raises RuntimeError (b2luigi profile: "
                 "true, as b2luigi allows one call).", kind=FLAG),
         Setting("process_returns_result", True, "process() returns luigi's run result (false: None, as b2luigi's "
@@ -276,7 +281,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True, "job_shape": "job_per_task",
-                "process_once": True, "local_runs_send_jobs": True, "max_task_failures": None, "live_state": False,
+                "process_once": True, "local_runs_send_jobs": True, "local_runs_on_engine": False,
+                "max_task_failures": None, "live_state": False,
                 "job_folder_layout": "b2luigi",
                 # b2luigi fails a task when its submit command fails, and when 4 status queries failed over
                 # 2 + 6 + 18 s: not after b2batch's 10 minutes of waiting for the scheduler to come back

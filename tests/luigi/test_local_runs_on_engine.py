@@ -1,0 +1,131 @@
+"""A run without --batch goes through the engine, in local pilots (issue 44; the setting local_runs_on_engine),
+and keeps what a luigi user sees: luigi's execution summary, the exit status, --workers (the number of pilots),
+a failed task's traceback on the terminal, and the tasks' event handlers firing in the script's own process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import clean_env
+
+SCRIPT = '''
+import os
+import luigi
+import b2batch
+
+EVENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "events.txt")
+
+
+class Leaf(b2batch.Task):
+    n = b2batch.IntParameter()
+
+    def output(self):
+        yield self.add_to_output("leaf.txt")
+
+    def run(self):
+        if self.n == int(os.environ.get("FAIL_N", "-1")):
+            raise ValueError(f"leaf {self.n} is broken")
+        with open(self.get_output_file_name("leaf.txt"), "w") as f:
+            f.write(str(os.getpid()))
+
+
+class Sum(b2batch.Task):
+    def requires(self):
+        return [Leaf(n=n) for n in range(6)]
+
+    def output(self):
+        yield self.add_to_output("sum.txt")
+
+    def run(self):
+        with open(self.get_output_file_name("sum.txt"), "w") as f:
+            f.write("sum")
+
+
+def note(event, task, detail=""):
+    with open(EVENTS, "a") as f:
+        f.write(f"{os.getpid()} {event} {task.task_id} {detail}".rstrip() + "\\n")
+
+
+@b2batch.Task.event_handler(luigi.Event.START)
+def started(task):
+    note("START", task)
+
+
+@b2batch.Task.event_handler(luigi.Event.SUCCESS)
+def succeeded(task):
+    note("SUCCESS", task)
+
+
+@b2batch.Task.event_handler(luigi.Event.FAILURE)
+def failed(task, exception):
+    note("FAILURE", task, repr(str(exception).splitlines()[-1] if str(exception) else exception))
+
+
+if __name__ == "__main__":
+    print("steering pid", os.getpid(), flush=True)
+    b2batch.process(Sum())
+'''
+
+
+def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    (folder / "flow.py").write_text(SCRIPT)
+    return subprocess.run([sys.executable, "flow.py", *args], cwd=folder, env=clean_env(**env),
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+
+
+def events(folder: Path) -> list[tuple[int, str, str]]:
+    lines = (folder / "events.txt").read_text().splitlines()
+    return [(int(pid), event, rest) for pid, event, rest in (line.split(" ", 2) for line in lines)]
+
+
+def report(folder: Path) -> dict:
+    reports = list((folder / "logs").glob("b2batch-run-*.report.json"))
+    assert len(reports) == 1, reports
+    return json.loads(reports[0].read_text())
+
+
+def test_a_local_run_goes_through_local_pilots_and_fires_each_tasks_events_in_the_script(tmp_path: Path) -> None:
+    done = run(tmp_path, "--workers", "2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    steering = int(done.stdout.split("steering pid ")[1].split()[0])
+    assert "===== Luigi Execution Summary =====" in done.stderr
+    assert "* 7 ran successfully" in done.stderr, done.stderr[-3000:]
+    # the engine ran them: the run's record became a report, its tasks ran in local pilots, at most --workers
+    # of them per task family
+    record = report(tmp_path)
+    assert record["mode"] == "local-jobs" and record["exit_status"] == 0
+    assert sorted(job["system"] for job in record["jobs"]) == ["local-pilots"] * 7, record["jobs"]
+    pilots = [job for job in record["worker_jobs"] if job["kind"] == "pilot"]
+    assert sum(job["units"] for job in pilots) == 7, pilots
+    assert max(sum(1 for job in pilots if job["family"] == family) for family in ("Leaf", "Sum")) <= 2, pilots
+    leaf_pids = {int(p.read_text()) for p in tmp_path.glob("results/n=*/leaf.txt")}
+    assert len(list(tmp_path.glob("results/n=*/leaf.txt"))) == 6 and steering not in leaf_pids
+    # each task's START and SUCCESS fired once, in the script's own process
+    seen = events(tmp_path)
+    assert {pid for pid, _event, _rest in seen} == {steering}, seen
+    for event in ("START", "SUCCESS"):
+        fired = sorted(rest for _pid, e, rest in seen if e == event)
+        assert len(fired) == 7 and len(set(fired)) == 7, seen
+
+
+def test_a_failed_task_shows_its_traceback_fires_failure_here_and_the_run_exits_1(tmp_path: Path) -> None:
+    done = run(tmp_path, "--workers", "2", FAIL_N="3")
+    assert done.returncode == 1, done.stderr[-3000:]
+    steering = int(done.stdout.split("steering pid ")[1].split()[0])
+    assert "Traceback (most recent call last)" in done.stderr and "ValueError: leaf 3 is broken" in done.stderr
+    assert "* 1 failed:" in done.stderr and "This progress looks :( because there were failed tasks" in done.stderr
+    failures = [(pid, rest) for pid, event, rest in events(tmp_path) if event == "FAILURE"]
+    assert len(failures) == 1 and failures[0][0] == steering, failures
+    assert "Leaf" in failures[0][1] and "leaf 3 is broken" in failures[0][1]
+
+
+def test_with_the_setting_off_luigis_worker_runs_them_in_this_process(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps({"local_runs_on_engine": False}))
+    done = run(tmp_path, B2BATCH_SETTINGS=str(settings))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "7 task(s) in this process" in done.stderr and "local-pilots" not in done.stderr
+    assert not list((tmp_path / "logs").glob("b2batch-run-*.report.json"))
