@@ -100,3 +100,27 @@ def test_steering_killed_mid_batch_and_restarted_runs_each_task_once(workflow, t
         assert [line[0] for line in lines] == ["start", "end"], (i, lines)
     assert sorted((tmp_path / "results").rglob("sum.txt"))[0].read_text() == f"{N * (N - 1) // 2}\n"
     wait_for(lambda: not workers_left(tmp_path), 30, "no pilot to be left behind")
+
+
+@pytest.mark.slow
+def test_steering_killed_while_a_pilot_runs_a_task_of_its_batch_follows_it_on_restart(workflow,
+                                                                                        tmp_path: Path) -> None:
+    """The restarted steering process follows the task a live pilot of the killed one still runs, and the
+    rest of that pilot's batch, rather than queueing them again."""
+    wf = workflow("pilots.py")
+    settings(tmp_path, pilot_idle_timeout=3)
+    slow = ["--n", "40", "--pilots", "1", "--slow", "20", "--seconds", "12"]
+    first = wf.popen("--system", "local", *slow, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: runs(tmp_path).get(20), 90, "leaf 20 (12 s) to start")
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        first.kill()
+    done = wf.run("--system", "local", *slow, timeout=240)
+    assert done.returncode == 0, done.stderr[-5000:]
+    noted = runs(tmp_path)
+    assert sorted(noted) == list(range(40))
+    for i, lines in noted.items():  # leaf 20 was followed to its end, not run again
+        assert [line[0] for line in lines] == ["start", "end"], (i, lines)
+    wait_for(lambda: not workers_left(tmp_path), 30, "no pilot to be left behind")
