@@ -47,7 +47,8 @@ class Watch:
             # are removed at the end unless kept, for b2batch monitor.
             live = live or {}
             self.report = RunReport(run=record, batch=False, mode="batch", script=sys.argv[0] if sys.argv else None,
-                                    argv=list(sys.argv[1:]), stream=io.StringIO(), live_folder=live.get("folder"),
+                                    argv=list(sys.argv[1:]), stream=io.StringIO(), log_folder=log_root(options),
+                                    live_folder=live.get("folder"),
                                     live_info={"front_end": "joblib", "tag": live.get("call", ""),
                                                "joblib": {k: v for k, v in live.items() if k != "folder"}})
             self.report.__enter__()
