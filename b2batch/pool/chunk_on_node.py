@@ -10,6 +10,7 @@ scheduler, an out-of-memory killer, a user), which the engine submits again (``r
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class ChunkAnswer:
     traceback: str = ""
     #: Positions of items that raised and got None (mode NONE).
     failed: list[int] = field(default_factory=list)
+    #: Seconds the function ran over the chunk's items (its initializer not counted).
+    seconds: float = 0.0
 
 
 def _dumps(answer: ChunkAnswer) -> bytes:
@@ -91,6 +94,7 @@ def run_chunk(function: Callable[..., Any], items: Sequence[Any], start: int, ho
     if initializer is not None:
         initializer(*initargs)
     answer = ChunkAnswer()
+    begin = time.perf_counter()
     for offset, item in enumerate(items):
         try:
             answer.values.append(_apply(function, item, how))
@@ -102,6 +106,7 @@ def run_chunk(function: Callable[..., Any], items: Sequence[Any], start: int, ho
             sys.stderr.write(f"b2batch pool: item {start + offset} raised; its result is None\n{text}")
             answer.values.append(None)
             answer.failed.append(offset)
+    answer.seconds = time.perf_counter() - begin
     try:
         return _dumps(answer)
     except Exception:  # noqa: BLE001 - find the value that cannot be pickled

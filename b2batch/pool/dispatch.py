@@ -16,11 +16,13 @@ import logging
 import pickle
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from b2batch.calls import CallFuture, CallJobError, Executor, RemoteTraceback, pickling
+from b2batch.calls.pack_sizing import PROBES, PackSizer
 from b2batch.pool import chunk_on_node
 from b2batch.pool.packing import OUTPUTS, Packer
 
@@ -40,11 +42,12 @@ def _name(function: Any) -> str:
     return repr(getattr(function, "__qualname__", None) or getattr(function, "__name__", None) or function)
 
 
-def chunks_of(iterable: Iterable[Any], size: int) -> Iterator[tuple[int, list[Any]]]:
-    """``(index of the first item, items)`` of at most ``size`` items each, read from ``iterable`` lazily."""
+def chunks_of(iterable: Iterable[Any], size: int | Callable[[], int]) -> Iterator[tuple[int, list[Any]]]:
+    """``(index of the first item, items)`` of at most ``size`` items each (or as many as ``size()`` says when
+    each chunk is cut), read from ``iterable`` lazily."""
     iterator, start = iter(iterable), 0
     while True:
-        items = list(itertools.islice(iterator, size))
+        items = list(itertools.islice(iterator, size() if callable(size) else size))
         if not items:
             return
         yield start, items
@@ -67,6 +70,8 @@ class Batch:
     submitted: int = 0
     #: Items per chunk.
     size: int = 1
+    #: Chunk sizes from the items' measured times (an input of unknown length without a chunksize), else None.
+    sizer: PackSizer | None = None
 
 
 @dataclass(eq=False)
@@ -180,12 +185,28 @@ class Dispatcher:
             if batch.length is None:
                 batch.result.expect(batch.read + 1)
 
+    def _probing(self, batch: Batch) -> bool:
+        """Whether the batch's chunk sizes wait for a first time: PROBES chunks of one are out and none ended (a
+        probe that has run PROBE_PATIENCE seconds makes its items long, without waiting for its end)."""
+        sizer = batch.sizer
+        if sizer is None or not sizer.probing:
+            return False
+        probes = [chunk for chunk in self._chunks.values() if chunk.batch is batch]
+        now = time.time()
+        for chunk in probes:
+            record = self.executor.run.record.jobs.get(chunk.future.job.key)
+            if record is not None and record.started_at:
+                sizer.running_long(now - record.started_at)
+        return sizer.probing and len(probes) >= PROBES
+
     def _fill(self) -> None:
         while len(self._chunks) < self.window and self._batches:
             batch = self._batches[0]
             if not batch.result.wants_more:
                 self._batches.popleft()
                 continue
+            if self._probing(batch):
+                return
             try:
                 found = next(batch.chunks, None)
             except Exception as e:  # noqa: BLE001 - the input iterator raised: its place gets the error
@@ -264,6 +285,8 @@ class Dispatcher:
         if error is not None:  # the job could not run the chunk (e.g. the function failed to load)
             self._failed_job(chunk, future, error)
             return
+        if batch.sizer is not None and getattr(answer, "seconds", None) is not None:
+            batch.sizer.timed(len(answer.values), answer.seconds)
         if answer.values:
             batch.result.set_chunk(start, answer.values)
         if answer.error is not None:

@@ -34,6 +34,7 @@ from typing import Any
 from b2batch.jobscript import base_folder
 from b2batch import systems
 from b2batch.calls import Executor
+from b2batch.calls.pack_sizing import PackSizer
 from b2batch.engine.pilots.shaping_system import Feed
 from b2batch.pool import environment, chunk_on_node
 from b2batch.pool.dispatch import Batch, Dispatcher, chunks_of
@@ -261,9 +262,14 @@ class Pool:
               chunksize: int | None) -> Iterator[Any]:
         self._check_running()
         count = len(iterable) if hasattr(iterable, "__len__") else None  # type: ignore[arg-type]
-        size = self._chunksize(count, chunksize)
         result = ItemIterator(ordered)
         kind = "imap" if ordered else "imap_unordered"
+        if count is None and chunksize is None:  # no length to cut by: chunks sized by the items' measured time
+            sizer = PackSizer()
+            self._add(Batch(f"{kind}({_name_of(func)})", func, "one", result, chunks_of(iterable, sizer.next_size),
+                            sizer=sizer))
+            return result
+        size = self._chunksize(count, chunksize)
         self._add(Batch(f"{kind}({_name_of(func)})", func, "one", result, chunks_of(iterable, size)))
         return result
 

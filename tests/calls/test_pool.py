@@ -224,6 +224,21 @@ def test_a_maps_first_chunk_does_not_get_a_job_of_its_own_when_many_follow() -> 
     assert len(records) == 40 and all(r.carrier for r in records), [r.task_id for r in records if not r.carrier]
 
 
+def naps(x: int) -> int:
+    time.sleep(0.4)
+    return x
+
+
+def test_imap_of_an_input_without_length_packs_short_items_and_not_long_ones() -> None:
+    with local_pool() as pool:
+        assert list(pool.imap(abs, iter(range(-1000, 1000)))) == [abs(i) for i in range(-1000, 1000)]
+        short = len(pool.record.jobs)
+        assert sorted(pool.imap_unordered(naps, iter(range(6)))) == list(range(6))
+        long = len(pool.record.jobs) - short
+    assert short < 20, f"2,000 trivial items in {short} chunks"
+    assert long == 6, "items of 0.4 s (more than a unit's target time) one per chunk"
+
+
 def test_batch_system_multiprocessing_is_a_multiprocessing_pool() -> None:
     with b2batch.Pool(2, batch_system="multiprocessing") as pool:
         assert isinstance(pool, multiprocessing.pool.Pool)
