@@ -43,14 +43,14 @@ def goes_through_engine(tasks: list[Any], script: str | None, *, enabled: bool, 
     """Whether this run without ``--batch`` goes through the engine: ``enabled`` (the setting
     ``local_runs_on_engine``), no ``--test``, the local scheduler, every task class loadable by a job
     (:func:`jobs_can_load`: luigi's worker forks, a job imports) and no task of the graph with a ``batch_system``
-    of its own (``names_own_system()``)."""
+    of its own (``names_own_system(tasks, walked)``, given the graph's tasks walked)."""
     if not enabled or batch or test or not build_params.get("local_scheduler", True):
         return False
     try:
-        classes = {type(task) for task in task_iterator(tasks)}
+        walked = list(task_iterator(tasks))
     except Exception:  # a requires() that raises: luigi's worker reports it when it schedules the task
         return False
-    return jobs_can_load(classes, script) and not names_own_system()
+    return jobs_can_load({type(task) for task in walked}, script) and not names_own_system(tasks, walked)
 
 
 def jobs_can_load(classes: set[type], script: str | None) -> bool:

@@ -108,11 +108,12 @@ def _run_with_luigi(tasks: list[Any], jobs: TaskJobs | None, build_params: dict[
     return luigi.build(tasks, worker_scheduler_factory=seam.LuigidFactory(make_process), **build_params)
 
 
-def _names_its_batch_system(tasks: list[Any]) -> bool:
+def _names_its_batch_system(tasks: list[Any], walked: list[Any] | None = None) -> bool:
     """Whether a task of the graph has a ``batch_system`` of its own (an attribute of it or its class) other
-    than ``local``: b2luigi runs such a task as a job of that system also without ``--batch``."""
+    than ``local``: b2luigi runs such a task as a job of that system also without ``--batch``. ``walked``: the
+    graph's tasks, when they were walked already."""
     try:
-        graph = list(b2luigi_cli.task_iterator(tasks))
+        graph = list(b2luigi_cli.task_iterator(tasks)) if walked is None else walked
     except Exception:  # a requires() that raises: luigi reports it when it schedules the task
         return False
     for task in graph:
@@ -193,7 +194,7 @@ def process(task_like: Any, show_output: bool = False, dry_run: bool = False, te
     on_engine = local_on_engine.goes_through_engine(tasks, context.script, batch=batch, test=test,
                                                     enabled=bool(get_setting("local_runs_on_engine")),
                                                     build_params=build_params,
-                                                    names_own_system=lambda: _names_its_batch_system(tasks))
+                                                    names_own_system=_names_its_batch_system)
     run, jobs = _make_run(tasks, args, context, batch=batch, test=test, batch_system=batch_system,
                           workers=workers, retry_failed=extras.retry_failed, as_b2luigi=as_b2luigi,
                           on_engine=build_params["workers"] if on_engine else 0)
