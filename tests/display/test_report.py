@@ -145,6 +145,8 @@ def test_resubmissions_are_reported_with_their_reasons(workflow) -> None:
 
 def test_local_run_is_summarised_and_its_failure_sets_the_exit_status(workflow) -> None:
     flow = workflow("experience.py")
+    # luigi's own worker (a local run on the engine is summarised as a batch run is: test_local_runs_on_engine.py)
+    (flow.folder / "settings.json").write_text(json.dumps({"local_runs_on_engine": False}))
     run = flow.run("--count", "2", "--fail", "1")
     assert run.returncode == 1, run.stderr
     summary = summary_of(run.stderr)
