@@ -137,7 +137,7 @@ NOT_JOB_SHAPING = {
     "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout",
     "output_wait_timeout", "remote_retries", "tasks_per_job", "pilot_jobs", "max_grouping_size", "job_shape",
     "run_summary", "unknown_setting_warnings", "b2luigi_hashing", "process_returns_result", "b2luigi_texts",
-    "process_once", "local_runs_send_jobs", "workers",
+    "process_once", "local_runs_send_jobs", "local_runs_on_engine", "workers",
     # run-level policies and the live state: escalation rewrites a job of its own (never a pilot's or bundle's);
     # a checkpointing task always runs in a job of its own
     "retry_memory_factor", "retry_time_factor", "max_retry_memory", "max_retry_time", "max_node_failures",
