@@ -21,7 +21,14 @@ def failures(stderr: str) -> dict[str, str]:
 @pytest.mark.parametrize("all_bad", [True, False], ids=["every-task", "one-task"])
 def test_a_settings_error_names_its_own_task(system: str, all_bad: bool, workflow, tmp_path) -> None:
     flow = workflow("bad_settings.py")
-    bare = clean_env(PATH=str(tmp_path / "no-scheduler-tools"))  # nothing may be submitted anywhere
+    # Nothing may be submitted anywhere: each submit command refuses its job (a missing one would stop the whole
+    # run at the first good task, with one error for the run, before the bad task's settings are looked at).
+    tools = tmp_path / "refusing-scheduler-tools"
+    tools.mkdir()
+    for name in ("sbatch", "qsub", "condor_submit", "bsub"):
+        (tools / name).write_text("#!/bin/sh\necho 'refused: a test submits nothing' >&2\nexit 1\n")
+        (tools / name).chmod(0o755)
+    bare = clean_env(PATH=f"{tools}:/usr/bin:/bin")
     run = flow.run(system, *(["--all-bad"] if all_bad else []), "--batch", env=bare)
     assert run.returncode == 1, run.stderr[-3000:]
     found = failures(run.stderr)
