@@ -72,6 +72,8 @@ if __name__ == "__main__":
 
 def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     (folder / "flow.py").write_text(SCRIPT)
+    if not (folder / "settings.json").exists():  # off by default for now (docs/job-shapes.md)
+        (folder / "settings.json").write_text(json.dumps({"local_runs_on_engine": True}))
     return subprocess.run([sys.executable, "flow.py", *args], cwd=folder, env=clean_env(**env),
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
 
