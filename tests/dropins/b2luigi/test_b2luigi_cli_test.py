@@ -98,6 +98,13 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tupl
     return {key: (folder, future.result()) for key, (folder, future) in runs.items()}
 
 
+
+def _without_test_base() -> dict[str, str]:
+    """This process's environment without the base folder the ``isolated`` fixture names for in-process code
+    (``$B2BATCH_BASE_DIR``): a workflow started from another folder lays its files out beside its own script."""
+    return {k: v for k, v in os.environ.items() if k != "B2BATCH_BASE_DIR"}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_b2luigi_test_answers_as_b2luigis(case: str, both: dict) -> None:
     (their_folder, their), (our_folder, our) = both[case, "theirs"], both[case, "ours"]
@@ -230,7 +237,7 @@ def test_batch_runs_the_task_as_a_job_that_reruns_b2luigi_test(tmp_path: Path) -
         """))
     command = tmp_path / "b2luigi"  # the console script's part: a file, as a job reruns it
     command.write_text("import sys\nfrom b2luigi.cli import main\nsys.exit(main())\n")
-    env = {**os.environ, "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
+    env = {**_without_test_base(), "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
     inner = [sys.executable, str(command), "test", "-s", "job.py", "-o", "out/result.txt", "-i", "data/input.txt",
              "--batch-system", "htcondor", "--env-script", "env.sh", "--", "--lr", "0.1"]
     ran = subprocess.run([sys.executable, "-m", "b2batch", "emulate", "htcondor", "--", *inner], cwd=folder, env=env,
@@ -254,7 +261,7 @@ def test_test_task_with_jobs_from_another_program_reruns_the_command(tmp_path: P
         test_task("writes.py", "result.txt", None, False, True, ["--lr", "0.1"], batch_system="htcondor")
         print("test_task returned")
         """))
-    env = {**os.environ, "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
+    env = {**_without_test_base(), "NO_COLOR": "1", "B2BATCH_EMULATOR_DIR": str(tmp_path / "emulator")}
     ran = subprocess.run([sys.executable, "-m", "b2batch", "emulate", "htcondor", "--", sys.executable, "caller.py"],
                          cwd=folder, env=env, capture_output=True, text=True, timeout=180)
     assert ran.returncode == 0 and "test_task returned" in ran.stdout, ran.stdout + ran.stderr
