@@ -217,6 +217,8 @@ def test_the_work_dir_file_count_does_not_grow_with_the_items(tmp_path: Path) ->
     assert large[0] <= 40, f"at most the window's jobs (4) in flight, not 24: {large[0]} files"
 
 
+@pytest.mark.xfail(reason="Pool._held is switched off: counting held chunks as ready broke a pilot cancelled from "
+                   "outside (test_pool_on_slurm_with_a_job_cancelled_from_outside)", strict=True)
 def test_a_maps_first_chunk_does_not_get_a_job_of_its_own_when_many_follow() -> None:
     with local_pool() as pool:
         assert pool.map(abs, range(-200, 200), chunksize=10) == [abs(i) for i in range(-200, 200)]
