@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from b2batch.engine import preemption
 from b2batch.engine.config import RunConfig
+from b2batch.engine.files import JobFiles
 from b2batch.engine.healing import Healing
 from b2batch.engine.job import Job
 from b2batch.engine.outcome import JobOutcome, written_exit_code
@@ -35,6 +36,11 @@ from b2batch.engine.submission import Submitter
 from b2batch.engine.system import BatchSystem
 
 logger = logging.getLogger(__name__)
+
+
+def _ended_badly(files: JobFiles) -> bool:
+    """Whether the job in ``files`` wrote an exit code other than 0 (read only where an earlier job is known)."""
+    return written_exit_code(files) not in (None, 0)
 
 
 class Run:
@@ -140,17 +146,16 @@ class Run:
         and the next poll reports its end; submitting it again would run its work twice. Only a job that ended
         badly goes again."""
         files = job.files
-        ended_badly = written_exit_code(files) not in (None, 0)
         intent = files.read_intent()
         if intent is not None:
-            if intent.get("system") != system.name or ended_badly:
+            if intent.get("system") != system.name or _ended_badly(files):
                 return False
             if not system.adopt(job, intent):
                 return False
             files.record_submission(system.name, str(job.job_id), job.placement)
             return True
         journal = files.read_submission()
-        return bool(journal and journal.get("system") == system.name and not ended_badly
+        return bool(journal and journal.get("system") == system.name and not _ended_badly(files)
                     and system.attach(job, journal))
 
     def _queue(self, job: Job) -> None:
