@@ -101,9 +101,11 @@ def test_pilots_status_and_cancel(test_user: TestUser) -> None:
                           "sleep", "--seconds", "60")
     try:
         running = test_user.wait_queue(lambda ads: any(ad["JobStatus"] == 2 for ad in ads), timeout=90)
-        status = _wait_for(lambda: (lambda d: d if "running" in d.stdout else None)(
-            test_user.python("-m", "b2batch", "status", "scheduler_jobs.py")), 60, "a running task in b2batch status")
-        pilot_ids = {f"{ad['ClusterId']}.{ad['ProcId']}" for ad in running if ad["JobStatus"] == 2}
+        # "running" alone would match the pilot summary line ("Pilot jobs on htcondor: 2 running") before a
+        # pilot has taken its first task; wait for a task shown inside a pilot.
+        status = _wait_for(lambda: (lambda d: d if "in pilot job" in d.stdout else None)(
+            test_user.python("-m", "b2batch", "status", "scheduler_jobs.py")), 60, "a task in a pilot in b2batch status")
+        pilot_ids = {f"{ad['ClusterId']}.{ad['ProcId']}" for ad in running + test_user.queue()}
         assert any(f"in pilot job {pilot_id} on vm" in status.stdout for pilot_id in pilot_ids), status.stdout[-3000:]
         assert re.search(r"Pilot jobs on htcondor: \d+ running", status.stdout), status.stdout[-3000:]
         assert len(test_user.queue()) < 40  # pilots, not a job per task
