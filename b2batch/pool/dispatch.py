@@ -120,9 +120,11 @@ class Dispatcher:
 
     def held(self) -> int:
         """Chunks of known length not submitted yet (the run's job shaping counts them as ready: a map's first
-        chunk should not get a job of its own because the others were not handed over yet)."""
+        chunk should not get a job of its own because the others were not handed over yet). A call that needs
+        no more (it failed, or the pool was terminated) holds nothing: its chunks will never be submitted."""
         with self._lock:
-            self._open = [b for b in self._open if b.length is not None and b.length > b.read]
+            self._open = [b for b in self._open
+                          if b.length is not None and b.length > b.read and b.result.wants_more]
             return sum(-(-(b.length - b.read) // b.size) for b in self._open)  # type: ignore[operator]
 
     def busy(self) -> bool:

@@ -174,10 +174,8 @@ class Pool:
         self._finalizer = weakref.finalize(self, self._ending, True)
 
     def _held(self) -> int:
-        # Switched off: with the chunks held back counted as ready (a032628), a one-item map whose pilot is
-        # scancelled from outside never reported its loss (test_pool_on_slurm_with_a_job_cancelled_from_outside
-        # timed out); until that is understood, the run shapes a map's chunks as they are handed over.
-        return 0
+        dispatcher = getattr(self, "_dispatcher", None)
+        return dispatcher.held() if dispatcher is not None else 0
 
     def _system_slots(self) -> int:
         if self.executor.system == "local":

@@ -46,7 +46,7 @@ def wait_to_be_killed(folder: str, x: int) -> int:
     attempts = len(list(Path(folder).glob("*.pid"))) + len(list(Path(folder).glob("*.killed")))
     if attempts >= allowed:
         return x
-    Path(folder, f"{os.getpid()}.pid").write_text("")
+    Path(folder, f"{os.getpid()}.pid").write_text(str(os.getppid()))  # in a pilot, its parent is the worker
     time.sleep(120)
     return x
 
@@ -115,29 +115,38 @@ def test_an_exception_raises_in_the_caller_with_its_type_index_and_traceback() -
     assert any(line["state"] == "failed" and "seven" in line["error"] for line in lines)
 
 
-def kill_attempts(folder: Path, count: int) -> None:
+def kill_attempts(folder: Path, count: int, pilot: bool = False) -> None:
     for attempt in range(count):
         pid_file = wait_for(lambda: list(folder.glob("*.pid")), 60, f"attempt {attempt + 1} to start")[0]
-        os.kill(int(pid_file.stem), signal.SIGKILL)  # the task's process, as an out-of-memory killer would
+        if pilot:  # its pilot job, cancelled from outside as scancel would (SIGTERM well before its walltime)
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+        else:  # the task's process, as an out-of-memory killer would
+            os.kill(int(pid_file.stem), signal.SIGKILL)
         pid_file.rename(pid_file.with_suffix(".killed"))
 
 
+@pytest.mark.parametrize("shape", ["job_per_task", "pilots"])
 @pytest.mark.parametrize("kills", [1, 2], ids=["resubmitted-then-done", "reported-at-the-limit"])
-def test_a_job_killed_from_outside_is_resubmitted_up_to_the_limit_then_reported(tmp_path: Path, kills: int) -> None:
+def test_a_job_killed_from_outside_is_resubmitted_up_to_the_limit_then_reported(
+        tmp_path: Path, kills: int, shape: str) -> None:
+    """A chunk's job killed, or its pilot job cancelled from outside while it runs the chunk: submitted again
+    within max_num_resubmissions, then a RuntimeError, whichever the job shape."""
     folder = tmp_path / "marks"
     folder.mkdir()
     (folder / "kills").write_text(str(kills))
-    with local_pool(max_num_resubmissions=1, polling_interval=0.2) as pool:
+    with local_pool(max_num_resubmissions=1, polling_interval=0.2, settings={"job_shape": shape}) as pool:
         result = pool.starmap_async(wait_to_be_killed, [(str(folder), 5)])
-        kill_attempts(folder, kills)
+        kill_attempts(folder, kills, pilot=shape == "pilots")
         if kills == 1:
             assert result.get(timeout=60) == [5]
         else:
             with pytest.raises(RuntimeError, match="after 1 resubmission") as raised:
                 result.get(timeout=60)
-            assert isinstance(raised.value, PoolJobLostError) and "killed by SIGKILL" in str(raised.value)
+            assert isinstance(raised.value, PoolJobLostError)
+            assert ("killed by SIGKILL" if shape == "job_per_task" else "its pilot job") in str(raised.value)
         records = list(pool.record.jobs.values())
     assert [len(r.resubmissions) for r in records] == [1]
+    assert all(bool(r.carrier) == (shape == "pilots") for r in records)
 
 
 def test_the_throttle_holds_from_start_to_end(tmp_path: Path) -> None:
@@ -217,13 +226,20 @@ def test_the_work_dir_file_count_does_not_grow_with_the_items(tmp_path: Path) ->
     assert large[0] <= 40, f"at most the window's jobs (4) in flight, not 24: {large[0]} files"
 
 
-@pytest.mark.xfail(reason="Pool._held is switched off: counting held chunks as ready broke a pilot cancelled from "
-                   "outside (test_pool_on_slurm_with_a_job_cancelled_from_outside)", strict=True)
 def test_a_maps_first_chunk_does_not_get_a_job_of_its_own_when_many_follow() -> None:
     with local_pool() as pool:
         assert pool.map(abs, range(-200, 200), chunksize=10) == [abs(i) for i in range(-200, 200)]
         records = list(pool.record.jobs.values())
     assert len(records) == 40 and all(r.carrier for r in records), [r.task_id for r in records if not r.carrier]
+
+
+def test_a_failed_map_holds_back_no_chunks_for_the_job_shaping() -> None:
+    """The chunks of a map that failed are never handed over: they no longer count as ready, or a later lone
+    call would be shaped as if hundreds of units came with it."""
+    with local_pool(num_simultaneously_running_tasks=1) as pool:
+        with pytest.raises(ValueError, match="seven"):
+            pool.map(square, range(7, 400), chunksize=1)
+        assert pool._dispatcher.held() == 0
 
 
 def naps(x: int) -> int:

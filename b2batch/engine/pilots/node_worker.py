@@ -16,10 +16,14 @@ A unit is one of:
 The worker holds a lease on its claims: it rewrites its heartbeat every ``heartbeat_timeout / 6`` seconds,
 and when it cannot for ``heartbeat_timeout / 2`` seconds (the shared file system is gone) it stops its unit
 and ends, before the steering process (which waits ``heartbeat_timeout``) gives the unit to another worker.
-SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 (the end of the allocation, preemption, ``scancel``) stop the
-running unit and put it back in the queue with the rest of its batch; it is not counted as failed. So does a
-worker whose allocation has too little left for another unit, or that was told to stop (checked between the
-units of a batch every :data:`STOP_CHECK` seconds).
+SIGTERM, SIGINT, SIGHUP, SIGUSR1 and SIGUSR2 stop the running unit. At the allocation's end (the batch system's
+warning, SIGUSR1 or SIGUSR2, or any stop signal within :data:`END_MARGIN` seconds of the walltime) it goes back
+in the queue with the rest of its batch, not counted as failed. Before it (``scancel``, ``condor_rm``, ``qdel``
+from outside, a preemption without warning) it ends with the job, as it would in a job of its own: the steering
+process counts it lost and submits it again within ``max_resubmissions``, so that a unit whose pilots are
+cancelled again and again ends as failed rather than going round for ever; the rest of its batch goes back.
+A worker whose allocation has too little left for another unit, or that was told to stop (checked between the
+units of a batch every :data:`STOP_CHECK` seconds), puts the rest of its batch back too.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from b2batch.engine.preemption import WARNING_SIGNALS
 from b2batch.engine.processes import signal_group
 from b2batch.engine.pilots.unit_processes import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
 from b2batch.engine.usage import measured
@@ -53,6 +58,9 @@ __all__ = ["STOP_SIGNALS", "Worker", "WorkerConfig", "main", "run_unit", "serve"
 KILL_GRACE = 10.0
 #: Seconds the worker first waits when it found nothing to claim (doubled while it finds nothing, up to 1 s)
 FIRST_PAUSE = 0.005
+#: Seconds before the allocation's end within which a stop signal is taken as that end (Slurm's SIGTERM at the
+#: time limit, HTCondor's at a hold for the job's duration): the running unit then goes back, not counted.
+END_MARGIN = 120.0
 #: Seconds between two looks, within a batch of units, at whether the worker was told to stop.
 STOP_CHECK = 0.5
 #: Environment variables in which batch systems give the job's id.
@@ -230,6 +238,11 @@ class Worker:
                     self.config.unit_seconds or self.longest)
         return True
 
+    def at_the_end(self) -> bool:
+        """Whether the stop signal is the allocation's end: the batch system's warning, or any stop signal within
+        :data:`END_MARGIN` seconds of the walltime."""
+        return self.stop_signal in WARNING_SIGNALS or (self.end is not None and self.end - time.time() < END_MARGIN)
+
     def run_batch(self, batch: str, units: list[tuple[str, dict[str, Any]]]) -> str:
         """Run the units of a claimed batch one after another: "go" on, "end" the worker (its allocation ends;
         the rest of the batch was put back) or "stop" at once (a signal, or the lease was lost)."""
@@ -242,6 +255,9 @@ class Worker:
                 continue
             outcome = self.run(name, entry)
             if outcome == "lost":  # leave the claim: the steering process decides
+                return "stop"
+            if outcome == "interrupted":  # it ends with this job; the rest goes back
+                self.queue.keep_interrupted(self.name, batch, units[index], units[index + 1:])
                 return "stop"
             if outcome != "done":  # a stop signal: the unit (started or not) and the rest go back
                 self.queue.release(self.name, batch, units[index:], started=name if outcome == "stopped" else None)
@@ -261,7 +277,8 @@ class Worker:
 
     def run(self, name: str, entry: dict[str, Any]) -> str:
         """Run one claimed unit in a child: "done", "lost" (the lease), "back" (a stop signal came before it
-        started) or "stopped" (a stop signal stopped it)."""
+        started), "stopped" (the allocation's end stopped it) or "interrupted" (a stop signal before the end
+        stopped it)."""
         self.current = name
         self.heartbeat()  # a unit that runs longer gets a heartbeat naming it from _wait
         begin = time.monotonic()
@@ -300,8 +317,12 @@ class Worker:
         if code < 0 and self.stop_signal is None and -code in STOP_SIGNALS:
             time.sleep(0.2)  # a signal to the whole job reached the child first: let ours arrive
         if self.stop_signal is not None:
-            logger.info("Signal %d: putting %s back in the queue", self.stop_signal, name)
-            return "stopped"
+            if self.at_the_end():
+                logger.info("Signal %d: putting %s back in the queue", self.stop_signal, name)
+                return "stopped"
+            logger.warning("Signal %d before the allocation's end (cancelled from outside?): %s ends with this "
+                           "job, which the steering process counts as lost", self.stop_signal, name)
+            return "interrupted"
         code = 128 - code if code < 0 else code
         # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
         # numbers even where the batch system's accounting is off (b2batch.engine.usage).

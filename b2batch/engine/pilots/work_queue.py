@@ -429,6 +429,14 @@ class WorkQueue:
         _write_batch(folder, batch, keep)
         os.rename(f"{folder}/{batch}.json", f"{os.fspath(self.todo)}/{batch}.json")
 
+    def keep_interrupted(self, worker: str, batch: str, interrupted: tuple[str, Any], rest: Units) -> None:
+        """A stop signal that was not the allocation's end stopped ``interrupted``: it stays claimed by this
+        worker, started and not ended (the steering process counts it lost with the worker's job, as a job of
+        its own would be), while ``rest`` goes back into ``todo/`` as :meth:`release` puts it."""
+        folder = f"{os.fspath(self.claimed)}/{worker}"
+        _write_batch(folder, f"{batch}~{interrupted[0]}", [interrupted])
+        self.release(worker, batch, rest)
+
     def _append(self, worker: str, line: dict[str, Any]) -> None:
         if self._log is None or self._log[0] != worker:
             self.close_log()

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from conftest import wait_for
 
-from b2batch.engine.pilots.node_worker import JOB_ID_VARIABLES, STOP_SIGNALS
+from b2batch.engine.pilots.node_worker import JOB_ID_VARIABLES
 from b2batch.engine.pilots.work_queue import WorkQueue
 
 UNITS = Path(__file__).resolve().parent  # workqueue_units.py and unitrunner_units.py
@@ -426,11 +426,12 @@ def test_crashing_units_get_their_exit_codes_and_the_worker_goes_on(workers: Wor
     assert sorted(workers.queue.take_done()) == sorted(units)
 
 
-@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=[signal.Signals(s).name for s in STOP_SIGNALS])
-def test_stop_signal_puts_the_running_unit_back(workers: Workers, signum: int) -> None:
-    workers.put("a", sh("sleep 30 & sleep 30 & wait"))  # a unit with children of its own
+def _stopped_by(workers: Workers, signum: int, **config: Any) -> None:
+    """Start a worker on unit a (a shell with children of its own) and b, stop it with ``signum`` while a runs:
+    a's processes are gone within seconds."""
+    workers.put("a", sh("sleep 30 & sleep 30 & wait"))
     workers.put("b", sh("echo never"))
-    worker = workers.start()
+    worker = workers.start(**config)
     sleeps = workers.running(count=2)
     unit = psutil.Process(worker.pid).children()  # the forked child (the shell)
     begin = time.monotonic()
@@ -438,11 +439,36 @@ def test_stop_signal_puts_the_running_unit_back(workers: Workers, signum: int) -
     workers.ended(timeout=5)
     assert time.monotonic() - begin < 5
     all_gone(sleeps + unit)
-    assert workers.queue.waiting() == ["a", "b"]  # back in the queue under its own name, not counted as failed
-    assert workers.queue.claims() == {}
     assert workers.exit_code("a") is None and workers.exit_code("b") is None
-    assert workers.queue.take_done() == {}  # its start and its release are in the log, no end
+
+
+AT_THE_END = [pytest.param(signal.SIGUSR1, {}, id="SIGUSR1"), pytest.param(signal.SIGUSR2, {}, id="SIGUSR2"),
+              *[pytest.param(s, {"walltime": 60.0, "unit_seconds": 1.0}, id=f"{signal.Signals(s).name}-near-walltime")
+                for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)]]
+
+
+@pytest.mark.parametrize(("signum", "config"), AT_THE_END)
+def test_the_allocations_end_puts_the_running_unit_back(workers: Workers, signum: int, config: dict) -> None:
+    """The batch system's warning, or any stop signal within END_MARGIN of the walltime: the unit goes back under
+    its own name, not counted as failed (its start and its release are in the log, no end)."""
+    _stopped_by(workers, signum, **config)
+    assert workers.queue.waiting() == ["a", "b"]
+    assert workers.queue.claims() == {}
+    assert workers.queue.take_done() == {}
     assert json.loads((workers.queue.todo / "a.json").read_text())["units"][0][1]["key"] == "a"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=lambda s: signal.Signals(s).name)
+def test_a_stop_signal_before_the_allocations_end_leaves_the_unit_to_the_steering_process(
+        workers: Workers, signum: int) -> None:
+    """scancel, condor_rm or qdel from outside: the running unit ends with the worker, as in a job of its own
+    (held by the worker, started, no end: the steering process counts it lost, within max_resubmissions); the
+    units it had not started go back."""
+    _stopped_by(workers, signum)
+    assert workers.queue.waiting() == ["b"]
+    assert workers.queue.claims() == {"a": "w1"} and workers.queue.held("w1") == {"a": True}
+    assert workers.queue.requeue_claims("w1", set()) == [] and workers.queue.claims() == {}
 
 
 def test_stop_signal_while_idle_ends_the_worker(workers: Workers) -> None:
@@ -472,7 +498,7 @@ def test_cancel_stops_the_unit_and_the_worker_goes_on(workers: Workers) -> None:
 def test_worker_runs_a_batch_in_order_skips_what_was_cancelled_and_puts_the_rest_back_on_a_signal(
         workers: Workers) -> None:
     """A batch of units: run one after another, a unit cancelled while its batch was claimed is skipped, and a
-    stop signal puts the stopped unit and the rest of the batch back into the queue as one batch."""
+    stop signal puts the rest of the batch back into the queue as one batch."""
     entry = {name: {"key": name, "name": f"unit {name}", "unit": unit, "files": workers.files(name)}
              for name, unit in (("a", sh("sleep 30")), ("b", sh("echo b")), ("c", sh("echo c")),
                                 ("d", sh("sleep 30")), ("e", sh("echo e")))}
@@ -489,7 +515,10 @@ def test_worker_runs_a_batch_in_order_skips_what_was_cancelled_and_puts_the_rest
     worker.send_signal(signal.SIGTERM)
     workers.ended(timeout=5)
     all_gone(sleeps)
-    assert workers.queue.waiting_batches() == ["two"] and workers.queue.waiting() == ["d", "e"]
+    # SIGTERM before the allocation's end: d, stopped, ends with the worker (held, for the steering process to
+    # count lost); e, not started, goes back with its batch
+    assert workers.queue.waiting_batches() == ["two"] and workers.queue.waiting() == ["e"]
+    assert workers.queue.claims() == {"d": "w1"}
     assert sorted(workers.queue.take_done()) == ["a", "c"] and workers.exit_code("d") is None
 
 
