@@ -216,7 +216,9 @@ class Worker:
                 pause = FIRST_PAUSE
                 going = self.run_batch(*claimed)
                 if going == "stop":
-                    return 0
+                    if self.stop_signal is None:
+                        return 0  # the lease was lost: what it holds is left to the steering process
+                    break
                 if going == "end":
                     break
                 idle_since = time.monotonic()
@@ -225,8 +227,9 @@ class Worker:
             self.queue.close_log()
             for signum in STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
-        if self.stop_signal is None:
-            self.queue.forget_worker(self.name)
+        # Its heartbeat goes (a later run must not take it for a live worker and wait on what it held); a unit a
+        # signal interrupted stays in its claim, for the steering process to count lost.
+        self.queue.forget_worker(self.name)
         logger.info("Worker %s ends after %d unit(s)", self.name, self.ran)
         return 0
 

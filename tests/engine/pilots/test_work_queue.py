@@ -440,6 +440,7 @@ def _stopped_by(workers: Workers, signum: int, **config: Any) -> None:
     assert time.monotonic() - begin < 5
     all_gone(sleeps + unit)
     assert workers.exit_code("a") is None and workers.exit_code("b") is None
+    assert workers.queue.heartbeats() == {}, "a later run would take it for a live worker"
 
 
 AT_THE_END = [pytest.param(signal.SIGUSR1, {}, id="SIGUSR1"), pytest.param(signal.SIGUSR2, {}, id="SIGUSR2"),
