@@ -4,7 +4,8 @@ While a :class:`StagedInputs` is active, a task's ``get_input_file_names``, ``ge
 ``get_input_file_names_from_dict`` give the paths of copies of the inputs, each in a new folder under
 ``scratch_dir`` (the system's temporary folder without it); a copy is made when its key is first asked
 for, by up to ``n_download_threads`` threads at once (default 2), and removed when the staging ends. A
-remote input is downloaded (its target's ``get_temporary_input``).
+remote input is downloaded (its target's ``get_temporary_input``). The task's ``scratch_dir`` and
+``n_download_threads`` come from the :class:`~.file_settings.FileSettings` its ``on_temporary_files`` resolved.
 
 b2batch's own ``on_temporary_files`` reads inputs where they are; under the b2luigi profile it stages them.
 """
@@ -19,18 +20,17 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from b2batch.settings import get_setting
+from b2batch.luigi_frontend.file_settings import FileSettings
 
 #: The task methods that give input paths, replaced on the task while the staging is active.
 STAGED_METHODS = ("get_input_file_names", "get_all_input_file_names", "get_input_file_names_from_dict")
 
 
 @contextlib.contextmanager
-def scratch_folder(task: Any = None, **tmp_file_kwargs: Any) -> Iterator[str]:
-    """A new folder under ``scratch_dir`` (of ``task``; the system's temporary folder when it is not set),
+def scratch_folder(scratch_dir: str | None = None, **tmp_file_kwargs: Any) -> Iterator[str]:
+    """A new folder under ``scratch_dir`` (a task's; the system's temporary folder when it is not set),
     made with its parents, and removed with everything in it when the block ends."""
-    parent = get_setting("scratch_dir", task=task) or tempfile.gettempdir()
-    parent = os.path.expanduser(str(parent))
+    parent = os.path.expanduser(str(scratch_dir or tempfile.gettempdir()))
     try:
         os.makedirs(parent, exist_ok=True)
         folder = tempfile.TemporaryDirectory(dir=parent, **tmp_file_kwargs)
@@ -44,10 +44,10 @@ def scratch_folder(task: Any = None, **tmp_file_kwargs: Any) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def local_copy(path: str, name: str, task: Any = None, **tmp_file_kwargs: Any) -> Iterator[str]:
-    """A copy of the local file (or folder) ``path``, named ``name`` in a new folder under scratch_dir;
+def local_copy(path: str, name: str, scratch_dir: str | None = None, **tmp_file_kwargs: Any) -> Iterator[str]:
+    """A copy of the local file (or folder) ``path``, named ``name`` in a new folder under ``scratch_dir``;
     removed when the block ends."""
-    with scratch_folder(task, **tmp_file_kwargs) as folder:
+    with scratch_folder(scratch_dir, **tmp_file_kwargs) as folder:
         copy = os.path.join(folder, name.rstrip("/"))
         if os.path.isdir(path):
             shutil.copytree(path, copy)
@@ -56,23 +56,26 @@ def local_copy(path: str, name: str, task: Any = None, **tmp_file_kwargs: Any) -
         yield copy
 
 
-def _temporary_input(target: Any, task: Any, **tmp_file_kwargs: Any) -> Any:
-    """The context of a copy of ``target``: its own ``get_temporary_input`` (b2luigi's and b2batch's targets,
-    remote ones download), else a copy of its local ``path`` under its own name (a plain luigi target)."""
+def _temporary_input(target: Any, settings: FileSettings, **tmp_file_kwargs: Any) -> Any:
+    """The context of a copy of ``target``: its own ``get_temporary_input`` for the task (b2luigi's and
+    b2batch's targets, remote ones download), else a copy of its local ``path`` under its own name under the
+    task's scratch_dir (a plain luigi target)."""
     if hasattr(target, "get_temporary_input"):
-        return target.get_temporary_input(task=task, **tmp_file_kwargs)
+        return target.get_temporary_input(task=settings.task, **tmp_file_kwargs)
     path = str(target.path)
-    return local_copy(path, os.path.basename(path.rstrip("/")), task, **tmp_file_kwargs)
+    return local_copy(path, os.path.basename(path.rstrip("/")), settings.scratch_dir, **tmp_file_kwargs)
 
 
 class StagedInputs:
     """Replace the input-path methods of ``task`` (:data:`STAGED_METHODS`) with ones that give copies; the
-    copies' contexts are entered on ``stack`` (so they are removed when it closes). :meth:`restore` puts
-    the task's own methods back."""
+    copies' contexts are entered on ``stack`` (so they are removed when it closes), under the scratch_dir of
+    ``settings`` (the task's), ``settings.download_threads`` at once. :meth:`restore` puts the task's own
+    methods back."""
 
-    def __init__(self, task: Any, stack: contextlib.ExitStack) -> None:
+    def __init__(self, task: Any, stack: contextlib.ExitStack, settings: FileSettings | None = None) -> None:
         self._task = task
         self._stack = stack
+        self._settings = settings if settings is not None else FileSettings(task)
         #: The copies by key (``<requirement key>_<key>`` for get_input_file_names_from_dict), as b2luigi keeps them.
         self._copies: dict[str, list[str]] = {}
         self._replaced: dict[str, Any] = {}
@@ -124,8 +127,8 @@ class StagedInputs:
 
     def _copy_all(self, targets: list[Any], tmp_file_kwargs: dict[str, Any]) -> list[str]:
         enter: Callable[[Any], str] = lambda target: self._stack.enter_context(  # noqa: E731
-            _temporary_input(target, self._task, **tmp_file_kwargs))
-        threads = get_setting("n_download_threads", default=2, task=self._task)
+            _temporary_input(target, self._settings, **tmp_file_kwargs))
+        threads = self._settings.download_threads
         if threads is None or len(targets) < 2:
             return [enter(target) for target in targets]
         with ThreadPoolExecutor(max_workers=int(threads)) as pool:

@@ -31,6 +31,7 @@ from luigi.task_register import Register
 
 from b2batch.jobscript import base_folder
 from b2batch.luigi_frontend import layout
+from b2batch.luigi_frontend.file_settings import FileSettings
 from b2batch.luigi_frontend.temporary import _remove_path, _TemporaryOutputs, on_temporary_files, temporary_name  # noqa: F401
 from b2batch.remote.urls import is_remote
 from b2batch.settings import get_setting
@@ -52,7 +53,7 @@ class LocalTarget(luigi.LocalTarget):
         """``with target.temporary_path() as path:`` write to ``path``, a :attr:`tmp_name` in a new folder
         under scratch_dir (the setting, of ``task``; without it next to the target); the file is moved to the
         target's path when the block ends without an exception, and the temporary folder removed either way."""
-        scratch = get_setting("scratch_dir", task=task)
+        scratch = FileSettings(task).scratch_dir
         final = Path(self.path)
         if scratch:
             scratch_folder = base_folder.resolve(scratch)
@@ -76,7 +77,7 @@ class LocalTarget(luigi.LocalTarget):
         it the system's temporary folder), removed when the block ends."""
         from b2batch.luigi_frontend.staging import local_copy
 
-        return local_copy(str(self.path), self.tmp_name, task, **tmp_file_kwargs)
+        return local_copy(str(self.path), self.tmp_name, FileSettings(task).scratch_dir, **tmp_file_kwargs)
 
 
 # --- parameters with path options -------------------------------------------------------------------------
@@ -205,7 +206,7 @@ class TaskHelpers:
         if is_remote(path):
             from b2batch.remote import outputs
 
-            return {output_file_name: outputs.target_for(path, root=root, task=self)}
+            return {output_file_name: outputs.target_for(path, root=root, retry=FileSettings(self).retry)}
         return {output_file_name: LocalTarget(path)}
 
     def get_output_file_name(self, key: str) -> str:
@@ -377,11 +378,12 @@ class TaskHelpers:
         if not any(is_remote(name) for name in names) and get_setting("b2luigi_texts", task=self):
             self._remove_output()
             return
+        settings = FileSettings(self)
         for name in names:
             if is_remote(name):
                 from b2batch.remote import outputs
 
-                outputs.remove(name, task=self)
+                outputs.remove(name, settings.retry)
             else:
                 _remove_path(Path(name))
 

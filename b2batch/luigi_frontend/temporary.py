@@ -1,5 +1,6 @@
 """Temporary outputs: b2luigi's temporary names, and ``on_temporary_files``, which writes a task's outputs
-under them and moves them into place only when ``run()`` returns normally."""
+under them and moves them into place only when ``run()`` returns normally. Each ``run()`` resolves the task's
+file settings once (:class:`~.file_settings.FileSettings`: scratch_dir, remote_retries, n_download_threads)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from b2batch.jobscript import base_folder
-from b2batch.settings import active_profile, get_setting
+from b2batch.luigi_frontend.file_settings import FileSettings
+from b2batch.settings import active_profile
 
 #: Public (``b2batch.PUBLIC_MODULES``): what code outside b2batch (the b2luigi shim, plugins) may import.
 __all__ = ["on_temporary_files", "temporary_files", "temporary_name"]
@@ -42,9 +44,12 @@ def _remove_path(path: Path) -> None:
 # --- atomic outputs --------------------------------------------------------------------------------------
 
 class _TemporaryOutputs:
-    """Temporary paths for outputs, moved into place only on success."""
+    """Temporary paths for outputs, moved into place only on success: under the task's scratch_dir (of
+    ``settings``), remote ones uploaded with its retry policy."""
 
-    def __init__(self, scratch_dir: str | None) -> None:
+    def __init__(self, settings: FileSettings) -> None:
+        self._settings = settings
+        scratch_dir = settings.scratch_dir
         self._scratch = base_folder.resolve(scratch_dir) if scratch_dir else None
         self._made: dict[Path, Path] = {}
         self._folders: list[Path] = []  # the temporary folders made under scratch_dir
@@ -91,7 +96,7 @@ class _TemporaryOutputs:
 
             for url, local in self._remote.items():
                 if local.exists():
-                    outputs.upload(str(local), url)
+                    outputs.upload(str(local), url, self._settings.retry)
                 shutil.rmtree(local.parent, ignore_errors=True)
         for final, temporary in self._made.items():
             if temporary.exists():
@@ -145,9 +150,10 @@ def temporary_files(task: Any, inputs: bool, outputs: bool) -> Iterator[None]:
     (``inputs``), removed at the end."""
     from b2batch.luigi_frontend.staging import StagedInputs
 
-    temporary = _TemporaryOutputs(get_setting("scratch_dir", task=task)) if outputs else None
+    settings = FileSettings(task)
+    temporary = _TemporaryOutputs(settings) if outputs else None
     with contextlib.ExitStack() as stack:
-        staged = StagedInputs(task, stack).install() if inputs else None
+        staged = StagedInputs(task, stack, settings).install() if inputs else None
         if temporary is not None:
             task._b2batch_temporary = temporary
         try:

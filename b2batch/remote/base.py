@@ -315,7 +315,7 @@ class RemoteTarget(luigi.target.FileSystemTarget):
     def get_temporary_input(self, task: Any = None, **kwargs: Any) -> Any:
         """A local copy of the file (or folder), removed when the context ends."""
         if not self._native:
-            return plain.get_temporary_input(self, task, **kwargs)
+            return plain.get_temporary_input(self, _scratch(task), **kwargs)
         return self._downloaded(task)
 
     @contextlib.contextmanager
@@ -327,7 +327,7 @@ class RemoteTarget(luigi.target.FileSystemTarget):
         """A local path to write the file (or make the folder) to; uploaded atomically when the context ends
         without error."""
         if not self._native:
-            return plain.temporary_path(self, task, **kwargs)
+            return plain.temporary_path(self, _scratch(task), **kwargs)
         return self._uploaded()
 
     @contextlib.contextmanager
@@ -381,6 +381,9 @@ class _UploadOnClose:
 
 
 def _scratch(task: Any) -> str | None:
+    """The scratch folder of ``task`` (made; None: the system's temporary folder), read when a target's
+    method is called, as b2luigi's ``RemoteTarget.get_temporary_input(task)`` reads it: the task's
+    ``scratch_dir``, the process's settings without a task (``open()`` and a write's ``temporary_path()``)."""
     from b2batch.settings import get_setting
 
     folder = get_setting("scratch_dir", task=task)

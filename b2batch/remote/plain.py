@@ -2,7 +2,7 @@
 b2luigi (a ``RemoteFileSystem`` subclass that implements the public methods ``exists``,
 ``copy_file_from_remote``, ``mkdir``, ...), or a stand-in in a test. The target keeps its path as given and
 calls those methods as b2luigi 1.3's ``RemoteTarget`` does: no URLs, retries or batched checks, which need
-b2batch's single attempts.
+b2batch's single attempts. The scratch folder is given (the target's method found it for its task).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-from b2batch.settings import get_setting
 
 
 def base_name(target: Any) -> str:
@@ -39,29 +37,30 @@ def get(target: Any, path: str = "~") -> str:
     return local
 
 
-def _scratch_folder(task: Any, **kwargs: Any) -> tempfile.TemporaryDirectory[str]:
-    """A new folder under scratch_dir (of ``task``; the system's temporary folder without it)."""
-    parent = os.path.expanduser(str(get_setting("scratch_dir", task=task) or tempfile.gettempdir()))
+def _scratch_folder(scratch: str | None, **kwargs: Any) -> tempfile.TemporaryDirectory[str]:
+    """A new folder under ``scratch`` (the task's scratch_dir; the system's temporary folder without it)."""
+    parent = os.path.expanduser(str(scratch or tempfile.gettempdir()))
     os.makedirs(parent, exist_ok=True)
     return tempfile.TemporaryDirectory(dir=parent, **kwargs)
 
 
 @contextlib.contextmanager
-def get_temporary_input(target: Any, task: Any = None, **kwargs: Any) -> Iterator[str]:
-    """A downloaded copy in a new folder under scratch_dir (the system's temporary folder without it)."""
-    with _scratch_folder(task) as folder:
+def get_temporary_input(target: Any, scratch: str | None = None, **kwargs: Any) -> Iterator[str]:
+    """A downloaded copy in a new folder under ``scratch`` (the system's temporary folder without it)."""
+    with _scratch_folder(scratch) as folder:
         local = str(Path(folder) / base_name(target))
         target.fs.copy_file_from_remote(target.path, local)
         yield local
 
 
 @contextlib.contextmanager
-def temporary_path(target: Any, task: Any = None, **kwargs: Any) -> Iterator[str]:
-    """A local path (b2luigi's temporary name) to write to; handed to the file system's ``rename_dont_move``
-    when the block ends without an exception (b2luigi's RemoteFileSystem uploads it there with ``force=True``).
-    The target's folder is made first."""
+def temporary_path(target: Any, scratch: str | None = None, **kwargs: Any) -> Iterator[str]:
+    """A local path (b2luigi's temporary name) to write to, in a new folder under ``scratch`` (the system's
+    temporary folder without it); handed to the file system's ``rename_dont_move`` when the block ends
+    without an exception (b2luigi's RemoteFileSystem uploads it there with ``force=True``). The target's
+    folder is made first."""
     target.makedirs()  # b2luigi's worker makes the output folders of a task before it runs
-    with _scratch_folder(task, **kwargs) as folder:
+    with _scratch_folder(scratch, **kwargs) as folder:
         local = os.path.join(folder, tmp_name(target.path))
         yield local
         target.fs.rename_dont_move(local, target.path)

@@ -28,6 +28,10 @@ RESOLVERS = {
     "b2batch.joblib.options": "joblib's backend options over the settings",
     "b2batch.joblib.parallel_run": "joblib's job_shape and pilot_jobs of a batch of calls",
     "b2batch.pool.pool": "Pool's settings={...} over the settings",
+    "b2batch.luigi_frontend.file_settings": "FileSettings: a task's scratch_dir, remote_retries and "
+                                            "n_download_threads, read once per run() (on_temporary_files) or "
+                                            "output()/remove_output() call and handed to the remote file systems "
+                                            "and the staging of inputs as values",
 }
 #: The command-line modules (a process's entry: which folders, which run).
 COMMAND_LINE = {
@@ -39,25 +43,25 @@ COMMAND_LINE = {
 #: b2luigi's public functions, whose documented meaning is to read a task's settings when they are called (in the
 #: steering process and in the task's job alike; a task's attribute overrides per call): the b2luigi layer's API.
 B2LUIGI_API = {
-    "b2batch.luigi_frontend.task": "b2luigi's Task methods add_to_output, get_output_file_name, temporary_path and "
-                                   "remove_output: result_dir, scratch_dir, default_task_target_class, "
-                                   "target_class_kwargs of the task when called",
+    "b2batch.luigi_frontend.task": "b2luigi's Task methods add_to_output and remove_output: result_dir, "
+                                   "default_task_target_class, target_class_kwargs, b2luigi_texts of the task when "
+                                   "called (its scratch_dir and remote_retries through FileSettings)",
     "b2batch.luigi_frontend.layout": "a task's paths, asked with the task alone (b2luigi's create_output_file_name, "
                                      "get_log_file_dir and get_task_file_dir through the shim, the Task methods "
                                      "above): parameter_separator, use_parameter_name_in_output, result_dir, "
                                      "log_dir, task_file_dir, job_folder_layout of the task when called",
-    "b2batch.luigi_frontend.temporary": "b2luigi's on_temporary_files: the task's scratch_dir when its run() writes",
     "b2batch.luigi_frontend.dispatching": "b2luigi's @dispatch: the task's env_script and env when its run() is "
                                           "called (in its job)",
+    "b2batch.remote.base": "b2luigi's RemoteTarget (b2luigi.core.remote_target): get_temporary_input(task) reads "
+                           "the given task's scratch_dir when called, as b2luigi 1.3's does (a target is made by "
+                           "the task that writes it and read by others, each with its own scratch_dir); without a "
+                           "task (open(), b2batch's own targets' temporary_path()) the process's",
+    "b2batch.remote.webdav": "b2luigi's WebDAVSystem(server_path) (b2luigi.core.remote_target.webdav without "
+                             "webdavclient3): X509_USER_PROXY and X509_CERT_DIR from the settings, else the "
+                             "environment, when the file system is made, as b2luigi 1.3's; process-wide, no task",
 }
-#: Front-end modules that still read settings themselves (for a task, not for its job): known debt.
-KNOWN_DEBT = {
-    "b2batch.remote.outputs": "the retries of remote outputs",
-    "b2batch.remote.base": "scratch_dir of remote targets",
-    "b2batch.remote.plain": "scratch_dir of remote targets",
-    "b2batch.remote.webdav": "the WebDAV credentials",
-    "b2batch.luigi_frontend.staging": "staging of inputs",
-}
+#: Front-end modules that still read settings themselves (for a task, not for its job): known debt (none now).
+KNOWN_DEBT: dict[str, str] = {}
 ALLOWED = STORE | set(RESOLVERS) | set(COMMAND_LINE) | set(B2LUIGI_API) | set(KNOWN_DEBT)
 BELOW = ("b2batch.engine", "b2batch.systems", "b2batch.jobscript")
 LOOKUPS = {"get_setting", "find_setting"}
