@@ -138,6 +138,36 @@ def test_bad_retry_setting_names_task_value_and_fix() -> None:
         list(Numbered(i=1).output())
 
 
+class OwnRetries(b2batch.Task):
+    remote_retries = 2
+
+    def output(self):
+        yield self.add_to_output("n.txt")
+
+    @b2batch.on_temporary_files
+    def run(self):
+        Path(self.get_output_file_name("n.txt")).write_text("n")
+
+
+def test_a_tasks_own_remote_retries_are_the_tries_of_its_uploads(webdav_server: WebDAVServer,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """on_temporary_files uploads with the task's FileSettings: its own remote_retries, not the process's."""
+    from b2batch.remote.backoff import TransientRemoteError
+
+    tries = []
+
+    def failing(self: remote.RemoteFileSystem, local: str, path: str) -> None:
+        tries.append(path)
+        raise TransientRemoteError(f"upload to {path}: connection reset by peer")
+
+    monkeypatch.setattr(remote.WebDAVSystem, "_upload", failing)
+    b2batch.set_setting("result_dir", f"{webdav_server.url}/b2batch-tests/{uuid.uuid4().hex[:12]}")
+    b2batch.set_setting("remote_retries", 4)
+    with pytest.raises(RemoteError, match="failed 2 times"):
+        OwnRetries().run()
+    assert len(tries) == 2, tries
+
+
 def test_file_system_operations(result_url: str, tmp_path: Path) -> None:
     fs = _fs(result_url)
     local = tmp_path / "a.txt"
