@@ -77,6 +77,10 @@ class RunConfig:
     #: runs the node-side entry point with ``arguments`` under the settings ``config`` (a JobConfig) of
     #: ``owner`` (:func:`b2batch.jobscript.wrapper.job_wrapper`). None: the run makes no worker jobs.
     job_wrapper: Callable[[Any, str, Any, Any, list[str]], str] | None = None
+    #: Whether the run's worker jobs (pilots, bundles) end with its steering process, killing the unit they run:
+    #: a run without --batch, whose local jobs stand for luigi's worker processes (a killed run leaves none
+    #: running). False: they outlive it, for a restarted run to follow.
+    workers_end_with_steering: bool = False
 
     def __post_init__(self) -> None:
         # Frozen all the way down: a dict given here is copied into a read-only view.

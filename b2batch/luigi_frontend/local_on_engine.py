@@ -92,7 +92,8 @@ def engine_config(config: Any, workers: int, shaped: bool) -> Any:
         flags["pilot_jobs"] = max(1, int(workers))
     # --workers tasks at once, as luigi's worker runs them, also beyond the CPUs (local_slots' default)
     slots = max(int(config.local_slots or os.cpu_count() or 1), int(workers))
-    return config.replace(batch_system="local", flags=flags, local_slots=slots)
+    # a killed run leaves no pilot running its task, as luigi's worker leaves no task process (a rerun redoes it)
+    return config.replace(batch_system="local", flags=flags, local_slots=slots, workers_end_with_steering=True)
 
 
 def graph_workers(config: Any, workers: int) -> int:

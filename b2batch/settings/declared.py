@@ -180,11 +180,12 @@ SETTINGS: dict[str, Setting] = {
         Setting("local_runs_send_jobs", False, "Without --batch, a task whose class or instance names its own "
                 "batch_system (other than local) still runs as a job there, the others in the script's process, "
                 "as in b2luigi (b2luigi profile: true).", kind=FLAG),
-        Setting("local_runs_on_engine", False, "Without --batch (and without --test or a central scheduler), the "
+        Setting("local_runs_on_engine", True, "Without --batch (and without --test or a central scheduler), the "
                 "tasks run as jobs of the local batch system through the engine, in --workers local pilots "
                 "(job_shape auto), as a batch run does; luigi's summary, exit codes and the tasks' events in this "
-                "process stay. false (the default until a killed local job ends its run as before): luigi's own "
-                "worker runs them (b2luigi profile: false, since b2luigi runs them in luigi's worker).", kind=FLAG),
+                "process stay, and the pilots end with the script (a killed run leaves none running its task). "
+                "false: luigi's own worker runs them (b2luigi profile: false, since b2luigi runs them in luigi's "
+                "worker).", kind=FLAG),
         Setting("process_once", False, "A second process() call in a script raises RuntimeError (b2luigi profile: "
                 "true, as b2luigi allows one call).", kind=FLAG),
         Setting("process_returns_result", True, "process() returns luigi's run result (false: None, as b2luigi's "

@@ -46,7 +46,7 @@ def done(flow):
 def test_plain_run_runs_everything(done) -> None:
     assert tree(done.folder / "results") == ["tag=none/n=0/part.json", "tag=none/n=1/part.json",
                                              "tag=none/n=2/part.json", "tag=none/total.json"]
-    assert not (done.folder / "task_files").exists()
+    assert (done.folder / "task_files").exists()  # issue 44: a run without --batch runs local jobs (pilots)
 
 
 # --- dry run ---------------------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def test_run_passes_the_arguments_and_the_exit_status(workflow, tmp_path: Path) 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     failed = b2batch("run", str(flow.script), "--count", "1", "--fail", "0", cwd=elsewhere)
-    assert failed.returncode == 1 and "Part(n=0): failed in this process" in failed.stderr
+    assert failed.returncode == 1 and "Failed (1):\n  Part(n=0): in pilot job" in failed.stderr, failed.stderr
     done = b2batch("run", str(flow.script), "--count", "1", "--no-exit", cwd=elsewhere)
     assert done.returncode == 0 and "after process: SUCCESS" in done.stdout
     assert (flow.folder / "results" / "total.txt").is_file()  # paths relative to the script, as with python

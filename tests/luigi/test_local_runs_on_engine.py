@@ -5,14 +5,20 @@ a failed task's traceback on the terminal, and the tasks' event handlers firing 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import psutil
+import pytest
 from conftest import clean_env
 
 SCRIPT = '''
 import os
+import time
 import luigi
 import b2batch
 
@@ -25,10 +31,15 @@ class Leaf(b2batch.Task):
     def output(self):
         yield self.add_to_output("leaf.txt")
 
-    def run(self):
+    def run(self):  # writes its output directly (no on_temporary_files)
         if self.n == int(os.environ.get("FAIL_N", "-1")):
             raise ValueError(f"leaf {self.n} is broken")
         with open(self.get_output_file_name("leaf.txt"), "w") as f:
+            f.write("partial ")
+            f.flush()
+            if self.n == int(os.environ.get("HANG_N", "-1")):
+                open(os.path.join(os.path.dirname(EVENTS), "writing"), "w").close()
+                time.sleep(300)
             f.write(str(os.getpid()))
 
 
@@ -72,7 +83,7 @@ if __name__ == "__main__":
 
 def run(folder: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     (folder / "flow.py").write_text(SCRIPT)
-    if not (folder / "settings.json").exists():  # off by default for now (docs/job-shapes.md)
+    if not (folder / "settings.json").exists():  # the default, named so that these tests keep the engine path
         (folder / "settings.json").write_text(json.dumps({"local_runs_on_engine": True}))
     return subprocess.run([sys.executable, "flow.py", *args], cwd=folder, env=clean_env(**env),
                           capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
@@ -103,7 +114,7 @@ def test_a_local_run_goes_through_local_pilots_and_fires_each_tasks_events_in_th
     pilots = [job for job in record["worker_jobs"] if job["kind"] == "pilot"]
     assert sum(job["units"] for job in pilots) == 7, pilots
     assert max(sum(1 for job in pilots if job["family"] == family) for family in ("Leaf", "Sum")) <= 2, pilots
-    leaf_pids = {int(p.read_text()) for p in tmp_path.glob("results/n=*/leaf.txt")}
+    leaf_pids = {int(p.read_text().split()[-1]) for p in tmp_path.glob("results/n=*/leaf.txt")}
     assert len(list(tmp_path.glob("results/n=*/leaf.txt"))) == 6 and steering not in leaf_pids
     # each task's START and SUCCESS fired once, in the script's own process
     seen = events(tmp_path)
@@ -131,3 +142,48 @@ def test_with_the_setting_off_luigis_worker_runs_them_in_this_process(tmp_path: 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "7 task(s) in this process" in done.stderr and "local-pilots" not in done.stderr
     assert not list((tmp_path / "logs").glob("b2batch-run-*.report.json"))
+
+
+def processes_of(folder: Path) -> list[psutil.Process]:
+    """The processes whose command line names a file under ``folder`` (the run's pilots and their units)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(str(folder) in arg for arg in process.info["cmdline"] or ()):
+            found.append(process)
+    return found
+
+
+@pytest.mark.slow
+def test_a_killed_run_leaves_no_pilot_running_and_the_rerun_redoes_the_half_written_task(tmp_path: Path) -> None:
+    """SIGKILL of the script (not of its pilots, which run in sessions of their own): its local pilots stop the
+    task they run and end, as luigi's worker processes would go with the run, and the rerun redoes the task that
+    was writing its output directly, not taking the half it left for complete nor following a pilot of the
+    killed run (a rerun that followed it waited for its task to end: the hang of 9bd4d23)."""
+    (tmp_path / "flow.py").write_text(SCRIPT)
+    (tmp_path / "settings.json").write_text(json.dumps({"local_runs_on_engine": True}))
+    steering = subprocess.Popen([sys.executable, "flow.py", "--workers", "1"], cwd=tmp_path,
+                                env=clean_env(HANG_N="2"), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "writing").exists() and time.monotonic() < deadline:
+            assert steering.poll() is None, "the run ended before Leaf(n=2) wrote"
+            time.sleep(0.1)
+        assert (tmp_path / "writing").exists(), "Leaf(n=2) did not start writing"
+        steering.kill()
+        steering.wait(timeout=30)
+        deadline = time.monotonic() + 60  # the pilot looks at its steering process every 0.5 s
+        while processes_of(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = [" ".join(p.cmdline()) for p in processes_of(tmp_path) if p.is_running()]
+        assert not left, left
+    finally:
+        steering.kill()
+        for process in processes_of(tmp_path):
+            process.kill()
+    assert (tmp_path / "results" / "n=2" / "leaf.txt").read_text() == "partial "  # what the stopped task left
+    rerun = run(tmp_path, "--workers", "1")
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "its outputs may be partial and do not count: removed" in rerun.stderr, rerun.stderr[:1500]
+    assert "* 4 ran successfully" in rerun.stderr, rerun.stderr[-3000:]  # Leaf(n=2) again, the two after it, Sum
+    assert (tmp_path / "results" / "n=2" / "leaf.txt").read_text().split()[-1].isdigit()

@@ -23,7 +23,10 @@ from outside, a preemption without warning) it ends with the job, as it would in
 process counts it lost and submits it again within ``max_resubmissions``, so that a unit whose pilots are
 cancelled again and again ends as failed rather than going round for ever; the rest of its batch goes back.
 A worker whose allocation has too little left for another unit, or that was told to stop (checked between the
-units of a batch every :data:`STOP_CHECK` seconds), puts the rest of its batch back too.
+units of a batch every :data:`STOP_CHECK` seconds), puts the rest of its batch back too. A worker whose spec names
+its steering process (a run without ``--batch``, whose local pilots stand for luigi's worker processes) ends with
+it: once that process is gone, it stops its unit as SIGTERM would, writes the unit's exit code (no one is left to
+count the unit lost; a rerun sees it ended and runs it again) and ends.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.preemption import WARNING_SIGNALS
-from b2batch.engine.processes import signal_group
+from b2batch.engine.processes import note_lives, signal_group
 from b2batch.engine.pilots.unit_processes import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
 from b2batch.engine.usage import measured
 from b2batch.engine.pilots.work_queue import DRAIN_GRACE, WorkQueue
@@ -63,6 +66,8 @@ FIRST_PAUSE = 0.005
 END_MARGIN = 120.0
 #: Seconds between two looks, within a batch of units, at whether the worker was told to stop.
 STOP_CHECK = 0.5
+#: Seconds between two looks at whether the steering process a worker ends with still runs.
+STEERING_CHECK = 0.5
 #: Environment variables in which batch systems give the job's id.
 JOB_ID_VARIABLES = ("SLURM_JOB_ID", "LSB_JOBID", "JOB_ID", "CONDOR_JOB_ID", "B2BATCH_LOCAL_JOB_ID")
 
@@ -82,6 +87,9 @@ class WorkerConfig:
     #: The batch job's id, if known; else taken from the environment.
     job_id: str | None = None
     worker: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    #: The steering process the worker ends with (its host, pid and start time), stopping its unit as a stop
+    #: signal does: a run without --batch (None: the worker outlives it, for a restarted run to follow).
+    steering: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, spec: dict[str, Any]) -> WorkerConfig:
@@ -147,6 +155,10 @@ class Worker:
         self.longest = 0.0
         self.ran = 0
         self.next_stop_check = 0.0  # monotonic time of the next look at whether the worker is to stop
+        self.next_steering_check = 0.0  # the same, at whether the steering process it ends with is gone
+        self.steering_gone_at: float | None = None  # monotonic time at which it was found gone
+        #: How long the worker waits on its unit between two looks at its lease (and its steering process).
+        self.wait_interval = min(self.beat_interval, STEERING_CHECK) if config.steering else self.beat_interval
 
     # --- the lease --------------------------------------------------------------------------------------
 
@@ -183,6 +195,20 @@ class Worker:
             return False
         return self.end - time.time() < self.last_claim_margin() + max(self.config.unit_seconds or self.longest, 10)
 
+    def steering_gone(self) -> bool:
+        """Whether the steering process this worker ends with (:attr:`WorkerConfig.steering`) is gone (looked at
+        every :data:`STEERING_CHECK` seconds): the worker then stops as on SIGTERM, its running unit too."""
+        now = time.monotonic()
+        if self.config.steering is None or now < self.next_steering_check or self.stop_signal is not None:
+            return False
+        self.next_steering_check = now + STEERING_CHECK
+        if note_lives(self.config.steering):
+            return False
+        logger.warning("The steering process %s is gone: stopping, as its run ended", self.config.steering.get("pid"))
+        self.steering_gone_at = now
+        self._on_signal(signal.SIGTERM, None)
+        return True
+
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.stop_signal = signum
         if self.child is not None:
@@ -202,6 +228,8 @@ class Worker:
             while self.stop_signal is None:
                 if not self.heartbeat():
                     return 0
+                if self.steering_gone():
+                    break
                 if self.out_of_time():
                     break
                 claimed = self.queue.claim(self.name)
@@ -319,13 +347,15 @@ class Worker:
             runner.close()  # it was sent a signal: a fresh runner for the next unit
         if code < 0 and self.stop_signal is None and -code in STOP_SIGNALS:
             time.sleep(0.2)  # a signal to the whole job reached the child first: let ours arrive
-        if self.stop_signal is not None:
+        if self.stop_signal is not None and self.steering_gone_at is None:
             if self.at_the_end():
                 logger.info("Signal %d: putting %s back in the queue", self.stop_signal, name)
                 return "stopped"
             logger.warning("Signal %d before the allocation's end (cancelled from outside?): %s ends with this "
                            "job, which the steering process counts as lost", self.stop_signal, name)
             return "interrupted"
+        # (a unit stopped because the steering process is gone ends with its exit code: no one is left to count
+        # it lost, and a rerun sees it ended, its outputs not counted, and runs it again)
         code = 128 - code if code < 0 else code
         # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
         # numbers even where the batch system's accounting is off (b2batch.engine.usage).
@@ -371,7 +401,7 @@ class Worker:
                 ready: list[Any] = []
                 if waitables:
                     try:
-                        ready = select.select(waitables, [], [], self.beat_interval)[0]
+                        ready = select.select(waitables, [], [], self.wait_interval)[0]
                     except InterruptedError:
                         pass
                 else:
@@ -384,6 +414,9 @@ class Worker:
                     if runner is not None:
                         runner.forget()
                     return None
+                self.steering_gone()
+                if self.steering_gone_at is not None and time.monotonic() - self.steering_gone_at > KILL_GRACE:
+                    signal_group(pid, signal.SIGKILL)  # no steering process is left to escalate
                 if not self.signalled and self.queue.is_cancelled(name):
                     logger.info("%s was cancelled by the steering process", name)
                     self.signalled = True

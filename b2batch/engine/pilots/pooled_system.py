@@ -160,6 +160,9 @@ class PooledSystem(BatchSystem):
                           "heartbeat_timeout": template.config["heartbeat_timeout"],
                           "walltime": template.config["pilot_walltime"],
                           "unit_seconds": template.config["pilot_task_seconds"], "worker": key}
+        if self.run.config.workers_end_with_steering:  # a run without --batch: its pilots end with it
+            spec["worker"]["steering"] = {"host": socket.gethostname(), "pid": os.getpid(),
+                                          "started": process_started(os.getpid())}
         files.write_spec(spec)
         files.write_wrapper(job_wrapper(template.name, key, template.config, files, [str(files.spec)]))
         files.reset()
