@@ -22,6 +22,7 @@ from typing import Any
 
 from b2batch.engine import preemption
 from b2batch.luigi_frontend import layout
+from b2batch.luigi_frontend.job_on_node import node_job
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +36,10 @@ def can_checkpoint(task: Any) -> bool:
 
 
 def checkpoint_path(task: Any) -> Path:
-    """The file in which ``task`` keeps its checkpoint: ``checkpoint`` in its job folder."""
-    return layout.job_folder(task) / "checkpoint"
+    """The file in which ``task`` keeps its checkpoint: ``checkpoint`` in its job folder (in its job: the folder
+    of the job it runs in, as the steering process made it)."""
+    job = node_job(task)
+    return (job.folder if job is not None else layout.job_folder(task)) / "checkpoint"
 
 
 def remove_checkpoint(task: Any) -> None:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from b2batch.jobscript import base_folder
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import flags, layout
+from b2batch.luigi_frontend.job_on_node import node_job
 from b2batch.luigi_frontend.task_on_node import active_spec
 from b2batch.luigi_frontend.task import Task
 from b2batch.settings import get_setting, profiled_error
@@ -115,10 +116,12 @@ def _environment_logged(task: Any, logs: tuple[Path, Path] | None) -> dict[str, 
 
 def child_environment(task: Any) -> dict[str, str]:
     """The variables a dispatched child of ``task`` sets: those its setting ``env_script`` exports (the script
-    sourced by bash in the task's environment), then its setting ``env``. A script that fails raises
-    :class:`DispatchError` naming it, its exit status and the end of its stderr."""
+    sourced by bash in the task's environment), then its setting ``env`` (in the task's job: the values its job
+    was made with, which its wrapper used too). A script that fails raises :class:`DispatchError` naming it, its
+    exit status and the end of its stderr."""
     environment: dict[str, str] = {}
-    script = get_setting("env_script", task=task)
+    job = node_job(task)
+    script = job.config["env_script"] if job is not None else get_setting("env_script", task=task)
     if script:
         path = base_folder.resolve(script)
         done = subprocess.run(["bash", "-c", 'source "$0" >&2 && env -0', str(path)], capture_output=True,
@@ -133,7 +136,8 @@ def child_environment(task: Any) -> dict[str, str]:
             name, equals, value = entry.decode(errors="surrogateescape").partition("=")
             if equals and os.environ.get(name) != value and name not in ("_", "SHLVL", "PWD", "OLDPWD"):
                 environment[name] = value
-    environment.update({str(k): str(v) for k, v in (get_setting("env", task=task) or {}).items()})
+    env = job.config["env"] if job is not None else get_setting("env", task=task)
+    environment.update({str(k): str(v) for k, v in (env or {}).items()})
     return environment
 
 

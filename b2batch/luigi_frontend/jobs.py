@@ -204,12 +204,13 @@ def _on_this_host(job: Job) -> bool:
     return job.system.partition("-")[0] in ("local", "test")
 
 
-def task_wrapper(task: Any, job_files: JobFiles) -> str:
-    """The executable wrapper of ``task``'s job, with the task's settings resolved as a run without flags does
-    (for tools and tests; a run writes it with :meth:`TaskJobs.write_files`)."""
+def task_wrapper(task: Any, job_files: JobFiles, flags: dict[str, Any] | None = None) -> str:
+    """The executable wrapper of ``task``'s job, with the task's settings resolved as a run with the flags
+    ``flags`` (``RunConfig.flags``; none: a run without flags) does (for tools and tests; a run writes it with
+    :meth:`TaskJobs.write_files`)."""
     from b2batch.jobscript import wrapper  # rendering needs jinja: imported only on the steering side
 
-    config = resolve_job_config(task)
+    config = resolve_job_config(task, flags)
     return wrapper.render_job_wrapper(task, task.task_id, config, job_files,
                                       [*wrapper.executable_of(task, config), str(wrapper.ENTRY_POINT),
                                        job_files.path_of("spec")],
@@ -226,10 +227,13 @@ class TaskJobs:
         self._awaiting_outputs: dict[str, float] = {}  # task id -> deadline
         self._results: list[TaskResult] = []
         self._units: dict[str, dict[str, Any]] = {}  # task module -> how a pilot runs its tasks (_unit_of)
-        #: The settings jobs see (set_setting and settings.json), taken once for the run's jobs; the run's
-        #: batch_system (--batch-system) too, which lives in the run's configuration, not in the store.
+        #: The settings the tasks' own code sees in their jobs (get_setting in a run(); b2batch's code that works
+        #: for a job there reads its JobConfig, spec["config"]): set_setting and the settings files, taken once
+        #: for the run's jobs, and the run's flags (--batch-system, --workers) and batch_system, which live in the
+        #: run's configuration, not in the store: a task's get_setting("workers") in its job answered the flag's
+        #: value when process() still set it, and does so still (see docs/architecture.md, "Settings on the node").
         self.settings = settings_snapshot()
-        self.settings["code"].update(run.config.flags)  # what the run's flags set, the node side sees too
+        self.settings["code"].update(run.config.flags)
         if isinstance(run.config.batch_system, str):
             self.settings["code"]["batch_system"] = run.config.batch_system
         self._system_names: dict[str, str] = {}
@@ -259,7 +263,9 @@ class TaskJobs:
         finds everything complete (a run that needs their queue again follows those still running)."""
         from b2batch.engine.pilots.orphans import end_earlier_pilots
 
-        folder = base_folder.resolve(str(get_setting("task_file_dir")))
+        # The run's task_file_dir, as the resolver gives it to tasks without one of their own (the pilots of tasks
+        # with their own task_file_dir are there, and not looked for, as before).
+        folder = base_folder.resolve(str(resolve_setting(None, "task_file_dir", self.run.config.flags)))
         if not (folder / "_pilots").is_dir():
             return
 
@@ -394,7 +400,7 @@ class TaskJobs:
         spec = {"task_module": task.task_module, "task_module_file": module_file(task.task_module),
                 "task_family": task.task_family, "task_id": task.task_id, "task_params": task.to_str_params(),
                 "script": self.context.script, "argv": self.context.argv, "base_dir": str(base_folder.base_dir()),
-                "settings": self.settings, "result_file": files.path_of("result"),
+                "settings": self.settings, "config": job.config.as_dict(), "result_file": files.path_of("result"),
                 "events_in_steering": self.events_in_steering}
         wrapper.write_job_script(files, task, task.task_id, job.config, spec=spec,
                                  wrapper=self.run.needs_job_script(job),  # pilots and bundles have their own

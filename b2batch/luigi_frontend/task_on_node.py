@@ -25,7 +25,7 @@ from luigi.scheduler import DONE, PENDING
 from b2batch.jobscript import base_folder
 from b2batch.engine.preemption import Checkpointed
 from b2batch.engine.unwinding import unwind_on_sigterm
-from b2batch.luigi_frontend import checkpoint, local_on_engine
+from b2batch.luigi_frontend import checkpoint, job_on_node, local_on_engine
 from b2batch.luigi_frontend.acceptance import acceptance_of
 from b2batch.luigi_frontend.seam import run_in_process
 from b2batch.settings import use_settings_snapshot
@@ -99,6 +99,7 @@ def run_task(spec: dict[str, Any]) -> int:
         load_task_module(spec)
     task_class = luigi.task_register.Register.get_task_cls(spec["task_family"])
     task = task_class.from_str_params(spec["task_params"])
+    job_on_node.attach(task, spec)  # the job's JobConfig, for b2batch's code that works for the job here
     result_file = Path(spec["result_file"])
     if spec.get("events_in_steering"):  # a run without --batch: its steering process fires them
         task.trigger_event = local_on_engine.no_event
