@@ -6,7 +6,9 @@ front-ends looks a setting up. A front-end's resolver (the luigi front-end's ``T
 executor's, the farm's) fills in every name of :data:`JOB_SETTINGS` with one written precedence per profile
 (b2batch's: the task's attribute or method, then the run's flags, then ``set_setting``, then the settings
 files, then the defaults); units with the same settings share one JobConfig, so a run of 10,000 tasks of one
-class resolves them once. The node side gets it serialised (:meth:`JobConfig.as_dict`) where it needs it.
+class resolves them once. The node side gets it serialised (:meth:`JobConfig.as_dict`) where it needs it: the luigi
+front-end puts it into each task's job spec (``spec["config"]``), read on the node by
+``b2batch.luigi_frontend.job_on_node``; pilot and bundle workers get their values in ``spec["worker"]``.
 """
 
 from __future__ import annotations
