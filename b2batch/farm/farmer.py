@@ -8,7 +8,7 @@ A stop signal kills the running lines (SIGTERM to their process groups, SIGKILL 
 them back at the end of ``toprocess``; the farmer then exits 1. A normal end exits 0, failed lines or not.
 
 Inside a batch job the farmer takes no new line once the time left in the allocation
-(:func:`b2batch.engine.pilots.node_worker.allocation_end`) is shorter than the longest line so far (or
+(:func:`b2batch.engine.pilots.worker_lease.allocation_end`) is shorter than the longest line so far (or
 ``task_seconds``) plus a margin. With ``requeue``, a farmer in a Slurm job that stopped with lines left asks
 Slurm to requeue its job (``scontrol requeue``).
 """
@@ -171,7 +171,7 @@ class Farmer:
         started = time.time()
         end = None
         if options.walltime or options.in_batch_job:
-            from b2batch.engine.pilots.node_worker import allocation_end
+            from b2batch.engine.pilots.worker_lease import allocation_end
 
             end = allocation_end(options.walltime, started)
         self.workdir.register(self.name, {"host": HOST, "pid": os.getpid(), "started": started,

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from conftest import wait_for
 
-from b2batch.engine.pilots.node_worker import JOB_ID_VARIABLES
+from b2batch.engine.pilots.worker_lease import JOB_ID_VARIABLES
 from b2batch.engine.pilots.work_queue import WorkQueue
 
 UNITS = Path(__file__).resolve().parent  # workqueue_units.py and unitrunner_units.py
