@@ -8,7 +8,10 @@ Rows, each the wall time of one fresh process (imports included), in one sitting
   raw            ONE ``condor_submit`` of N ``/bin/echo`` procs in one cluster, until ``condor_q`` lists none of
                  them: what the pool itself needs for N jobs (the reference);
   default        b2batch with its default settings (``job_shape auto``): N tasks + the aggregate;
-  job_per_task   the same workflow with ``job_shape job_per_task`` (a job per task, as b2luigi runs it).
+  job_per_task   the same workflow with ``job_shape job_per_task`` (a job per task, as b2luigi runs it);
+  b2luigi        the same workflow under the real b2luigi 1.3.0 (the venv of ``tests/peers/install.sh``), its
+                 HTCondor batch process: a ``condor_submit`` per task (``--b2luigi-n`` runs it for fewer tasks,
+                 as it takes many minutes; its ratio is then per task against the raw row's rate).
 
 Ratios are to the raw row. Last line: one JSON line of all figures. Default N is 200 (issue 43 asks for 1,000;
 on this 2-core machine a job per task of 1,000 takes many minutes: ``--n 1000`` runs it).
@@ -73,6 +76,14 @@ WORKFLOW = textwrap.dedent('''
 ''')
 
 
+B2LUIGI_WORKFLOW = WORKFLOW.replace("import b2batch", "import b2luigi").replace("b2batch.", "b2luigi.").replace(
+    """    if sys.argv[2] != "default":
+        b2luigi.set_setting("job_shape", sys.argv[2])
+    result = b2luigi.process(Total(n=int(sys.argv[1])), workers=64, batch=True, exit_on_failure=False)
+    sys.exit(0 if result.scheduling_succeeded else 1)""",
+    """    b2luigi.process(Total(n=int(sys.argv[1])), workers=64, batch=True)""")
+
+
 def as_user(*args: str, cwd: Path, stdin: str | None = None, timeout: float = 3600) -> subprocess.CompletedProcess:
     env = {"HOME": pwd.getpwnam(USER).pw_dir, "LANG": "C.UTF-8", "CONDOR_CONFIG": str(PREFIX / "condor_config"),
            "PATH": f"{PREFIX / 'htcondor' / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"}
@@ -107,18 +118,35 @@ def raw(n: int) -> float:
 def workflow(n: int, shape: str) -> tuple[float, dict]:
     work = folder()
     script = work / "bench_workflow.py"
-    script.write_text(WORKFLOW)
+    b2luigi = shape == "b2luigi"
+    # b2luigi parses the command line itself (its own flags): its N is written into the script
+    script.write_text(B2LUIGI_WORKFLOW.replace("int(sys.argv[1])", str(n)) if b2luigi else WORKFLOW)
     shutil.chown(script, USER)
+    args = [str(b2luigi_python()), str(script)] if b2luigi else [sys.executable, str(script), str(n), shape]
     t0 = time.monotonic()
-    done = as_user(sys.executable, str(script), str(n), shape, cwd=work)
+    done = as_user(*args, cwd=work, timeout=4 * 3600)
     wall = time.monotonic() - t0
     if done.returncode != 0:
         sys.exit(f"the {shape} run failed:\n{done.stderr[-3000:]}")
-    report = json.loads(next((work / "logs").glob("*.report.json")).read_text())
     total = int(next(work.rglob("total.txt")).read_text())
     assert total == n * (n - 1) // 2, total
+    if b2luigi:
+        extra = {"batch_jobs": len(re.findall(r"^000 ", "".join(
+            p.read_text(errors="replace") for p in work.rglob("*.log") if p.is_file()), re.M)) or None}
+    else:
+        report = json.loads(next((work / "logs").glob("*.report.json")).read_text())
+        extra = {"scheduler_calls": report["scheduler_calls"], "batch_jobs": _jobs(report)}
     shutil.rmtree(work, ignore_errors=True)
-    return wall, {"scheduler_calls": report["scheduler_calls"], "batch_jobs": _jobs(report)}
+    return wall, extra
+
+
+def b2luigi_python() -> Path:
+    peers = subprocess.run(["bash", str(Path(__file__).resolve().parents[1] / "tests" / "peers" / "install.sh"),
+                            "--print"], capture_output=True, text=True, check=True).stdout.strip()
+    python = Path(peers) / "b2luigi" / "bin" / "python"
+    if not python.exists():
+        sys.exit(f"no b2luigi venv at {python}: run tests/peers/install.sh")
+    return python
 
 
 def _jobs(report: dict) -> int:
@@ -129,6 +157,8 @@ def _jobs(report: dict) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--b2luigi-n", type=int, default=None,
+                        help="tasks for the b2luigi row (default: --n; 0 leaves the row out)")
     args = parser.parse_args()
     status = subprocess.run(["bash", str(Path(__file__).resolve().parents[1] / "tests" / "clusters" / "htcondor.sh"),
                              "status"], capture_output=True, text=True)
@@ -137,11 +167,16 @@ def main() -> None:
     figures: dict = {"n": args.n}
     figures["raw"] = {"wall": raw(args.n)}
     print(f"raw           {figures['raw']['wall']:7.1f} s  (one cluster of {args.n} echo procs)", flush=True)
-    for shape in ("default", "job_per_task"):
-        wall, extra = workflow(args.n, shape)
-        figures[shape] = {"wall": wall, "ratio": wall / figures["raw"]["wall"], **extra}
-        print(f"{shape:<13} {wall:7.1f} s  {wall / figures['raw']['wall']:5.2f}x raw  "
-              f"({extra['batch_jobs']} batch jobs, {extra['scheduler_calls']})", flush=True)
+    b2luigi_n = args.n if args.b2luigi_n is None else args.b2luigi_n
+    for shape, n in (("default", args.n), ("job_per_task", args.n), ("b2luigi", b2luigi_n)):
+        if not n:
+            continue
+        wall, extra = workflow(n, shape)
+        # per task against the raw row's rate when the row ran for fewer tasks
+        ratio = (wall / n) / (figures["raw"]["wall"] / args.n)
+        figures[shape] = {"n": n, "wall": wall, "ratio": ratio, **extra}
+        print(f"{shape:<13} {wall:7.1f} s  {ratio:5.2f}x raw  (N={n}, {extra['batch_jobs']} batch jobs"
+              f"{', ' + str(extra['scheduler_calls']) if 'scheduler_calls' in extra else ''})", flush=True)
     print(json.dumps(figures))
 
 
