@@ -44,40 +44,27 @@ from __future__ import annotations
 
 import json
 import os
-from collections import deque
 from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
+from b2batch.engine.pilots.queue_folder import Units, log_lines, read_batch, unlink_if_there, write_batch
+from b2batch.engine.pilots.queue_worker_side import QueueWorkerSide
 
 #: Seconds a worker that finds nothing to claim in a drained queue waits for work before it ends.
 DRAIN_GRACE = 2.0
 
-Units = list[tuple[str, dict[str, Any]]]
+__all__ = ["DRAIN_GRACE", "Units", "WorkQueue"]
 
 
-class WorkQueue:
-    """One queue folder, as seen from either side."""
+class WorkQueue(QueueWorkerSide):
+    """One queue folder, as seen from either side: the steering side here, the worker side in
+    :class:`~b2batch.engine.pilots.queue_worker_side.QueueWorkerSide`."""
 
     def __init__(self, root: Path | str) -> None:
-        self.root = Path(root)
-        self.todo = self.root / "todo"
-        self.claimed = self.root / "claimed"
-        self.done = self.root / "done"
-        self.workers = self.root / "workers"
-        self.cancelled = self.root / "cancel"
-        self.stop_file = self.root / "stop"
-        self.cancel_note = self.root / "cancelled"
-        self.drained_file = self.root / "drained"
-        self.steering = self.root / "steering"
-        self._listing: deque[str] = deque()
+        super().__init__(root)
         self._offsets: dict[str, int] = {}  # how far each worker's log was read
         self._batch_of: dict[str, str] = {}  # the steering side: unit name -> the batch it was queued in
-        self._log: tuple[str, int] | None = None  # the worker side: its name and log, open for appending
-
-    def create(self) -> None:
-        for folder in (self.todo, self.claimed, self.done, self.workers, self.cancelled):
-            folder.mkdir(parents=True, exist_ok=True)
 
     # --- the steering side --------------------------------------------------------------------------
 
@@ -88,7 +75,7 @@ class WorkQueue:
     def put_batch(self, batch: str, units: Units) -> None:
         """Queue ``units`` (name, description) as the batch ``batch``: one file, written with plain system calls
         and renamed into ``todo/`` (a worker may claim it as soon as the rename is done)."""
-        _write_batch(os.fspath(self.todo), batch, units)
+        write_batch(os.fspath(self.todo), batch, units)
         for name, _unit in units:
             self._batch_of[name] = batch
 
@@ -110,10 +97,10 @@ class WorkQueue:
                 os.rename(f"{todo}/{batch}.json", holding)
             except FileNotFoundError:
                 continue  # claimed by a worker, or gone
-            units = _read_batch(holding)
+            units = read_batch(holding)
             rest = [(name, unit) for name, unit in units if name not in wanted]
             if rest:
-                _write_batch(todo, batch, rest)
+                write_batch(todo, batch, rest)
             os.unlink(holding)
             for name, _unit in units:
                 if name in wanted:
@@ -200,15 +187,12 @@ class WorkQueue:
         """Ask one worker to end as soon as it finds nothing to claim (its slot is wanted elsewhere)."""
         (self.workers / f"{worker}.finish").touch()
 
-    def waiting_batches(self) -> list[str]:
-        return sorted(p[:-5] for p in os.listdir(self.todo) if p.endswith(".json") and not p.startswith("."))
-
     def waiting(self) -> list[str]:
         """The units that wait, in the order they are to be claimed (reads every waiting batch)."""
         found = []
         for batch in self.waiting_batches():
             try:
-                found += [name for name, _unit in _read_batch(f"{os.fspath(self.todo)}/{batch}.json")]
+                found += [name for name, _unit in read_batch(f"{os.fspath(self.todo)}/{batch}.json")]
             except (OSError, ValueError):
                 continue  # claimed meanwhile
         return found
@@ -218,26 +202,12 @@ class WorkQueue:
         found: set[str] = set()
         for batch in self.waiting_batches():
             try:
-                units = _read_batch(f"{os.fspath(self.todo)}/{batch}.json")
+                units = read_batch(f"{os.fspath(self.todo)}/{batch}.json")
             except (OSError, ValueError):
                 continue
             for name, _unit in units:
                 found.add(name)
                 self._batch_of[name] = batch
-        return found
-
-    def claimed_batches(self) -> dict[str, list[str]]:
-        """The claimed batches: worker -> batch names."""
-        found: dict[str, list[str]] = {}
-        try:
-            workers = os.listdir(self.claimed)
-        except FileNotFoundError:
-            return found
-        for worker in workers:
-            try:
-                found[worker] = sorted(e[:-5] for e in os.listdir(self.claimed / worker) if e.endswith(".json"))
-            except (FileNotFoundError, NotADirectoryError):
-                continue
         return found
 
     def claims(self) -> dict[str, str]:
@@ -246,7 +216,7 @@ class WorkQueue:
         for worker, batches in self.claimed_batches().items():
             for batch in batches:
                 try:
-                    units = _read_batch(f"{os.fspath(self.claimed)}/{worker}/{batch}.json")
+                    units = read_batch(f"{os.fspath(self.claimed)}/{worker}/{batch}.json")
                 except (OSError, ValueError):
                     continue
                 found.update((name, worker) for name, _unit in units)
@@ -258,7 +228,7 @@ class WorkQueue:
         held: dict[str, bool] = {}
         for batch in self.claimed_batches().get(worker, []):
             try:
-                units = _read_batch(f"{os.fspath(self.claimed)}/{worker}/{batch}.json")
+                units = read_batch(f"{os.fspath(self.claimed)}/{worker}/{batch}.json")
             except (OSError, ValueError):
                 continue
             held.update((name, name in started) for name, _unit in units if name not in ended)
@@ -268,7 +238,7 @@ class WorkQueue:
         """From a worker's whole log: the units whose run started (and were not put back), those that ended."""
         started: set[str] = set()
         ended: set[str] = set()
-        for line in _lines(self.done / f"{worker}.jsonl", 0)[0]:
+        for line in log_lines(self.done / f"{worker}.jsonl", 0)[0]:
             if "start" in line:
                 started.add(line["name"])
             elif line.get("released"):
@@ -285,11 +255,11 @@ class WorkQueue:
         for batch in self.claimed_batches().get(worker, []):
             claim = f"{folder}/{batch}.json"
             try:
-                units = [(name, unit) for name, unit in _read_batch(claim) if name in keep]
+                units = [(name, unit) for name, unit in read_batch(claim) if name in keep]
             except (OSError, ValueError):
                 continue
             if units:
-                _write_batch(folder, batch, units)  # replaces the claim at once
+                write_batch(folder, batch, units)  # replaces the claim at once
                 try:
                     os.rename(claim, f"{os.fspath(self.todo)}/{batch}.json")
                 except FileNotFoundError:
@@ -297,9 +267,9 @@ class WorkQueue:
                 back += [name for name, _unit in units]
                 self._batch_of.update((name, batch) for name, _unit in units)
             else:
-                _unlink(claim)
+                unlink_if_there(claim)
         for name in keep:
-            _unlink(f"{os.fspath(self.cancelled)}/{name}")
+            unlink_if_there(f"{os.fspath(self.cancelled)}/{name}")
         return back
 
     def drop_claims(self, worker: str) -> None:
@@ -314,7 +284,7 @@ class WorkQueue:
         for entry in os.listdir(self.done):
             if not entry.endswith(".jsonl"):
                 continue
-            lines, self._offsets[entry] = _lines(self.done / entry, self._offsets.get(entry, 0))
+            lines, self._offsets[entry] = log_lines(self.done / entry, self._offsets.get(entry, 0))
             for line in lines:
                 line.setdefault("worker", entry[:-6])
             found += lines
@@ -359,152 +329,3 @@ class WorkQueue:
             (self.claimed / worker).rmdir()
         except OSError:
             pass
-
-    # --- the worker side ----------------------------------------------------------------------------
-
-    def join(self, worker: str) -> None:
-        (self.claimed / worker).mkdir(parents=True, exist_ok=True)
-
-    def claim(self, worker: str) -> tuple[str, Units] | None:
-        """Claim the first waiting batch: its name and units, or None when nothing waits. The folder is listed
-        once and the listing used up before it is listed again, so a claim costs O(1) amortised."""
-        relisted = False
-        while True:
-            if not self._listing:
-                if relisted:
-                    return None
-                self._listing.extend(self.waiting_batches())  # also when the cached listing held only batches taken
-                relisted = True
-                continue
-            batch = self._listing.popleft()
-            target = f"{os.fspath(self.claimed)}/{worker}/{batch}.json"
-            try:
-                os.rename(f"{os.fspath(self.todo)}/{batch}.json", target)
-            except FileNotFoundError:
-                # Another worker took it, or the steering process took it back. On NFS a retried rename
-                # that had in fact succeeded also ends up here: the batch is then ours.
-                if not os.path.exists(target):
-                    continue
-            try:
-                return batch, _read_batch(target)
-            except (OSError, ValueError):
-                _unlink(target)  # taken back between the rename and the read
-                continue
-
-    def started(self, worker: str, name: str, when: float) -> None:
-        """Note in the worker's log that the run of ``name`` starts."""
-        self._append(worker, {"name": name, "start": when})
-
-    def finish(self, worker: str, name: str, ran: dict[str, Any]) -> None:
-        """The unit's run ended (its exit code is written): append ``ran`` (the worker's job id, the start and
-        the end of the run, the exit code) to the worker's log. Each worker appends to a log of its own."""
-        self._append(worker, {"name": name, **ran})
-        _unlink(f"{os.fspath(self.cancelled)}/{name}")
-
-    def skip(self, worker: str, name: str) -> None:
-        """Drop a unit the steering process cancelled before its run started."""
-        self._append(worker, {"name": name, "skipped": "cancelled"})
-        _unlink(f"{os.fspath(self.cancelled)}/{name}")
-
-    def finish_batch(self, worker: str, batch: str) -> None:
-        """Every unit of a claimed batch ran (or was skipped): drop the claim."""
-        _unlink(f"{os.fspath(self.claimed)}/{worker}/{batch}.json")
-
-    def release(self, worker: str, batch: str, rest: Units, started: str | None = None) -> None:
-        """Put the units of a claimed batch that did not run (``rest``; ``started``: one of them whose run was
-        stopped) back into ``todo/``, e.g. when the worker's allocation ends (not counted as failed). The claim
-        is rewritten to hold only them, then renamed back; units the steering process cancelled are dropped."""
-        if started is not None:
-            self._append(worker, {"name": started, "released": True})
-        keep = []
-        for name, unit in rest:
-            if self.is_cancelled(name):
-                self.skip(worker, name)
-            else:
-                keep.append((name, unit))
-        folder = f"{os.fspath(self.claimed)}/{worker}"
-        if not keep:
-            _unlink(f"{folder}/{batch}.json")
-            return
-        _write_batch(folder, batch, keep)
-        os.rename(f"{folder}/{batch}.json", f"{os.fspath(self.todo)}/{batch}.json")
-
-    def keep_interrupted(self, worker: str, batch: str, interrupted: tuple[str, Any], rest: Units) -> None:
-        """A stop signal that was not the allocation's end stopped ``interrupted``: it stays claimed by this
-        worker, started and not ended (the steering process counts it lost with the worker's job, as a job of
-        its own would be), while ``rest`` goes back into ``todo/`` as :meth:`release` puts it."""
-        folder = f"{os.fspath(self.claimed)}/{worker}"
-        _write_batch(folder, f"{batch}~{interrupted[0]}", [interrupted])
-        self.release(worker, batch, rest)
-
-    def _append(self, worker: str, line: dict[str, Any]) -> None:
-        if self._log is None or self._log[0] != worker:
-            self.close_log()
-            self._log = worker, os.open(f"{os.fspath(self.done)}/{worker}.jsonl",
-                                        os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._log[1], json.dumps(line).encode() + b"\n")
-
-    def close_log(self) -> None:
-        if self._log is not None:
-            os.close(self._log[1])
-            self._log = None
-
-    def is_cancelled(self, name: str) -> bool:
-        return os.path.exists(f"{os.fspath(self.cancelled)}/{name}")
-
-    def is_revoked(self, worker: str) -> bool:
-        return (self.workers / f"{worker}.revoked").exists()
-
-    def stopping(self, worker: str | None = None) -> bool:
-        """Whether workers (or the one named) are to end when they find nothing to claim."""
-        return self.stop_file.exists() or (worker is not None and (self.workers / f"{worker}.finish").exists())
-
-    def is_drained(self) -> bool:
-        return self.drained_file.exists()
-
-    def beat(self, worker: str, content: dict[str, Any]) -> None:
-        atomic_write(self.workers / f"{worker}.json", json.dumps(content))
-
-
-def _write_batch(folder: str, batch: str, units: Units) -> None:
-    """Write ``folder/<batch>.json`` at once (a temporary file renamed over it)."""
-    temporary = f"{folder}/.{batch}.{os.getpid()}.tmp"  # not a .json: no worker claims it
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        data = memoryview(json.dumps({"units": units}).encode())
-        while data:
-            data = data[os.write(descriptor, data):]
-    finally:
-        os.close(descriptor)
-    os.rename(temporary, f"{folder}/{batch}.json")
-
-
-def _read_batch(path: str) -> Units:
-    with open(path, "rb") as f:
-        return [(name, unit) for name, unit in json.loads(f.read())["units"]]
-
-
-def _lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """The complete lines of a log from ``offset`` on, and the offset after them (a line still being written is
-    read next time)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read()
-    except OSError:
-        return [], offset
-    complete = data.rfind(b"\n") + 1
-    found = []
-    for line in data[:complete].splitlines():
-        try:
-            found.append(json.loads(line))
-        except ValueError:
-            continue
-    return found, offset + complete
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
