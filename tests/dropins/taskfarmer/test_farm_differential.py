@@ -205,7 +205,9 @@ def check(scenario: str, peer: Outcome, ours: Outcome) -> None:
 # --- the scenarios ------------------------------------------------------------------------------------------
 
 PLAIN = ["echo one", "false", "ls /no/such/dir/for/the/farm", "echo two  spaces", "true", "echo three"]
-SLEEPERS = ["sleep 30"] * 4
+# Lines that never end by themselves in a scenario (each is stopped or timed out): long enough that a timeout set
+# for a slow pilot start still stops them (a pilot that starts them at once must not see them finish)
+SLEEPERS = ["sleep 120"] * 4
 SHORT = ["sleep 2"] * 4
 UNRUNNABLE = ["echo a", "no-such-command-of-the-farm", "echo x\x00y", "echo b"]
 
@@ -400,6 +402,7 @@ def test_as_pilot_jobs_on_the_real_slurm(slurm: None,  # noqa: F811
 @pytest.mark.parametrize("scenario", ["plain", "timeout", "SIGUSR1"])
 def test_as_pilot_jobs_on_the_real_sge(sge: None,  # noqa: F811
                                        tmp_path: Path, scenario: str) -> None:
-    # 40 s: the pilot must start its lines before the timeout; a busy SGE took more than 15 s to start it once,
-    # and with the machine loaded (4 test runs side by side) more than 25 s
-    as_jobs(scenario, "sge", tmp_path, qstat, timeout=40)
+    # 45 s: the pilot must start its lines before the timeout (a busy SGE took more than 15 s to start it once,
+    # and with the machine loaded, 4 test runs side by side, more than 25 s), and they must not end by then
+    # (SLEEPERS: 120 s; with "sleep 30" and 40 s, a pilot that started at once saw two lines finish)
+    as_jobs(scenario, "sge", tmp_path, qstat, timeout=45)
