@@ -95,7 +95,7 @@ def _detected() -> tuple[str, str]:
 def job_settings_of_all() -> frozenset[str]:
     """Every setting that shapes a job of some built-in batch system, or the worker jobs of pilots and bundles
     (for a front-end that must know whether a task sets none of them)."""
-    from b2batch.engine.pilots.pooled_system import WORKER_SETTINGS
+    from b2batch.engine.pilots.unit_pool import WORKER_SETTINGS
 
     return frozenset(WORKER_SETTINGS).union(*(_load(reference).job_settings for reference in BUILT_IN.values()))
 

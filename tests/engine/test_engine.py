@@ -164,7 +164,7 @@ def test_pilots_and_bundles_name_no_batch_systems_settings() -> None:
     system_settings = {"slurm_settings", "sge_settings", "htcondor_settings", "htcondor_pool", "htcondor_schedd",
                        "transfer_files", "job_slots", "lsf_settings", "container", "env", "executable", "shell"}
     assert system_settings <= set(SETTINGS)
-    for name in ("pilots/pooled_system.py", "pilots/kinds.py"):
+    for name in ("pilots/pooled_system.py", "pilots/worker_jobs.py", "pilots/unit_pool.py", "pilots/kinds.py"):
         module = Path(engine.__file__).parent / name
         text = module.read_text()
         named = sorted(name for name in system_settings if f'"{name}"' in text or f"'{name}'" in text)
@@ -172,7 +172,7 @@ def test_pilots_and_bundles_name_no_batch_systems_settings() -> None:
 
 
 def test_units_in_other_containers_or_schedds_never_share_a_worker_job(tmp_path: Path) -> None:
-    from b2batch.engine.pilots.pooled_system import WORKER_SETTINGS, signature
+    from b2batch.engine.pilots.unit_pool import WORKER_SETTINGS, signature
     from b2batch.systems.htcondor import HTCondorSystem
     from b2batch.systems.local import LocalSystem
     from b2batch.systems.slurm import SlurmSystem
@@ -195,7 +195,7 @@ def test_units_in_other_containers_or_schedds_never_share_a_worker_job(tmp_path:
                                          ("queue", "short"), ("sge_settings", {"queue": "all.q"})])
 def test_units_that_differ_only_in_settings_of_other_batch_systems_share_a_local_pilot(tmp_path: Path, name: str,
                                                                                        value: object) -> None:
-    from b2batch.engine.pilots.pooled_system import WORKER_SETTINGS, signature
+    from b2batch.engine.pilots.unit_pool import WORKER_SETTINGS, signature
     from b2batch.systems.local import LocalSystem
 
     unset = dict.fromkeys((*LocalSystem.job_settings, *WORKER_SETTINGS, name))

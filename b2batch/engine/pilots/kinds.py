@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.job import Job
-from b2batch.engine.pilots.pooled_system import UnitPool, PooledSystem, _remove_tree, logger, signature, unit_name
+from b2batch.engine.pilots.pooled_system import PooledSystem, logger
+from b2batch.engine.pilots.unit_pool import UnitPool, signature, unit_name
+from b2batch.engine.pilots.worker_jobs import remove_tree
 from b2batch.engine.jobstate import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.pilots.work_queue import WorkQueue
@@ -236,7 +238,7 @@ class BundleSystem(PooledSystem):
         except B2BatchError:
             for pool, _carrier, _members in bundles:
                 if not pool.carriers:
-                    _remove_tree(pool.queue.root)
+                    remove_tree(pool.queue.root)
             raise
         for pool, carrier, members in bundles:
             self.pools[str(pool.queue.root)] = pool
@@ -260,6 +262,6 @@ class BundleSystem(PooledSystem):
     def _finished(self, pool: UnitPool) -> bool:
         if pool.carriers or pool.members:
             return False
-        _remove_tree(pool.queue.root)
+        remove_tree(pool.queue.root)
         return True
 

@@ -2,7 +2,7 @@
 units, or pilots, decided from what the run has seen of that kind.
 
 A *kind* is a family of units (for luigi: a task family) on one batch system with one signature of the
-settings that shape its jobs (:func:`~b2batch.engine.pilots.pooled_system.signature`): units with other resources,
+settings that shape its jobs (:func:`~b2batch.engine.pilots.unit_pool.signature`): units with other resources,
 containers or accounts are another kind, and never share a pilot or bundle. For each kind the run keeps a
 moving estimate of how long a unit runs inside its job (its worker's own measure, or the time from the
 job's start to its exit code: never the wait in the queue), from the last :data:`SAMPLES` units that ended.

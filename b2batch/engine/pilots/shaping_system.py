@@ -22,7 +22,7 @@ from typing import Any
 from b2batch.engine.job import Job
 from b2batch.engine.outcome import ended_at
 from b2batch.engine.pilots.kinds import BundleSystem, PilotSystem
-from b2batch.engine.pilots.pooled_system import UnitPool, signature
+from b2batch.engine.pilots.unit_pool import UnitPool, signature
 from b2batch.engine.pilots.shape_rule import DEFAULT_CAP, Estimate, Shape, decide
 from b2batch.engine.jobstate import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
