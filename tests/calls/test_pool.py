@@ -46,7 +46,9 @@ def wait_to_be_killed(folder: str, x: int) -> int:
     attempts = len(list(Path(folder).glob("*.pid"))) + len(list(Path(folder).glob("*.killed")))
     if attempts >= allowed:
         return x
-    Path(folder, f"{os.getpid()}.pid").write_text(str(os.getppid()))  # in a pilot, its parent is the worker
+    # in a pilot, its parent is the worker; written whole before the test can see it (rename)
+    Path(folder, f"{os.getpid()}.part").write_text(str(os.getppid()))
+    Path(folder, f"{os.getpid()}.part").rename(Path(folder, f"{os.getpid()}.pid"))
     time.sleep(120)
     return x
 
