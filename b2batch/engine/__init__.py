@@ -7,13 +7,32 @@
 - :class:`JobOutcome`: how a job ended (exit code, signal, cause, logs), read once by the engine.
 """
 
-from b2batch.engine.files import JobFiles
-from b2batch.engine.job import Job
-from b2batch.engine.outcome import JobOutcome, last_outcome
-from b2batch.engine.record import JobRecord, RunRecord
-from b2batch.engine.run import Run
-from b2batch.engine.jobstate import JobState, JobStatus, NativeState
-from b2batch.engine.system import BatchSystem
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Each public name and its module, imported when first used: a pilot or a job on a node imports the engine's
+#: leaf modules it needs (``b2batch.engine.pilots.node_worker``, ``b2batch.engine.files``) without the steering
+#: side's run, systems and job-script templates (~0.1-0.2 s of start-up per pilot).
+_MODULE_OF = {"JobFiles": "b2batch.engine.files", "Job": "b2batch.engine.job", "JobOutcome": "b2batch.engine.outcome",
+              "last_outcome": "b2batch.engine.outcome", "JobRecord": "b2batch.engine.record",
+              "RunRecord": "b2batch.engine.record", "Run": "b2batch.engine.run", "JobState": "b2batch.engine.jobstate",
+              "JobStatus": "b2batch.engine.jobstate", "NativeState": "b2batch.engine.jobstate",
+              "BatchSystem": "b2batch.engine.system"}
 
 __all__ = ["BatchSystem", "Job", "JobFiles", "JobOutcome", "JobRecord", "JobState", "JobStatus", "NativeState",
            "Run", "RunRecord", "last_outcome"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'b2batch.engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODULE_OF})
