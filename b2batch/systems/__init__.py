@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import logging
 import shutil
 import subprocess
@@ -51,6 +50,8 @@ def _load(reference: str) -> type:
 
 @functools.cache
 def _plugins() -> dict[str, Any]:
+    import importlib.metadata  # here: ~10-70 ms to import, and only a name no built-in system has needs it
+
     found: dict[str, Any] = {}
     for group in reversed(ENTRY_POINT_GROUPS):  # b2batch's own entry points win over b2luigi's
         found.update({ep.name: ep for ep in importlib.metadata.entry_points(group=group)})
