@@ -7,11 +7,10 @@ It reads no settings: the batch systems render their submit files and array disp
 
 from __future__ import annotations
 
+import functools
 import shlex
 from pathlib import Path
 from typing import Any
-
-import jinja2
 
 #: The node-side entry point every job wrapper runs (with the job's spec).
 ENTRY_POINT = Path(__file__).resolve().parent / "entry" / "b2batch_job.py"
@@ -24,17 +23,25 @@ def quote(value: Any) -> str:
     return shlex.quote(str(value))
 
 
-_environment = jinja2.Environment(
-    loader=jinja2.PackageLoader("b2batch.jobscript", "templates"),
-    undefined=jinja2.StrictUndefined,
-    keep_trailing_newline=True,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    autoescape=False,
-)
-_environment.filters["quote"] = quote
+@functools.cache
+def _environment() -> Any:
+    """The templates' jinja environment, made at the first render: a process that renders none (a pilot, a
+    job's node side, most steering processes: a job wrapper is put together without jinja) does not import
+    jinja (~50 ms)."""
+    import jinja2
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("b2batch.jobscript", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    environment.filters["quote"] = quote
+    return environment
 
 
 def render(template: str, **values: Any) -> str:
     """Render one of b2batch's templates."""
-    return _environment.get_template(template).render(**values)
+    return _environment().get_template(template).render(**values)

@@ -42,8 +42,6 @@ KNOWN: dict[str, dict[str, str]] = {
     "luigi_frontend/task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
                                              "the per-class parameter cache never goes stale"},
     "remote/existence.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},
-    "jobscript/templating.py": {"_environment": "the jinja environment of the job-script templates: configured once, never "
-                                   "changed after import"},
     # b2luigi 1.3's own module-level API, which its users' code and tests import or patch by these names; b2batch's
     # engine never reads them (its runs query schedulers through their own monitors).
     **{f"b2luigi-shim/b2luigi/batch/processes/{system}.py": {
