@@ -412,7 +412,10 @@ class TaskJobs:
         there; one whose earlier job failed says so before it is submitted again."""
         job = self.make(task)
         self.jobs[task.task_id] = job
-        if self._ended_earlier(job) or self._held_back(job):
+        job.files.make_folders()
+        if job.files.fresh:  # a job folder made just now holds no earlier job and no failure count to read
+            self._looked_at.add(task.task_id)
+        elif self._ended_earlier(job) or self._held_back(job):
             return
         if get_setting("b2luigi_texts"):  # b2luigi's log line, under its profile
             b2luigi_messages.log_batch_process_start(self.batch_system_of(task), task)
