@@ -45,8 +45,14 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``b2batch`` command."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="b2batch", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
+    if argv[:1] == ["farm"]:  # the farm alone: without the other commands' imports (luigi, rich: ~0.3-1 s a start)
+        from b2batch.farm import command_line as farm_cli
+
+        farm_cli.add_subcommand(commands)
+        return farm_cli.run(parser.parse_args(argv), commands.choices["farm"])
     emulate = commands.add_parser("emulate", help=COMMANDS["emulate"][0], description=COMMANDS["emulate"][1])
     emulate.add_argument("system", choices=["htcondor", "lsf"], help="the batch system to emulate")
     emulate.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")

@@ -48,3 +48,14 @@ def test_a_pilot_and_a_unit_of_calls_import_none_of_the_steering_side() -> None:
 
     assert Executor.__module__ == "b2batch.calls.executor" and pickling.__name__ == "b2batch.calls.pickling"
     assert Job.__module__ == "b2batch.engine.job" and Run.__module__ == "b2batch.engine.run"
+
+
+def test_the_farm_command_starts_without_luigi() -> None:
+    """``b2batch farm`` (PyTaskFarmer's drop-in) is started once per farm or pilot: it builds its own parser only,
+    without the other commands' imports (luigi, the inspection commands)."""
+    code = ("import contextlib, io, sys\nfrom b2batch.__main__ import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+            "    main(['farm', '--help'])\n"
+            "print('luigi' in sys.modules, 'usage: b2batch farm' in out.getvalue())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
