@@ -58,6 +58,8 @@ from b2batch.luigi_frontend.task_on_node import StatusReporter
 from b2batch.settings import active_profile
 
 logger = logging.getLogger(__name__)
+#: Seconds a run without --batch hands out ready tasks before it polls again (:meth:`GraphRunner._start_ready`).
+HAND_OUT_SLICE = 0.2
 #: The escape codes b2luigi prints around a failed job's note (colorama's red and reset).
 RED, RESET = "\x1b[31m", "\x1b[0m"
 
@@ -115,6 +117,11 @@ class GraphRunner(FailureBudgets, Steering):
         #: b2luigi's tasks on the batch system local run in child processes while others run, when there is
         #: more than one worker (as luigi's worker runs them then); with one, here (see _in_child).
         self.children = LocalChildren(self.summary._id) if self.workers > 1 else None
+        #: A run without --batch hands out ready tasks for at most this many seconds (one task at least) before
+        #: the run's next poll: the pilots' results come back while more tasks go out (on a busy machine the
+        #: hand-out of a thousand tasks outlasts the pilots' start).
+        self.hand_out_slice = HAND_OUT_SLICE if self.events_here else None
+        self._more_ready = False  # the last hand-out stopped at its slice with tasks still ready
         self._classes: set[type] = set()  # task classes whose attributes were checked for misspelt settings
         self._folders_checked: set[type] = set()  # task classes whose log_dir and result_dir were checked
         self._outputs: dict[str, Any] = {}  # output path -> the task that will write it
@@ -360,7 +367,7 @@ class GraphRunner(FailureBudgets, Steering):
             results += self.children.ended()
         for result in results:
             self._handle(result)
-        if results:
+        if results or self._more_ready:
             return Step.AGAIN
         retries_ahead = self._retries_due()  # first: a retry that comes due now makes its task ready
         if not self._running and not self._priorities and not retries_ahead:
@@ -379,8 +386,16 @@ class GraphRunner(FailureBudgets, Steering):
     def _start_ready(self) -> None:
         self._retries_due()
         self.slots.begin()
+        self._more_ready = False
+        # (not when tasks are grouped: a group's tasks go out in one hand-out, to share their jobs)
+        sliced = self.hand_out_slice is not None and not self._grouping
+        deadline = time.monotonic() + self.hand_out_slice if sliced else None  # type: ignore[operator]
+        started = 0
         with self.jobs.run.holding() if self._grouping else contextlib.nullcontext():
             while not self.slots.full():
+                if started and deadline is not None and time.monotonic() > deadline:
+                    self._more_ready = bool(self._priorities)  # the rest after the next poll (step() says AGAIN)
+                    return
                 node = self._pop()
                 if node is None:
                     return
@@ -391,6 +406,7 @@ class GraphRunner(FailureBudgets, Steering):
                     self._unpop(node)  # no worker free, and no job of its group with room
                     return
                 self._start(node)
+                started += 1
 
     def _start(self, node: Node) -> None:
         task = node.task

@@ -15,6 +15,7 @@ from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch.engine import Run
 from b2batch.luigi_frontend.jobs import TaskResult, runs_as_job
+from b2batch.engine.steering import Step
 from b2batch.luigi_frontend.graph_runner import GraphRunner
 
 
@@ -132,6 +133,34 @@ def test_a_graph_of_20000_tasks_costs_no_o_n_work_per_task_handed_out() -> None:
     result = runner.result()
     assert result.status == luigi.LuigiStatusCode.SUCCESS
     assert f"Scheduled {n + 1} tasks of which" in result.summary_text
+
+
+def test_a_sliced_hand_out_lets_the_run_poll_between_tasks_and_goes_on_without_a_pause() -> None:
+    """A run without --batch hands out ready tasks for at most ``hand_out_slice`` seconds (one task at least), then
+    the run polls and the hand-out goes on at once (step says AGAIN, not WAIT, while tasks are ready); a batch
+    run (no slice) hands out every ready task at once."""
+    jobs = InstantJobs()
+    runner = GraphRunner(jobs, workers=10**9)
+    runner.hand_out_slice = 0.0  # one task per hand-out
+    assert runner.add(Top(n=5))
+    runner.feed()
+    assert len(jobs.started) == 1
+    jobs.running = []  # still running: nothing ended at this poll
+    assert runner.step(0) is Step.AGAIN
+    runner.feed()
+    assert len(jobs.started) == 2
+    whole = InstantJobs()
+    batch = GraphRunner(whole, workers=10**9)
+    assert batch.hand_out_slice is None  # no events in steering: a batch run
+    assert batch.add(Top(n=5))
+    batch.feed()
+    assert len(whole.started) == 5
+    sliced = InstantJobs()
+    runner = GraphRunner(sliced, workers=10**9)
+    runner.hand_out_slice = 0.0
+    assert runner.add(Top(n=5))
+    assert runner.run()
+    assert len(sliced.started) == 6 and sliced.started[-1] == Top(n=5)
 
 
 class Ranked(Done):
