@@ -156,6 +156,7 @@ class Executor:
         #: One bootstrap for all jobs: the pilot system keeps one queue per (settings, bootstrap) it sees.
         self._bootstrap = {"frontend": "calls"}
         self._futures: dict[int, CallPack] = {}  # id(job) -> its calls, for jobs not ended
+        self._probes: dict[int, CallPack] = {}  # the probe packs among them (and some that ended: pruned lazily)
         #: How many calls of :meth:`submit` go into one job: measured (``pack="auto"``) or fixed (1: none packed).
         self.sizer = PackSizer(None if pack == "auto" else int(pack))
         self._waiting = WaitingCalls(self.sizer)  # calls of submit() not in a job yet
@@ -324,9 +325,8 @@ class Executor:
 
     def _pack_waiting(self, closing: bool) -> None:
         """Put the calls that wait into jobs (:meth:`WaitingCalls.packs`)."""
-        if self.sizer.probing:
-            self._watch_probes()
-        probes = sum(1 for pack in self._futures.values() if pack.probe) if self.sizer.probing else 0
+        out = self._watch_probes() if self.sizer.probing else 0
+        probes = out if self.sizer.probing else 0
         for members, probe in self._waiting.packs(probes, closing):
             self._submit_pack(members, probe)
 
@@ -341,16 +341,23 @@ class Executor:
             return
         for future in futures:
             future.job = job
-        self._futures[id(job)] = CallPack(futures, packed=True, probe=probe)
+        self._futures[id(job)] = pack = CallPack(futures, packed=True, probe=probe)
+        if probe:
+            self._probes[id(job)] = pack
         self.run.submit(job)
 
-    def _watch_probes(self) -> None:
-        """A probe that has run PROBE_PATIENCE seconds makes the calls long without waiting for its end."""
+    def _watch_probes(self) -> int:
+        """A probe that has run PROBE_PATIENCE seconds makes the calls long without waiting for its end; the
+        probes in flight (looked at alone: not every job in flight, each round)."""
         now = time.time()
-        for pack in list(self._futures.values()):
-            record = self.run.record.jobs.get(pack.futures[0].job.key) if pack.probe else None
+        for key, pack in list(self._probes.items()):
+            if self._futures.get(key) is not pack:  # it ended, or was cancelled
+                del self._probes[key]
+                continue
+            record = self.run.record.jobs.get(pack.futures[0].job.key)
             if record is not None and record.started_at:
                 self.sizer.running_long(now - record.started_at)
+        return len(self._probes)
 
     def _drop_waiting(self) -> None:
         while True:
@@ -409,15 +416,18 @@ class Executor:
     @staticmethod
     def _read(job: Job) -> Outcome | PackOutcome | None:
         """The calls' results of a job the run handed back (``job.outcome``, the engine's reading of its end)."""
-        if job.outcome.exit_code is None or job.outcome.result_bytes is None:
+        files = job.outcome.files
+        if job.outcome.exit_code is None or files is None:
             return None  # killed or lost: a result file of it could be from a run cut short
+        path = files.path_of("result_bytes")  # as text: no Path made per job
         try:
-            return pickle.loads(job.outcome.result_bytes.read_bytes())
+            with open(path, "rb") as f:
+                return pickle.loads(f.read())
         except FileNotFoundError:
             return None
         except Exception as e:
-            return Outcome(error=CallJobError(f"{job.name}: its result {job.outcome.result_bytes} could not be "
-                                              f"loaded: {type(e).__name__}: {e}"))
+            return Outcome(error=CallJobError(f"{job.name}: its result {path} could not be loaded: "
+                                              f"{type(e).__name__}: {e}"))
 
     def _fail_all(self, error: BaseException) -> None:
         self._failed = True

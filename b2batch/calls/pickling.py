@@ -34,3 +34,16 @@ def dumps(value: Any, protocol: int | None = None) -> bytes:
     with io.BytesIO() as file:
         Pickler(file, protocol=protocol or pickle.DEFAULT_PROTOCOL).dump(value)
         return file.getvalue()
+
+
+class Pickled:
+    """A value pickled once (:func:`dumps`) to be sent in many calls: it pickles as those bytes and unpickles as
+    the value, with plain ``pickle.loads`` on the node (e.g. a pool's function, sent by value with every chunk)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, value: Any) -> None:
+        self.data = dumps(value)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return pickle.loads, (self.data,)

@@ -72,6 +72,9 @@ class Batch:
     size: int = 1
     #: Chunk sizes from the items' measured times (an input of unknown length without a chunksize), else None.
     sizer: PackSizer | None = None
+    #: The function, initializer and initargs, pickled once for all chunks (empty: they could not be, and each
+    #: chunk pickles them itself so that the error names what failed); None until the first chunk.
+    shipped: tuple[Any, ...] | None = None
 
 
 @dataclass(eq=False)
@@ -228,8 +231,8 @@ class Dispatcher:
     def _submit(self, batch: Batch, start: int, items: list[Any]) -> None:
         number = batch.submitted
         batch.submitted += 1
-        call = (chunk_on_node.run_chunk, (batch.function, items, start, batch.how, self.mode, self.initializer,
-                                   self.initargs), {})
+        function, initializer, initargs = self._shipped(batch)
+        call = (chunk_on_node.run_chunk, (function, items, start, batch.how, self.mode, initializer, initargs), {})
         try:
             future = self.executor.submit_calls([call], label=batch.label)
         except pickle.PicklingError as e:  # the function, an item or the initializer cannot be sent
@@ -241,6 +244,18 @@ class Dispatcher:
         meta = {"call": batch.label, "chunk": number, "start": start, "count": len(items)}
         self._chunks[id(future)] = _Chunk(batch, number, start, len(items), future, meta)
         future.add_done_callback(self._ended.put)
+
+    def _shipped(self, batch: Batch) -> tuple[Any, ...]:
+        """The function, initializer and initargs as each chunk's call carries them: pickled once per call of the
+        pool (a function of ``__main__`` goes by value: pickling it for every chunk was the front-end's largest
+        cost per unchunked item), or as they are when that failed."""
+        if batch.shipped is None:
+            try:
+                batch.shipped = (pickling.Pickled(batch.function), pickling.Pickled(self.initializer),
+                                 pickling.Pickled(self.initargs))
+            except Exception:  # noqa: BLE001 - each chunk then fails naming what cannot be pickled
+                batch.shipped = ()
+        return batch.shipped or (batch.function, self.initializer, self.initargs)
 
     def _unpicklable(self, batch: Batch, start: int, items: list[Any], error: Exception) -> pickle.PicklingError:
         """What of the call cannot be pickled, named as the caller wrote it: the function, an item or the

@@ -170,7 +170,8 @@ class ItemIterator:
                     self._arrived.append((True, value))
             if not self.ordered:
                 self._next += len(values)
-            self._condition.notify_all()
+            if not self.ordered or start == self._next:  # else the reader still waits for an earlier item
+                self._condition.notify_all()
 
     def fail(self, start: int, end: int, error: BaseException) -> None:
         with self._condition:

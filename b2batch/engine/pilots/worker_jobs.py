@@ -38,6 +38,8 @@ class WorkerJobs(BatchSystem):
         self.name = f"{inner.name}-{self.kind}s"  # type: ignore[misc]
         self.pools: dict[str, UnitPool] = {}
         self._closed = False
+        #: What :meth:`_describe` said, by (worker, its job, job id): asked twice per unit, made once per worker.
+        self._described: dict[tuple[str, int, str], tuple[str, str]] = {}
 
     def _carrier(self, pool: UnitPool, idle_timeout: float) -> Job:
         """A new worker job for ``pool``: its spec and wrapper written, not submitted."""
@@ -83,12 +85,19 @@ class WorkerJobs(BatchSystem):
     def _describe(self, pool: UnitPool, worker: str, job_id: str | None = None) -> tuple[str, str]:
         """The batch job id of a worker, and how messages name it."""
         carrier = pool.carriers.get(worker)
-        beat = pool.beats.get(worker, ("", 0.0, {}))[2]
         if carrier is not None and carrier.job_id:
             job_id = str(carrier.job_id)  # the batch system's own name for it
-        job_id = str(job_id or beat.get("job_id", "?"))
-        log = carrier.files.stderr if carrier is not None else ""
-        return job_id, f"{self.kind} job {job_id} on {self.inner.name}" + (f" (its log: {log})" if log else "")
+        elif not job_id:
+            job_id = str(pool.beats.get(worker, ("", 0.0, {}))[2].get("job_id", "?"))
+        key = (worker, id(carrier), str(job_id))
+        said = self._described.get(key)
+        if said is None:
+            if len(self._described) > 10_000:
+                self._described.clear()
+            log = carrier.files.stderr if carrier is not None else ""
+            said = self._described[key] = (str(job_id), f"{self.kind} job {job_id} on {self.inner.name}"
+                                           + (f" (its log: {log})" if log else ""))
+        return said
 
     def _ended_carriers(self) -> dict[str, JobState]:
         """The worker jobs of every pool that ended, by key: one status query for all of them, each answer
