@@ -12,6 +12,11 @@ sides alternating within each round:
   ``B2BATCH_SETTINGS``): luigi's own worker, as before issue 44.
 
     python bench/local_runs.py [--tasks 1000] [--workers 2] [--rounds 3] [--sides b2luigi,engine,luigi-worker]
+                               [--base FOLDER]
+
+``--base FOLDER`` adds a side ``engine-base``: the engine side with the b2batch of FOLDER (another version's
+tree, e.g. ``git archive BASE | tar -x -C FOLDER``) on ``PYTHONPATH``, measured in the same rounds: a before/after
+in one sitting.
 
 Prints each round's wall times, the load average before each round, the medians and the ratios against
 b2luigi (issue 44's target: ``engine`` at most **0.25x** b2luigi).
@@ -72,14 +77,15 @@ def peer_python() -> str:
     return str(Path(root) / "b2luigi" / "bin" / "python")
 
 
-def one_run(side: str, python: str, tasks: int, workers: int) -> float:
-    """Wall seconds of one run of the workflow in a fresh folder (it must write every output)."""
+def one_run(side: str, python: str, tasks: int, workers: int, root: Path = ROOT) -> float:
+    """Wall seconds of one run of the workflow in a fresh folder (it must write every output), b2batch's sides
+    with the b2batch of ``root``."""
     dropped = ("PYTHONPATH", "B2LUIGI_SETTINGS_JSON", "B2BATCH_SETTINGS")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     library = "b2luigi" if side == "b2luigi" else "b2batch"
     with tempfile.TemporaryDirectory(prefix="b2batch-local-runs-") as folder:
         if side != "b2luigi":
-            env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(SHIM)])
+            env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / SHIM.relative_to(ROOT))])
         if side == "luigi-worker":
             settings = Path(folder) / "settings.json"
             settings.write_text(json.dumps({"local_runs_on_engine": False}))
@@ -104,16 +110,24 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sides", default=",".join(SIDES))
+    parser.add_argument("--base", type=Path, help="a side engine-base: the engine with the b2batch of this folder")
     args = parser.parse_args()
     sides = [s for s in args.sides.split(",") if s]
     unknown = set(sides) - set(SIDES)
     if unknown or "b2luigi" not in sides:
         sys.exit(f"--sides: b2luigi (the reference) and any of {', '.join(SIDES[1:])}; got {args.sides}")
+    if args.base is not None:
+        if not (args.base / "b2batch" / "__init__.py").is_file():
+            sys.exit(f"--base: no b2batch package in {args.base}")
+        sides.append("engine-base")
     pythons = {side: peer_python() if side == "b2luigi" else sys.executable for side in sides}
     walls: dict[str, list[float]] = {side: [] for side in sides}
     for round_number in range(1, args.rounds + 1):
         load = os.getloadavg()[0]
         for side in sides:
+            if side == "engine-base":
+                walls[side].append(one_run("engine", pythons[side], args.tasks, args.workers, args.base.resolve()))
+                continue
             walls[side].append(one_run(side, pythons[side], args.tasks, args.workers))
         print(f"round {round_number} (load {load:.2f}): "
               + ", ".join(f"{side} {walls[side][-1]:.2f} s" for side in sides), flush=True)
@@ -121,8 +135,10 @@ def main() -> None:
     print(f"{args.tasks} trivial tasks + aggregate, workers={args.workers}, no --batch, median of {args.rounds}: "
           + ", ".join(f"{side} {medians[side]:.2f} s" for side in sides))
     for side in sides[1:]:
-        target = " (target <= 0.25x)" if side == "engine" else ""
+        target = " (target <= 0.25x)" if side.startswith("engine") else ""
         print(f"ratio {side} / b2luigi: {medians[side] / medians['b2luigi']:.2f}x{target}")
+    if "engine" in medians and "engine-base" in medians:
+        print(f"engine / engine-base: {medians['engine'] / medians['engine-base']:.2f}")
     print(json.dumps({"tasks": args.tasks, "workers": args.workers, "walls": walls, "medians": medians}))
 
 
