@@ -23,16 +23,39 @@ def _code_reduce(code: types.CodeType) -> tuple[Any, ...]:
     return marshal.loads, (marshal.dumps(code),)
 
 
+_OWN = {types.CodeType: _code_reduce}
+
+
 class Pickler(cloudpickle.Pickler):
     """cloudpickle's pickler with code objects that keep ``co_filename``."""
 
-    dispatch_table = ChainMap({types.CodeType: _code_reduce}, cloudpickle.Pickler.dispatch_table)
+    dispatch_table = ChainMap(_OWN, cloudpickle.Pickler.dispatch_table)
+
+
+class _FlatPickler(Pickler):
+    """:class:`Pickler` with its dispatch table as one dict (:func:`_flat_table`): a ChainMap is looked up in
+    Python for every object pickled, a fifth of the time of pickling a small call."""
+
+    sizes: tuple[int, ...] = ()
+
+
+def _flat_table() -> None:
+    """Make :class:`_FlatPickler`'s table again when a table under it grew (e.g. ``copyreg.pickle``)."""
+    maps = cloudpickle.Pickler.dispatch_table.maps
+    sizes = tuple(len(table) for table in maps)
+    if sizes != _FlatPickler.sizes:
+        flat: dict[Any, Any] = {}
+        for table in reversed(maps):
+            flat.update(table)
+        flat.update(_OWN)
+        _FlatPickler.dispatch_table, _FlatPickler.sizes = flat, sizes  # type: ignore[assignment]
 
 
 def dumps(value: Any, protocol: int | None = None) -> bytes:
     """``cloudpickle.dumps(value)``, with functions' code keeping its file name and lines."""
+    _flat_table()
     with io.BytesIO() as file:
-        Pickler(file, protocol=protocol or pickle.DEFAULT_PROTOCOL).dump(value)
+        _FlatPickler(file, protocol=protocol or pickle.DEFAULT_PROTOCOL).dump(value)
         return file.getvalue()
 
 

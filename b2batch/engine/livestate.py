@@ -182,11 +182,17 @@ class LiveState:
     def start(self) -> LiveState:
         self.record.listeners.append(self._tally.changed)
         self.record.forgetters.append(self._tally.forget)
-        self.record.watchers.append(self._changed.set)
+        self.record.watchers.append(self._mark_changed)
         self._write()
         self._thread = threading.Thread(target=self._loop, name="b2batch-live-state", daemon=True)
         self._thread.start()
         return self
+
+    def _mark_changed(self) -> None:
+        """The record changed (called at every change of every job): the flag is set only when it is not (the
+        loop clears it before it reads the record for a write, so a change is never missed)."""
+        if not self._changed.is_set():
+            self._changed.set()
 
     def note(self, **keys: Any) -> None:
         """Front-end keys that changed (e.g. a farm's lines per state): written with the next write."""
@@ -199,8 +205,8 @@ class LiveState:
     def stop(self, result: str = "") -> None:
         """The run ended (``result``: e.g. "success", "2 task(s) failed", "stopped by SIGTERM"): one last
         write that says so."""
-        if self._changed.set in self.record.watchers:
-            self.record.watchers.remove(self._changed.set)
+        if self._mark_changed in self.record.watchers:
+            self.record.watchers.remove(self._mark_changed)
         if self._tally.changed in self.record.listeners:
             self.record.listeners.remove(self._tally.changed)
         if self._tally.forget in self.record.forgetters:

@@ -196,8 +196,10 @@ class RunRecord:
                 record.stderr_tail = job.files.stderr_tail(10)
             wrapper = read_usage(usage_file(job.files))
             outcome = getattr(job, "outcome", None)  # the batch system's cause and node of the job's end
-            said = Usage(cause=getattr(outcome, "cause", "") or "", host=getattr(outcome, "node", "") or None)
-            wrapper = said.merged(wrapper) if wrapper is not None else (said if said.cause or said.host else None)
+            cause, node = getattr(outcome, "cause", "") or "", getattr(outcome, "node", "") or None
+            if cause or node:  # (most units of pilots have neither: no Usage to make and merge)
+                said = Usage(cause=cause, host=node)
+                wrapper = said.merged(wrapper) if wrapper is not None else said
             if wrapper is not None:
                 known = Usage.of(record.usage)
                 record.usage = (known.merged(wrapper) if known else wrapper).as_dict()
