@@ -36,19 +36,19 @@ class _FlatPickler(Pickler):
     """:class:`Pickler` with its dispatch table as one dict (:func:`_flat_table`): a ChainMap is looked up in
     Python for every object pickled, a fifth of the time of pickling a small call."""
 
-    sizes: tuple[int, ...] = ()
+    size = -1
 
 
 def _flat_table() -> None:
     """Make :class:`_FlatPickler`'s table again when a table under it grew (e.g. ``copyreg.pickle``)."""
     maps = cloudpickle.Pickler.dispatch_table.maps
-    sizes = tuple(len(table) for table in maps)
-    if sizes != _FlatPickler.sizes:
+    sizes = sum(map(len, maps))
+    if sizes != _FlatPickler.size:
         flat: dict[Any, Any] = {}
         for table in reversed(maps):
             flat.update(table)
         flat.update(_OWN)
-        _FlatPickler.dispatch_table, _FlatPickler.sizes = flat, sizes  # type: ignore[assignment]
+        _FlatPickler.dispatch_table, _FlatPickler.size = flat, sizes  # type: ignore[assignment]
 
 
 def dumps(value: Any, protocol: int | None = None) -> bytes:
