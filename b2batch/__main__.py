@@ -41,18 +41,15 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``b2batch`` command."""
-    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="b2batch", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
-    if argv[:1] == ["farm"]:  # the farm alone: without the other commands' imports (luigi, rich: ~0.3-1 s a start)
-        from b2batch.farm import command_line as farm_cli
-
-        farm_cli.add_subcommand(commands)
-        return farm_cli.run(parser.parse_args(argv), commands.choices["farm"])
+    if (sys.argv[1:] if argv is None else argv)[:1] == ["farm"]:
+        return _farm_alone(parser, commands, argv)
     emulate = commands.add_parser("emulate", help=COMMANDS["emulate"][0], description=COMMANDS["emulate"][1])
     emulate.add_argument("system", choices=["htcondor", "lsf"], help="the batch system to emulate")
     emulate.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
@@ -127,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("emulate needs a command after --")
         return run_with_emulator(args.system, cmd)
     return 2
+
+
+def _farm_alone(parser: argparse.ArgumentParser, commands: Any, argv: list[str] | None) -> int:
+    """``b2batch farm``: the farm's command line alone, without the other commands' imports (luigi, rich: ~0.3-1 s
+    of every farm's and farm pilot's start)."""
+    from b2batch.farm import command_line as farm_cli
+
+    farm_cli.add_subcommand(commands)
+    return farm_cli.run(parser.parse_args(argv), commands.choices["farm"])
 
 
 def _status_flags_after_the_script(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
