@@ -9,7 +9,8 @@ Two task lists, each measured in a fresh folder:
 Local part (``--parts local``), ``--proc`` processes each (default 2), the rows of a round interleaved:
 
   xargs          ``xargs -d '\\n' -P 2 -n 1 sh -c < list``: every line by a shell, nothing recorded;
-  b2batch farm   ``python -m b2batch.farm list --proc 2`` (work dir, per-line logs, timeline);
+  b2batch farm   ``python -m b2batch farm list --proc 2``, the ``b2batch farm`` users type (work dir, per-line
+                 logs, timeline);
   PyTaskFarmer   the real ``pytaskfarmer.py list --proc 2`` (``--pytaskfarmer PATH``; default the one on PATH
                  if it is PyTaskFarmer's, e.g. ``pip install PyTaskFarmer==0.1.0`` in a venv of its own, as its
                  script has the name of b2batch's compatible one). It rewrites ``toprocess`` for every line:
@@ -105,7 +106,7 @@ def local_round(args: argparse.Namespace, base: Path, lists: dict[str, Path], pt
         row: dict[str, float | None] = {}
         runners = {
             "xargs": lambda folder, path: (["xargs", "-d", "\n", "-P", str(args.proc), "-n", "1", "sh", "-c"], path),
-            "b2batch": lambda folder, path: ([sys.executable, "-m", "b2batch.farm", path.name, "--proc",
+            "b2batch": lambda folder, path: ([sys.executable, "-m", "b2batch", "farm", path.name, "--proc",
                                               str(args.proc)], None),
         }
         if ptf:
