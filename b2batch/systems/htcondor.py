@@ -31,6 +31,8 @@ from b2batch.jobscript.templating import render
 
 ATTRIBUTES = ("ClusterId,ProcId,JobStatus,ExitCode,ExitBySignal,HoldReason,HoldReasonCode,RemoveReason,RemoteHost,"
               "LastRemoteHost")
+#: What the queries for the jobs of a submission's tag (systems/tagging.py) ask for, and of which jobs.
+TAGGED_ATTRIBUTES, TAGGED = "ClusterId,ProcId,JobStatus,B2BatchSubmission", "B2BatchSubmission =!= undefined"
 #: Hold codes of jobs HTCondor stopped for memory (34: over its memory request) and run time (46: job duration,
 #: 47: execute duration exceeded).
 MEMORY_HOLD_CODES = frozenset({34})
@@ -393,8 +395,13 @@ class HTCondorSystem(SchedulerSystem):
         return ["condor_rm", *job_ids]
 
     def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
-        return _at(["condor_q", "-json", "-attributes", "ClusterId,ProcId,JobStatus,B2BatchSubmission",
-                    "-constraint", "B2BatchSubmission =!= undefined"], scope)
+        return _at(["condor_q", "-json", "-attributes", TAGGED_ATTRIBUTES, "-constraint", TAGGED], scope)
+
+    def tagged_commands(self, scope: tuple[str, ...]) -> list[list[str]]:
+        # A job that ended leaves the queue for the history at once: one that ended well between the front-end's
+        # check and this query is found there (and followed), not submitted a second time.
+        return [self.tagged_command(scope),
+                _at(["condor_history", "-json", "-attributes", TAGGED_ATTRIBUTES, "-constraint", TAGGED], scope)]
 
     def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
         tagged: dict[str, dict[str, NativeState]] = {}

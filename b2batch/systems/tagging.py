@@ -77,6 +77,13 @@ class TaggedSubmissions:
         """The jobs in the output of :meth:`tagged_command`: by tag, their states by job id."""
         raise NotImplementedError
 
+    def tagged_commands(self, scope: tuple[str, ...]) -> list[list[str]]:
+        """The commands whose outputs (:meth:`parse_tagged`) together list every job of the user with its tag,
+        those that ended since the intents were written too: a job that ended well after the front-end's check
+        is followed, not submitted again. Default: :meth:`tagged_command` alone (its listing keeps ended jobs a
+        while); HTCondor adds its history, where ended jobs go at once."""
+        return [self.tagged_command(scope)]
+
     def element_index(self, job_id: str) -> int | None:
         """The 1-based index of the array element ``job_id`` (None: a job of its own)."""
         raise NotImplementedError
@@ -114,8 +121,12 @@ class TaggedSubmissions:
         known = self._tagged
         if scope not in known:
             try:
-                done = command_runner.run(self.tagged_command(scope), timeout=self.call_timeout, calls=self.calls)
-                known[scope] = self.parse_tagged(done.stdout)
+                listed: dict[str, dict[str, NativeState]] = {}
+                for command in self.tagged_commands(scope):  # in order: a later listing is the newer word
+                    done = command_runner.run(command, timeout=self.call_timeout, calls=self.calls)
+                    for tag, jobs in self.parse_tagged(done.stdout).items():
+                        listed.setdefault(tag, {}).update(jobs)
+                known[scope] = listed
             except (B2BatchError, ValueError) as e:  # ValueError: unreadable output
                 logger.warning("Could not ask %s for the jobs of an earlier steering process by their tags: %s",
                                self.name, e)

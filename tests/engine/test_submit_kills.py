@@ -130,6 +130,34 @@ def test_status_shows_a_job_whose_submission_was_not_recorded_as_queued_or_runni
     subprocess.run([sys.executable, "-m", "b2batch.emulators", "bkill", "0"], env=env, capture_output=True)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("system", ["lsf", "htcondor"])
+def test_jobs_that_ended_well_after_the_front_ends_check_are_followed_not_run_again(system, tmp_path: Path) -> None:
+    """Killed while the scheduler held back the ids of jobs that then ended well; the rerun's front-end looked
+    before they ended (``--checked-before``: it hands every task to the run). The rerun finds the jobs by their
+    tags among the ended ones too (HTCondor: in its history, where an ended job goes at once), follows them and
+    runs no task twice."""
+    env = emulator_env(system, tmp_path, 10.0)
+    folder = tmp_path / "flow"
+    command = [sys.executable, str(submit_kill.HERE), str(folder), "--system", system, "--n", "2", "--seconds", "0",
+               "--array", "--name", "late"]
+    codes = [folder / "task_files" / "Work" / f"task{i}" / "exit_code" for i in range(2)]
+    first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # the jobs ended, and the scheduler lists them as ended (not queued or running)
+        wait_for(lambda: all(code.exists() for code in codes) and not submit_kill.active_jobs(system, "late", env),
+                 60, "the jobs to end")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    finally:
+        first.kill()
+    assert submit_kill._state(folder, 2) == "during"  # no journals: the scheduler's answer was still held back
+    rerun = subprocess.run([*command, "--checked-before"], env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert rerun.stderr.count("found by its tag") == 2, rerun.stderr[-3000:]
+    runs = [len((folder / "runs" / f"task{i}.txt").read_text().splitlines()) for i in range(2)]
+    assert runs == [1, 1], runs
+
+
 @pytest.mark.parametrize("name, expected", [
     ("Step(i=3)", "Step_i_3_"), ("a b;$(rm -rf x)\n", "a_b_rm_-rf_x_"), ("-J x", "J_x"), ("", "job"),
     ("ok.name-1", "ok.name-1"), ("x" * 100, "x" * 64)])
@@ -151,6 +179,34 @@ def test_an_htcondor_submission_carries_its_tag_as_an_attribute(tmp_path: Path) 
 
     text = submit_description(Task(), "/bin/true", str(tmp_path), "b2b123", tag='Work.b2b1-2"\nqueue 9')
     assert '+B2BatchSubmission = "Work.b2b1-2_queue_9"' in text and "queue 9" not in text.replace("_queue_9", "")
+
+
+def test_htcondor_finds_a_tagged_job_that_left_the_queue_for_its_history(monkeypatch) -> None:
+    """An HTCondor job that ended leaves condor_q at once: the tag query reads condor_history too (one query each
+    for all intents), where a job that ended well since the front-end's check is, so that it is followed."""
+    import b2batch.systems.command_runner as command_runner
+    from b2batch.engine import Run
+    from b2batch.engine.config import RunConfig
+    from b2batch.systems.htcondor import HTCondorSystem
+
+    def ad(proc: int, status: int) -> dict[str, object]:
+        return {"ClusterId": 7, "ProcId": proc, "JobStatus": status, "B2BatchSubmission": "Work.b2b1-1"}
+
+    answers = {"condor_q": json.dumps([ad(1, 2)]), "condor_history": json.dumps([ad(0, 4), ad(2, 3)])}
+    asked: list[str] = []
+
+    def answer(command: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        asked.append(command[0])
+        return subprocess.CompletedProcess(command, 0, answers[command[0]], "")
+
+    monkeypatch.setattr(command_runner, "run", answer)
+    system = Run(config=RunConfig(scheduler_call_timeout=5)).add_system("htcondor", HTCondorSystem)
+    intents = [{"system": "htcondor", "submission": "Work.b2b1-1", "index": i, "htcondor_place": []}
+               for i in (1, 2, 3)]
+    found = {intent["index"]: system.find_submitted(intent) for intent in intents}
+    assert {index: (job_id, native.state) for index, (job_id, native) in found.items()} == {
+        1: ("7.0", "4"), 2: ("7.1", "2"), 3: ("7.2", "3")}
+    assert asked == ["condor_q", "condor_history"]  # once for all three
 
 
 @pytest.mark.slow

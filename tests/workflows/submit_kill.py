@@ -1,11 +1,12 @@
 """A steering process for SIGKILL tests around submission (tests/engine/test_submit_kills.py, bench/submit_kills.py).
 
-    python submit_kill.py FOLDER --system lsf --n 4 --seconds 1.5 [--array] [--name NAME]
+    python submit_kill.py FOLDER --system lsf --n 4 --seconds 1.5 [--array] [--name NAME] [--checked-before]
 
 drives an engine run (no luigi) of N tasks ``task<i>`` in FOLDER/task_files/Work/task<i>/: each job appends a
 "start" line to FOLDER/runs/task<i>.txt, sleeps, and writes its exit code. A task whose job already wrote exit
-code 0 is done and not handed to the run (as a front-end's outputs check would). ``--array``: the tasks go in one
-submission (an array), else one submission each. Exit status 0 when every task's job succeeded.
+code 0 is done and not handed to the run (as a front-end's outputs check would; ``--checked-before``: every task
+is handed, as if that check had run before their jobs ended). ``--array``: the tasks go in one submission (an
+array), else one submission each. Exit status 0 when every task's job succeeded.
 
 :func:`cycle` is one kill: start this script, SIGKILL it at a random instant before, during or right after the
 scheduler call, run it again to the end, wait until the scheduler has no job of it left, and count the jobs each
@@ -33,7 +34,8 @@ def _settings(system: str, name: str, folder: Path, array: bool) -> dict[str, ob
             "log_dir": str(folder / "logs"), "sge_settings": {}, "slurm_settings": {}, "lsf_settings": {}}
 
 
-def steer(folder: Path, system: str, n: int, seconds: float, array: bool, name: str) -> int:
+def steer(folder: Path, system: str, n: int, seconds: float, array: bool, name: str,
+          checked_before: bool = False) -> int:
     """Run the N tasks on ``system`` to their end; 0 if all succeeded."""
     from b2batch.engine import Job, JobFiles, Run
     from b2batch.engine.config import RunConfig
@@ -52,7 +54,7 @@ def steer(folder: Path, system: str, n: int, seconds: float, array: bool, name: 
         key = f"task{i}"
         files = JobFiles.at(folder / "task_files", "Work", key, folder / "logs" / key)
         files.make_folders()
-        if files.read_exit_code() == 0:
+        if files.read_exit_code() == 0 and not checked_before:
             continue  # done: its outputs are there
         files.write_spec({"task_family": "Work", "task_params": {"i": i}})  # for b2batch status
         files.write_wrapper(f"#!/bin/sh\necho \"start $$ $(date +%s.%N)\" >> {folder}/runs/{key}.txt\n"
@@ -144,11 +146,13 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--array", action="store_true")
     parser.add_argument("--name", default="kill")
+    parser.add_argument("--checked-before", action="store_true")
     args = parser.parse_args()
     import logging
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    return steer(args.folder.resolve(), args.system, args.n, args.seconds, args.array, args.name)
+    return steer(args.folder.resolve(), args.system, args.n, args.seconds, args.array, args.name,
+                 args.checked_before)
 
 
 if __name__ == "__main__":
