@@ -34,10 +34,6 @@ CommandBuilder = Callable[[list[str]], list[str]]
 Parser = Callable[[str], dict[str, Usage]]
 
 
-#: Seconds between two accounting commands at the run's end (:meth:`AccountingCollector.finish`).
-FINISH_STEP = 0.25
-
-
 @dataclass
 class _Pending:
     key: str
@@ -86,14 +82,13 @@ class AccountingCollector:
 
     def finish(self, wait: float = 5.0) -> None:
         """The run ends: ask for the jobs still pending, a few times within ``wait`` seconds (a job that has
-        just ended reaches the accounting a moment later: slurmdbd's lag is a fraction of a second here, so the
-        run's end waits in short steps)."""
+        just ended reaches the accounting a moment later)."""
         deadline = time.monotonic() + wait
         while self.pending and not self.off:
             self._ask(list(self.pending)[:self.chunk])
             if not self.pending or time.monotonic() > deadline:
                 break
-            time.sleep(FINISH_STEP)
+            time.sleep(1.0)
         self.pending.clear()
 
     def _ask(self, job_ids: list[str]) -> None:
