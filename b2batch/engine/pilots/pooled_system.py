@@ -252,6 +252,10 @@ class PooledSystem(WorkerJobs):
         tasks go out anew, as the run decides)."""
         if pool.earlier is None:
             queue = pool.queue
+            # ``todo/`` is listed before the claims and after: a batch a live worker claims (todo -> claimed) or
+            # puts back (claimed -> todo) between the listings is in one of them, never in neither (its units
+            # would be queued again and run twice)
+            waiting = queue.index_waiting()
             for worker in queue.claimed_batches():
                 if worker not in pool.beats:
                     held = queue.held(worker)
@@ -262,7 +266,7 @@ class PooledSystem(WorkerJobs):
                     holders[name] = worker
                     if started:
                         pool.running[name] = worker
-            pool.earlier = (queue.index_waiting(), holders)
+            pool.earlier = (waiting | queue.index_waiting(), holders)
         return pool.earlier
 
     def _adopt(self, job: Job, root: Path) -> UnitPool:
