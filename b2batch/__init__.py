@@ -8,8 +8,9 @@ used, so that ``import b2batch.emulators`` or ``import b2batch.engine`` does not
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from b2batch.lazy_names import lazy_names
 
 
 __version__ = "0.1.0"
@@ -63,19 +64,7 @@ PUBLIC_MODULES = ("b2batch.settings", "b2batch.systems", "b2batch.remote", "b2ba
                   "b2batch.luigi_frontend.b2luigi_cli")
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(_SUBMODULES[name])
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'b2batch' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF, *_SUBMODULES})
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULE_OF, _SUBMODULES)
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see

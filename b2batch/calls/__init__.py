@@ -6,8 +6,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from b2batch.lazy_names import lazy_names
 
 #: Each public name and its module, imported when first used (a job's ``calls_on_node`` needs no executor).
 _MODULE_OF = {"CallFuture": "b2batch.calls.executor", "CallJobError": "b2batch.calls.executor",
@@ -17,16 +16,4 @@ _MODULE_OF = {"CallFuture": "b2batch.calls.executor", "CallJobError": "b2batch.c
 __all__ = ["CallFuture", "CallJobError", "Executor", "RemoteTraceback", "as_completed", "pickling"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "pickling":
-        return importlib.import_module("b2batch.calls.pickling")
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'b2batch.calls' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF, "pickling"})
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULE_OF, {"pickling": "b2batch.calls.pickling"})

@@ -9,8 +9,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from b2batch.lazy_names import lazy_names
 
 #: Each public name and its module, imported when first used: a pilot or a job on a node imports the engine's
 #: leaf modules it needs (``b2batch.engine.pilots.node_worker``, ``b2batch.engine.files``) without the steering
@@ -25,14 +24,4 @@ __all__ = ["BatchSystem", "Job", "JobFiles", "JobOutcome", "JobRecord", "JobStat
            "Run", "RunRecord", "last_outcome"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'b2batch.engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF})
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULE_OF)
