@@ -31,6 +31,10 @@ def _seven(_value: Late) -> tuple[object, ...]:
     return int, (7,)
 
 
+def _eight(_value: Late) -> tuple[object, ...]:
+    return int, (8,)
+
+
 def test_a_pool_call_pickles_its_function_once_for_all_its_chunks() -> None:
     Counted.pickled = 0
     batch = Batch("map(Counted)", Counted(), "one", None, iter(()))
@@ -41,11 +45,13 @@ def test_a_pool_call_pickles_its_function_once_for_all_its_chunks() -> None:
     assert function(21) == 42 and initializer is None and initargs == ()
 
 
-def test_a_reducer_registered_after_the_first_call_is_used() -> None:
+def test_a_reducer_registered_or_replaced_after_the_first_call_is_used() -> None:
     pickling.dumps([1, 2])  # the dispatch table is made
     copyreg.pickle(Late, _seven)
     try:
         assert pickle.loads(pickling.dumps([Late()])) == [7]
+        copyreg.pickle(Late, _eight)  # a reducer replaced: the table's size does not change
+        assert pickle.loads(pickling.dumps([Late()])) == [8]
     finally:
         copyreg.dispatch_table.pop(Late, None)
         pickling.dumps(None)  # (the table made again without it)
