@@ -121,10 +121,16 @@ class PooledSystem(WorkerJobs):
         """What the workers' logs say since the last poll: units whose run started (running), was put back
         (waiting again: the worker's allocation ended) or ended (successful with exit code 0, else aborted; the
         run and front-end judge)."""
-        for line in pool.queue.take_log():
+        lines = pool.queue.take_log()
+        if pool.replay:  # ends of units followed after they ended (attach)
+            lines, pool.replay = [*pool.replay, *lines], []
+        for line in lines:
             name = line.pop("name")
             job = pool.members.get(name)
             if job is None:
+                if pool.earlier is not None and "start" not in line and not line.get("released") \
+                        and not line.get("skipped"):
+                    pool.ended_before[name] = line  # a unit of an earlier steering process, not followed yet
                 continue
             worker = line.get("worker") or pool.running.get(name, "")
             if "start" in line:
@@ -225,13 +231,24 @@ class PooledSystem(WorkerJobs):
         self._untrack(job)
 
     def attach(self, job: Job, journal: dict[str, Any]) -> bool:
-        """Follow a unit that a steering process before this one queued, if it is still queued or held by a
-        live worker."""
+        """Follow a unit that a steering process before this one queued, if it is still queued, held by a live
+        worker, or ended well since its front-end looked."""
         root, name = journal.get("queue"), journal.get("unit")
         if not root or not name or not Path(root, "todo").is_dir():
             return False
         pool = self._adopt(job, Path(root))
         waiting, holders = self._earlier(pool)
+        ended = pool.ended_before.pop(name, None)
+        if ended is not None:
+            # its run ended since its front-end looked (the check and this call are not one step): ended well,
+            # it is followed to that end, which the next poll reports (queued again, it would run twice); ended
+            # badly, it goes again
+            if ended.get("exit_code") != 0:
+                return False
+            self._track(pool, name, job)
+            job.job_id = str(ended.get("job_id") or "")
+            pool.replay.append({**ended, "name": name})
+            return True
         if name in waiting and (pool.carriers or pool.beats or self.kind == "pilot"):
             self._track(pool, name, job)
             job.job_id = ""
@@ -267,6 +284,9 @@ class PooledSystem(WorkerJobs):
                     if started:
                         pool.running[name] = worker
             pool.earlier = (waiting | queue.index_waiting(), holders)
+            # a unit held at neither listing but not waiting either ended before the listing of the holders:
+            # its line is in the logs now
+            pool.ended_before.update(queue.take_done())
         return pool.earlier
 
     def _adopt(self, job: Job, root: Path) -> UnitPool:
@@ -282,7 +302,7 @@ class PooledSystem(WorkerJobs):
                 f"{socket.gethostname()}-{os.getpid()}-{self.run.tag}",
                 {"host": socket.gethostname(), "pid": os.getpid(), "started": process_started(os.getpid()),
                  "tag": self.run.tag})
-            pool.queue.take_done()  # results of units of earlier runs: their exit codes are in their own files
+            pool.ended_before = pool.queue.take_done()  # their exit codes are in their own files too
             pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})
             self._adopt_carriers(pool)
         return pool

@@ -67,6 +67,12 @@ class UnitPool:
     #: What the queue held when this steering process took it up (:meth:`PooledSystem.attach`): the units that
     #: wait, and those held by workers: name -> worker.
     earlier: tuple[set[str], dict[str, str]] | None = None
+    #: The ends of units that the workers' logs told of before this steering process followed them (read as it
+    #: took up a queue of an earlier one, and by its polls since): name -> log line. Such a unit, ended well
+    #: after its front-end's check, is followed to that end, not run again (:meth:`PooledSystem.attach`); its
+    #: line is then reported at the next poll (``replay``).
+    ended_before: dict[str, dict[str, Any]] = field(default_factory=dict)
+    replay: list[dict[str, Any]] = field(default_factory=list)
     #: Units tracked and journaled but not yet in the queue (a pilot queue gathers them into batches): (name,
     #: entry), in the order they came, and since when the first waits.
     staged: list[tuple[str, dict[str, Any]]] = field(default_factory=list)

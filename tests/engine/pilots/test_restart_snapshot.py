@@ -1,10 +1,17 @@
 """A restarted steering process's first look at an earlier queue (:meth:`PooledSystem._earlier`) while its live
-workers go on claiming: every unit is seen waiting or held, so none is queued a second time."""
+workers go on claiming and finishing: every unit is seen waiting, held or ended, so none is queued a second
+time."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from helpers.simulated import Simulated, make_job
+
+from b2batch.engine import Job, JobStatus, Run
+from b2batch.engine.pilots import pooled_system
+from b2batch.engine.pilots.kinds import PilotSystem
 from b2batch.engine.pilots.pooled_system import PooledSystem
 from b2batch.engine.pilots.unit_pool import UnitPool
 from b2batch.engine.pilots.work_queue import WorkQueue
@@ -40,3 +47,76 @@ def test_a_batch_a_live_worker_claims_during_the_snapshot_is_seen_waiting_or_hel
     assert queue.listings >= 2, "the snapshot no longer lists the claims twice: move the claim in this test"
     assert queue.claims() == {"a": "w", "b": "w"}  # the worker holds the batch now
     assert {"a", "b"} <= waiting | set(holders), (waiting, holders)
+
+
+class EndsMeanwhile(WorkQueue):
+    """The steering side's queue; its live worker ``w`` runs its claimed unit to its end (exit code 0) right
+    after the steering side's ``at``-th listing of the claims."""
+
+    at = 0
+
+    def claimed_batches(self) -> dict[str, list[str]]:
+        listed = super().claimed_batches()
+        self.listings = getattr(self, "listings", 0) + 1
+        if self.listings == self.at:
+            run_to_end(self.root)
+        return listed
+
+
+def run_to_end(root: Path) -> None:
+    WorkQueue(root).finish("w", "u1", {"job_id": "7", "worker": "w", "started": 1.0, "ended": 2.0, "exit_code": 0})
+
+
+def earlier_queue(root: Path) -> None:
+    """A queue a killed steering process left: live worker ``w`` holds batch b1 and runs its unit u1."""
+    worker = WorkQueue(root)
+    worker.create()
+    worker.put_batch("b1", [("u1", {}), ("u2", {})])
+    worker.join("w")
+    assert worker.claim("w") is not None
+    worker.started("w", "u1", 1.0)
+    worker.beat("w", {"worker": "w", "job_id": "7"})
+
+
+def restarted(tmp_path: Path, key: str) -> tuple[PilotSystem, Job]:
+    run = Run()
+    system = PilotSystem(run, Simulated(run), size=lambda pool: 1)
+    job = make_job(tmp_path, key, system=system.name, heartbeat_timeout=60)
+    job.files.make_folders()
+    return system, job
+
+
+@pytest.mark.parametrize("ends_at", [0, 1, 2, 3])
+def test_a_unit_that_ends_well_before_the_restarted_run_follows_it_is_not_queued_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ends_at: int) -> None:
+    """A task's unit runs in a live pilot when its front-end checks the task, and ends (exit code 0) before the
+    restarted steering process follows it: before the queue is taken up (0), or between its listings (1-3).
+    It is followed to that end, which the next poll reports; it is not queued again (run twice)."""
+    root = tmp_path / "q"
+    earlier_queue(root)
+    if ends_at == 0:
+        run_to_end(root)
+    monkeypatch.setattr(EndsMeanwhile, "at", ends_at)
+    monkeypatch.setattr(pooled_system, "WorkQueue", EndsMeanwhile)
+    system, job = restarted(tmp_path, "late")
+    job.files.exit_code.write_text("0\n")  # as the worker wrote it
+    assert system.attach(job, {"queue": str(root), "unit": "u1"}), "the unit that ended well was not followed"
+    changes = system.states([job])
+    assert changes.get(job) is not None and changes[job].status == JobStatus.successful, changes
+    assert not WorkQueue(root).waiting()  # nothing queued again
+
+
+def test_a_unit_that_ends_while_the_restarted_run_polls_others_is_followed_to_its_end(tmp_path: Path) -> None:
+    """The run follows u2 and polls before it gets to u1's task (its hand-out is sliced); u1 ends in between.
+    The poll's line of u1's end is kept for u1, which is followed to that end."""
+    root = tmp_path / "q"
+    earlier_queue(root)
+    system, other = restarted(tmp_path, "other")
+    assert system.attach(other, {"queue": str(root), "unit": "u2"})
+    run_to_end(root)
+    assert system.states([other]) == {}
+    _, job = restarted(tmp_path, "late")
+    job.files.exit_code.write_text("0\n")
+    assert system.attach(job, {"queue": str(root), "unit": "u1"})
+    changes = system.states([job, other])
+    assert job in changes and changes[job].status == JobStatus.successful, changes
