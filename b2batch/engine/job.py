@@ -56,6 +56,10 @@ class Job:
     not_submitted: bool = False
     #: Whether the job followed is one an earlier steering process submitted (re-attached, not submitted here).
     earlier: bool = False
+    #: Whether its front-end found the job of an earlier steering process ended (its exit code written) and hands
+    #: the job in to run anew: nothing of the earlier job is followed, though its batch system may still know it
+    #: (a pilot's log, a scheduler's history).
+    earlier_ended: bool = False
     #: Where a batch system put the job, beyond its id, for a later steering process to find it (written
     #: into the journal; e.g. the work queue and unit name of a pilot).
     placement: dict[str, Any] = field(default_factory=dict)

@@ -144,7 +144,10 @@ class Run:
         A job that ended well since its front-end looked (exit code 0 written in between: the front-end's check
         and this call are not one step, and a graph's checks run long before its submissions) is followed too,
         and the next poll reports its end; submitting it again would run its work twice. Only a job that ended
-        badly goes again."""
+        badly goes again, and one whose front-end saw it ended (``job.earlier_ended``: e.g. its outputs were
+        removed since)."""
+        if job.earlier_ended:
+            return False
         files = job.files
         intent = files.read_intent()
         if intent is not None:

@@ -460,6 +460,7 @@ class TaskJobs:
         if last is None or last[1] is None:
             return False  # no earlier job, or one that may still run (the run follows it)
         task, (earlier, ended) = job.payload, last
+        job.earlier_ended = True  # it is not followed: what is submitted now is a new job
         exit_code = ended.exit_code if ended is not None else None
         if exit_code == 0 and task.complete():
             logger.info("Task %s: its %s of an earlier run ended successfully and its outputs are there; not "

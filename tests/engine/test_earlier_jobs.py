@@ -212,3 +212,29 @@ def test_a_job_that_ends_between_the_front_ends_check_and_its_submission_runs_on
     if not submitted:
         assert job.earlier and job.job_id == "41"
     run.interrupt()
+
+
+def test_a_task_whose_earlier_job_succeeded_but_whose_outputs_are_gone_runs_anew(tmp_path: Path) -> None:
+    """Its earlier job ended well, but its outputs were removed since (``--remove``): the front-end saw that
+    job end, so a batch system that still lists it (a pilot's log, a scheduler's history) is not followed;
+    a new job runs the task."""
+    task = Made(n=3)
+    earlier_job(task, 0)  # no outputs
+    run = Run()
+    jobs = TaskJobs(run, RunContext())
+    jobs.start(task)
+    assert jobs.jobs[task.task_id].earlier_ended
+    run.interrupt()
+    run = Run()
+    system = run.add_system("remembering", Remembering)
+    earlier = make_job(tmp_path, "gone", system="remembering").files
+    earlier.make_folders()
+    earlier.record_submission("remembering", "41")
+    earlier.exit_code.write_text("0\n")
+    system.earlier["41"] = JobState(JobStatus.successful)
+    job = make_job(tmp_path, "gone", system="remembering")
+    job.earlier_ended = True
+    run.submit(job)
+    run.poll()
+    assert system.submissions == [1], "the earlier job was followed: the task would be done without its outputs"
+    run.interrupt()

@@ -32,7 +32,7 @@ from typing import Any
 
 from b2batch.engine.job import Job
 from b2batch.engine.processes import process_started
-from b2batch.engine.outcome import status_of_files
+from b2batch.engine.outcome import status_of_files, written_exit_code
 from b2batch.engine.jobstate import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.pilots.unit_pool import UnitPool
@@ -243,7 +243,7 @@ class PooledSystem(WorkerJobs):
             # its run ended since its front-end looked (the check and this call are not one step): ended well,
             # it is followed to that end, which the next poll reports (queued again, it would run twice); ended
             # badly, it goes again
-            if ended.get("exit_code") != 0:
+            if ended.get("exit_code") != 0 or written_exit_code(job.files) != 0:
                 return False
             self._track(pool, name, job)
             job.job_id = str(ended.get("job_id") or "")
