@@ -78,7 +78,9 @@ def test_steering_memory_does_not_grow_with_the_units(tmp_path: Path, kind: str)
     # Flat: the last three quarters of the units add (almost) nothing, and the whole call holds a bounded
     # number of units at once. Reading all 100,000 calls at once (joblib-htcondor's way) takes ~300 MB; the
     # record of each finished unit of the pool kept (~1.2 KB each) grows it by ~9 MB over 7,500 units.
-    assert mb["end"] - mb["quarter"] < 3, mb
+    # The joblib call's end - quarter spreads 0.9-3.1 MB between runs with no trend (200,000 and 400,000 items:
+    # -2.6 and -28.6 MB, the allocator giving back), so 6 MB: a per-item leak of 80 bytes still fails it.
+    assert mb["end"] - mb["quarter"] < 6, mb
     assert mb["peak"] - mb["base"] < 60, mb
 
 

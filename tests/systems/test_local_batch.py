@@ -348,7 +348,8 @@ def test_local_job_that_ignores_sigterm_gets_sigkill_after_the_grace(tmp_path: P
     job = _StubJob(stubborn)
     job.job_id = pool.submit(job)
     pool.update(force=True)
-    wait_for(pid_file.exists, 10, "the job to start")
+    # the shell creates the file before it writes the pid into it
+    wait_for(lambda: pid_file.exists() and pid_file.read_text().strip(), 10, "the job to write its pid")
     pid = int(pid_file.read_text())
     started = time.monotonic()
     pool.kill([job], grace=1.0)
