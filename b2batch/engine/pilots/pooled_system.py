@@ -36,7 +36,7 @@ from b2batch.engine.outcome import status_of_files, written_exit_code
 from b2batch.engine.jobstate import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.pilots.unit_pool import UnitPool
-from b2batch.engine.pilots.work_queue import WorkQueue
+from b2batch.engine.pilots.work_queue import WorkQueue, is_end
 from b2batch.engine.pilots.worker_jobs import WorkerJobs
 from b2batch.errors import B2BatchError
 
@@ -128,8 +128,7 @@ class PooledSystem(WorkerJobs):
             name = line.pop("name")
             job = pool.members.get(name)
             if job is None:
-                if pool.earlier is not None and "start" not in line and not line.get("released") \
-                        and not line.get("skipped"):
+                if pool.earlier is not None and is_end(line):
                     pool.ended_before[name] = line  # a unit of an earlier steering process, not followed yet
                 continue
             worker = line.get("worker") or pool.running.get(name, "")

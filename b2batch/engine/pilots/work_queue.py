@@ -57,6 +57,11 @@ DRAIN_GRACE = 2.0
 __all__ = ["DRAIN_GRACE", "Units", "WorkQueue"]
 
 
+
+def is_end(line: dict[str, Any]) -> bool:
+    """Whether a worker's log line tells of a unit's end (not its start, nor its being put back or skipped)."""
+    return "start" not in line and not line.get("released") and not line.get("skipped")
+
 class WorkQueue(QueueWorkerSide):
     """One queue folder, as seen from either side: the steering side here, the worker side in
     :class:`~b2batch.engine.pilots.queue_worker_side.QueueWorkerSide`."""
@@ -295,7 +300,7 @@ class WorkQueue(QueueWorkerSide):
         start, end, exit code)."""
         found = {}
         for line in self.take_log():
-            if "start" not in line and not line.get("released") and not line.get("skipped"):
+            if is_end(line):
                 found[line.pop("name")] = line
         return found
 
