@@ -84,6 +84,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         #: What the scheduler said of the jobs of earlier runs: looked up once for all of them.
         self._earlier: dict[str, NativeState | None] = {}
         self._tagged = {}
+        self._tagged_at = {}
         #: Seconds a scheduler command may take: the setting scheduler_call_timeout of the jobs last submitted.
         self.call_timeout: float = config.scheduler_call_timeout
         #: This system's scheduler commands: rate-limited, and counted in the run's record.
@@ -402,6 +403,11 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         job_id = str(journal.get("job_id"))
         monitor = self.monitor
         native = monitor.states.get(job_id) or monitor.seen.get(job_id) or self._earlier_state(job, job_id)
+        if native is None and written_exit_code(job.files) == 0:
+            # It ended well since the front-end looked and the scheduler no longer lists it (Grid Engine forgets
+            # an ended job at once): followed, so the next poll reports its end from its files.
+            self._track(job, job_id)
+            return True
         status = self.state_map.get(native.state) if native else None
         # A job that ended successfully since the front-end looked (its exit code is there now) is followed
         # too: the next poll reports its end, so it is not submitted again. Others that ended go again.

@@ -1,12 +1,17 @@
 """Sun Grid Engine (and Son of / Univa Grid Engine): ``qsub -terse`` to submit, one ``qstat -xml`` per poll
 for all jobs, ``qacct`` for jobs that left the queue without an exit-code file, ``qdel`` to kill.
 
+qstat lists only pending and running jobs: a job leaves it when it ends, and its record reaches the accounting
+file (``qacct``) on the next flush (``flush_finish_sec``). A rerun's tag query reads both, so a job that ended
+well between the front-end's check and the rerun's adoption is followed, not submitted again.
+
 States are letter codes (qstat(1), "state"): q queued, w waiting, h hold, r running, t transferring,
 R restarted, s/S/T suspended, d deletion, E error.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +24,8 @@ from b2batch.errors import SchedulerCommandError, SettingError
 from b2batch.systems import command_runner
 from b2batch.systems.scheduler import SchedulerSystem
 from b2batch.systems.job_settings import WRAPPER_SETTINGS
+
+logger = logging.getLogger(__name__)
 
 #: sge_settings keys, their qsub options, and whether the value is a list of name=value resources.
 QSUB_OPTIONS = {
@@ -68,6 +75,10 @@ def qsub_options(settings: Any, task: Any) -> list[str]:
         else:
             raise SettingError(f"Task {task}: sge_settings[{key!r}] must be a string or number, not {value!r}.")
     return arguments
+
+
+#: States of a job qacct recorded: exit status 0 and not failed, or otherwise.
+ENDED_WELL, ENDED_BADLY = "qacct-done", "qacct-failed"
 
 
 def _expand_tasks(job_number: str, tasks: str | None) -> list[str]:
@@ -155,8 +166,13 @@ class SGESystem(SchedulerSystem):
         **{s: JobStatus.running for s in ("r", "t", "Rr", "Rt", "s", "ts", "S", "tS", "T", "tT", "Rs", "Rts",
                                           "RS", "RtS", "RT", "RtT", "dr", "dt", "dRr", "dRt", "ds", "dS", "dT")},
         **{s: JobStatus.aborted for s in ("Eqw", "Ehqw", "EhRqw", "dqw", "dhqw", "dEqw")},
+        # Not qstat's: the words of this module for a job qacct recorded (in the tag query's listing).
+        ENDED_WELL: JobStatus.successful, ENDED_BADLY: JobStatus.aborted,
     }
 
+    #: An ended job leaves qstat at once; qacct has it after the next accounting flush (flush_time, 15 s by
+    #: default; reporting_params in ``qconf -sconf``).
+    record_lag: ClassVar[float] = 16.0
     array_index: ClassVar[str | None] = "${SGE_TASK_ID}"
     lists_all_jobs: ClassVar[bool] = True
 
@@ -223,13 +239,34 @@ class SGESystem(SchedulerSystem):
     def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
         return self.status_command([])  # qstat -xml lists each job's name
 
-    def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
+    @staticmethod
+    def _parse_queue_tags(stdout: str) -> dict[str, dict[str, NativeState]]:
         tagged: dict[str, dict[str, NativeState]] = {}
         for job in ElementTree.fromstring(stdout).iter("job_list") if stdout.strip() else ():
             found = tagged.setdefault(job.findtext("JB_name", "").strip(), {})
             for job_id in _expand_tasks(job.findtext("JB_job_number", "").strip(), job.findtext("tasks")):
                 found[job_id] = NativeState(state=job.findtext("state", "").strip())
         return tagged
+
+    def tagged_commands(self, scope: tuple[str, ...]) -> list[list[str]]:
+        # qstat forgets an ended job at once; the accounting file has it (the user's b2batch jobs only: every tag
+        # has ``.b2b`` in its name). qacct reads the whole file, but only for a rerun with intents left behind.
+        return [self.tagged_command(scope), ["qacct", "-o", self.user(), "-j", "*.b2b*"]]
+
+    def tagged_listing(self, command: list[str]) -> str:
+        if command[0] != "qacct":
+            return super().tagged_listing(command)
+        done = command_runner.run(command, check=False, timeout=self.call_timeout, calls=self.calls)
+        if done.returncode != 0 and "not found" not in done.stderr:
+            # what qstat listed still counts; a job that ended and was not found is submitted again
+            logger.warning("Could not read Grid Engine's accounting for jobs that ended since a steering "
+                           "process was stopped (%s): %s", " ".join(command), done.stderr.strip()[-500:])
+        return done.stdout if done.returncode == 0 else ""
+
+    def parse_tagged(self, stdout: str) -> dict[str, dict[str, NativeState]]:
+        if stdout.lstrip().startswith("="):  # qacct's records, oldest first: a later one is the newer word
+            return _parse_accounting(stdout)
+        return self._parse_queue_tags(stdout)
 
     def element_index(self, job_id: str) -> int | None:
         _, _, index = job_id.partition(".")
@@ -267,6 +304,23 @@ class SGESystem(SchedulerSystem):
         code = int(exit_status.group(1))
         return NativeState(state="FINISHED", reason=reason, exit_code=code, node=host.group(1) if host else "",
                            cause=qacct_cause(out, code, self.requested(job)))
+
+
+def _parse_accounting(stdout: str) -> dict[str, dict[str, NativeState]]:
+    """``qacct -j`` records (blocks after lines of ``=``) by job name, their states by job id."""
+    tagged: dict[str, dict[str, NativeState]] = {}
+    for block in re.split(r"^=+\s*$", stdout, flags=re.M):
+        fields = dict(line.split(None, 1) for line in block.splitlines() if len(line.split(None, 1)) == 2)
+        name, number = fields.get("jobname", "").strip(), fields.get("jobnumber", "").strip()
+        if not name or not number.isdigit():
+            continue
+        task = fields.get("taskid", "").strip()
+        job_id = f"{number}.{task}" if task.isdigit() else number
+        failed, status = fields.get("failed", "").split(), fields.get("exit_status", "").split()
+        code = int(status[0]) if status and status[0].isdigit() else None
+        well = code == 0 and failed[:1] == ["0"]
+        tagged.setdefault(name, {})[job_id] = NativeState(state=ENDED_WELL if well else ENDED_BADLY, exit_code=code)
+    return tagged
 
 
 _STATE_WORDS = {"Eqw": "error state", "hqw": "on hold", "dr": "being deleted", "t": "transferring"}

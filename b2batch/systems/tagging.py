@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import time
 from typing import Any, ClassVar
 
 from b2batch.engine import Job, JobStatus, NativeState
@@ -59,6 +60,12 @@ class TaggedSubmissions:
     call_timeout: float
     #: What the scheduler listed under tags, per place (set up by the system's ``__init__``).
     _tagged: dict[tuple[str, ...], dict[str, dict[str, NativeState]]]
+    #: When each place's listing was made (None: made again after :attr:`record_lag`); set up with ``_tagged``.
+    _tagged_at: dict[tuple[str, ...], float | None]
+    #: Seconds after a job ends within which the scheduler may list it nowhere (Grid Engine writes its
+    #: accounting on a flush, 15 s by default): an intent's job that wrote exit code 0 but is not listed is
+    #: looked for once more, that long after the first listing, before its work is submitted again.
+    record_lag: ClassVar[float] = 0.0
 
     def job_name(self, job: Job) -> str:
         raise NotImplementedError
@@ -83,6 +90,10 @@ class TaggedSubmissions:
         is followed, not submitted again. Default: :meth:`tagged_command` alone (its listing keeps ended jobs a
         while); HTCondor adds its history, where ended jobs go at once."""
         return [self.tagged_command(scope)]
+
+    def tagged_listing(self, command: list[str]) -> str:
+        """The output of one of :meth:`tagged_commands` (a failure raises: nothing is known then)."""
+        return command_runner.run(command, timeout=self.call_timeout, calls=self.calls).stdout
 
     def element_index(self, job_id: str) -> int | None:
         """The 1-based index of the array element ``job_id`` (None: a job of its own)."""
@@ -123,10 +134,10 @@ class TaggedSubmissions:
             try:
                 listed: dict[str, dict[str, NativeState]] = {}
                 for command in self.tagged_commands(scope):  # in order: a later listing is the newer word
-                    done = command_runner.run(command, timeout=self.call_timeout, calls=self.calls)
-                    for tag, jobs in self.parse_tagged(done.stdout).items():
+                    for tag, jobs in self.parse_tagged(self.tagged_listing(command)).items():
                         listed.setdefault(tag, {}).update(jobs)
                 known[scope] = listed
+                self._tagged_at.setdefault(scope, time.monotonic())
             except (B2BatchError, ValueError) as e:  # ValueError: unreadable output
                 logger.warning("Could not ask %s for the jobs of an earlier steering process by their tags: %s",
                                self.name, e)
@@ -146,6 +157,8 @@ class TaggedSubmissions:
 
     def adopt(self, job: Job, intent: dict[str, Any]) -> bool:
         found = self.find_submitted(intent, job)
+        if found is None and self.record_lag and written_exit_code(job.files) == 0:
+            found = self._find_after_lag(intent, job)
         if found is None:
             return False
         job_id, native = found
@@ -159,3 +172,20 @@ class TaggedSubmissions:
         logger.info("Job %s: found by its tag %s, submitted by a steering process that was stopped before it "
                     "recorded it", job_id, intent.get("submission"))
         return True
+
+    def _find_after_lag(self, intent: dict[str, Any], job: Job) -> tuple[str, NativeState] | None:
+        """The job of ``intent`` ran and ended well (its exit code 0 is there), yet the listing does not have it:
+        made before the scheduler recorded the end. The place is listed once more, :attr:`record_lag` after its
+        first listing (a job not listed then is no job of this scheduler's: its work goes again)."""
+        scope = self.tag_scope(intent, job)
+        first = self._tagged_at.get(scope)
+        if first is None or scope not in self._tagged:  # listed again already, or the scheduler could not be asked
+            return None
+        wait = first + self.record_lag - time.monotonic()
+        if wait > 0:
+            logger.info("%s lists no job tagged %s, though its exit code 0 is there; asking again in %.0f s (an "
+                        "ended job's record may lag)", self.name, intent.get("submission"), wait)
+            time.sleep(wait)
+        self._tagged_at[scope] = None
+        del self._tagged[scope]
+        return self.find_submitted(intent, job)

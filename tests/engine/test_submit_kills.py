@@ -130,22 +130,34 @@ def test_status_shows_a_job_whose_submission_was_not_recorded_as_queued_or_runni
     subprocess.run([sys.executable, "-m", "b2batch.emulators", "bkill", "0"], env=env, capture_output=True)
 
 
+def accounted(folder: Path, n: int) -> bool:
+    """Whether Grid Engine's accounting has the records of the ``n`` elements of the array task0's intent names
+    (written on its next flush, about a second after a job leaves qstat)."""
+    intent = json.loads((folder / "task_files" / "Work" / "task0" / "submitting.json").read_text())
+    done = subprocess.run(["qacct", "-j", intent["submission"]], capture_output=True, text=True)
+    return done.returncode == 0 and done.stdout.count("\njobname ") == n
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("system", ["lsf", "htcondor"])
+@pytest.mark.parametrize("system", ["lsf", "htcondor", pytest.param("sge", marks=pytest.mark.sge)])
 def test_jobs_that_ended_well_after_the_front_ends_check_are_followed_not_run_again(system, tmp_path: Path) -> None:
     """Killed while the scheduler held back the ids of jobs that then ended well; the rerun's front-end looked
     before they ended (``--checked-before``: it hands every task to the run). The rerun finds the jobs by their
-    tags among the ended ones too (HTCondor: in its history, where an ended job goes at once), follows them and
-    runs no task twice."""
-    env = emulator_env(system, tmp_path, 10.0)
+    tags among the ended ones too (HTCondor: in its history, where an ended job goes at once; Grid Engine: in
+    its accounting, qacct), follows them and runs no task twice."""
+    if system == "sge":
+        need_cluster("SGE", "sge.sh")
+        env = slow_submits(tmp_path, "qsub", 40.0)
+    else:
+        env = emulator_env(system, tmp_path, 10.0)
     folder = tmp_path / "flow"
     command = [sys.executable, str(submit_kill.HERE), str(folder), "--system", system, "--n", "2", "--seconds", "0",
                "--array", "--name", "late"]
     codes = [folder / "task_files" / "Work" / f"task{i}" / "exit_code" for i in range(2)]
     first = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:  # the jobs ended, and the scheduler lists them as ended (not queued or running)
-        wait_for(lambda: all(code.exists() for code in codes) and not submit_kill.active_jobs(system, "late", env),
-                 60, "the jobs to end")
+        wait_for(lambda: all(code.exists() for code in codes) and not submit_kill.active_jobs(system, "late", env)
+                 and (system != "sge" or accounted(folder, 2)), 60, "the jobs to end")
         first.send_signal(signal.SIGKILL)
         first.wait()
     finally:

@@ -131,3 +131,124 @@ def test_sge_settings_reach_the_job(sge: None, workflow) -> None:
     assert re.search(r"hard resource_list:\s+h_rt=300", shown), shown
     time.sleep(2)
     assert not _jobs_named(name) or all(s.startswith("d") for _, s in _jobs_named(name))
+
+
+QSTAT_TASK_4 = """<?xml version='1.0'?>
+<job_info><queue_info><job_list state="running"><JB_job_number>69</JB_job_number><JB_name>Work.b2b713012d3-1</JB_name>
+<state>r</state><tasks>4</tasks></job_list></queue_info><job_info></job_info></job_info>"""
+
+
+def answering(monkeypatch, qacct: tuple[int, str, str]) -> list[list[str]]:
+    """command_runner.run answering qstat with task 4 of array 69 running and qacct with ``qacct`` (exit code,
+    stdout, stderr); the commands asked, in order."""
+    from b2batch.systems import command_runner
+
+    asked: list[list[str]] = []
+
+    def answer(command: list[str], check: bool = True, **kw: object) -> subprocess.CompletedProcess[str]:
+        asked.append(command)
+        code, out, err = (0, QSTAT_TASK_4, "") if command[0] == "qstat" else qacct
+        if check and code:
+            raise AssertionError(f"{command} would raise")
+        return subprocess.CompletedProcess(command, code, out, err)
+
+    monkeypatch.setattr(command_runner, "run", answer)
+    return asked
+
+
+def sge_system():
+    from b2batch.engine import Run
+    from b2batch.engine.config import RunConfig
+
+    return Run(config=RunConfig(scheduler_call_timeout=5)).add_system("sge", SGESystem)
+
+
+def test_tag_query_reads_the_accounting_for_jobs_that_left_qstat(monkeypatch) -> None:
+    """qstat forgets an ended job at once: a rerun's tag query reads qacct's records too (recorded from the
+    real SGE: array 69's four tasks ended well, job 1619 was killed), the later word winning; one qstat and
+    one qacct for all intents."""
+    from b2batch.systems.sge import ENDED_BADLY, ENDED_WELL
+
+    asked = answering(monkeypatch, (0, (DATA / "qacct_tagged.txt").read_text(), ""))
+    system = sge_system()
+    found = {index: system.find_submitted({"system": "sge", "submission": "Work.b2b713012d3-1", "index": index})
+             for index in (1, 4, 5)}
+    assert found[1] == ("69.1", found[1][1]) and found[1][1].state == ENDED_WELL
+    assert found[4][0] == "69.4" and found[4][1].state == ENDED_WELL  # qacct's word is the newer one
+    assert found[5] is None
+    killed = system.find_submitted({"system": "sge", "submission": "set34d8f2.b2bca0b0ca4-1-01df0b1a",
+                                    "index": None})
+    assert killed[0] == "1619" and (killed[1].state, killed[1].exit_code) == (ENDED_BADLY, 137)
+    assert SGESystem.state_map[ENDED_WELL] == JobStatus.successful
+    assert SGESystem.state_map[ENDED_BADLY] == JobStatus.aborted
+    assert [command[0] for command in asked] == ["qstat", "qacct"]
+    assert asked[1][-2:] == ["-j", "*.b2b*"] and "-o" in asked[1]
+
+
+@pytest.mark.parametrize("stderr", ["error: job name *.b2b* not found", "error: can't open accounting file"])
+def test_tag_query_keeps_what_qstat_listed_when_qacct_finds_nothing(monkeypatch, caplog, stderr: str) -> None:
+    """qacct exits 1 when no record matches (no b2batch job ended yet): not an error; another failure is
+    warned about, and what qstat listed is still followed."""
+    answering(monkeypatch, (1, "", stderr))
+    found = sge_system().find_submitted({"system": "sge", "submission": "Work.b2b713012d3-1", "index": 4})
+    assert found is not None and found[0] == "69.4" and found[1].state == "r"
+    assert ("Could not read Grid Engine's accounting" in caplog.text) == ("not found" not in stderr)
+
+
+@pytest.mark.parametrize("exit_code, followed", [("0", True), ("1", False), (None, False)])
+def test_a_journal_job_that_ended_well_and_left_qstat_is_followed(monkeypatch, tmp_path: Path, exit_code,
+                                                                 followed: bool) -> None:
+    """A rerun's journal names a job that ended since the front-end looked; Grid Engine no longer lists it.
+    Ended well (its exit code 0 written): followed, and the next poll reports its end, not run twice. Ended
+    badly or killed (no exit code): submitted again."""
+    from helpers.simulated import make_job
+
+    answering(monkeypatch, (1, "", "error: job name *.b2b* not found"))
+    system = sge_system()
+    job = make_job(tmp_path, "late", system="sge")
+    job.files.make_folders()
+    if exit_code is not None:
+        job.files.exit_code.write_text(f"{exit_code}\n")
+    assert system.attach(job, {"system": "sge", "job_id": "70"}) is followed
+    assert (job.job_id == "70") is followed
+
+
+@pytest.mark.parametrize("exit_code, adopted", [("0", True), (None, False)])
+def test_an_intents_job_whose_end_is_not_accounted_yet_is_looked_for_again(monkeypatch, tmp_path: Path,
+                                                                           exit_code, adopted: bool) -> None:
+    """The job of an intent ended well (exit code 0 written) just before the rerun's listing, and the accounting
+    flush has not written its record yet: the place is listed again ``record_lag`` after the first listing, and
+    the job followed, not run twice. Without an exit code nothing is waited for."""
+    from helpers.simulated import make_job
+
+    from b2batch.systems import command_runner
+
+    asked: list[tuple[str, float]] = []
+
+    def answer(command: list[str], check: bool = True, **kw: object) -> subprocess.CompletedProcess[str]:
+        asked.append((command[0], time.monotonic()))
+        if command[0] == "qstat":
+            return subprocess.CompletedProcess(command, 0, QSTAT_TASK_4, "")
+        if sum(name == "qacct" for name, _ in asked) == 1:  # not flushed yet
+            return subprocess.CompletedProcess(command, 1, "", "error: job name *.b2b* not found")
+        return subprocess.CompletedProcess(command, 0, (DATA / "qacct_tagged.txt").read_text(), "")
+
+    monkeypatch.setattr(command_runner, "run", answer)
+    monkeypatch.setattr(SGESystem, "record_lag", 0.3)
+    system = sge_system()
+    job = make_job(tmp_path, "late", system="sge")
+    job.files.make_folders()
+    if exit_code is not None:
+        job.files.exit_code.write_text(f"{exit_code}\n")
+    assert system.adopt(job, {"system": "sge", "submission": "Work.b2b713012d3-1", "index": 2}) is adopted
+    assert (job.job_id == "69.2") is adopted
+    names = [name for name, _ in asked]
+    assert names == (["qstat", "qacct"] * (2 if adopted else 1))
+    if adopted:
+        assert asked[2][1] - asked[0][1] >= 0.3  # listed again only after the lag
+        # a second job's miss does not wait again: the place was listed after the lag already
+        other = make_job(tmp_path, "other", system="sge")
+        other.files.make_folders()
+        other.files.exit_code.write_text("0\n")
+        assert not system.adopt(other, {"system": "sge", "submission": "Work.b2b713012d3-1", "index": 9})
+        assert len(asked) == 4
