@@ -306,6 +306,7 @@ qc() {
 }
 
 REPORTING_CHANGED=0
+EXECD_CONF_CHANGED=0
 TMP=""
 tmpdir() { [[ -n $TMP ]] || { TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT; }; }
 
@@ -327,13 +328,19 @@ configure() {
             v["accounting"] = "true"; v["flush_time"] = "00:00:01"
             for (i = 1; i <= n; i++) printf "%s%s=%s", (i > 1 ? " " : ""), k[i], v[k[i]]
         }' <<<"$cur")
+    # login_shells none: a job's shell (-S bash) is no login shell, so it does not read the submitting user's
+    # ~/.profile and ~/.bashrc, as a Slurm or HTCondor job does not. (A ~/.bashrc with `pyenv init` runs `pyenv
+    # rehash`, which takes a lock file; a job killed meanwhile (the cancel tests) left it behind, and every later
+    # job of the suite waited 60 s for it.)
     new=$(grep -v '^#' <<<"$cur" | set_attrs min_uid 0 min_gid 0 administrator_mail none \
-        reporting_params "$reporting" execd_params ENABLE_ADDGRP_KILL=TRUE)
+        reporting_params "$reporting" execd_params ENABLE_ADDGRP_KILL=TRUE login_shells none)
     if [[ $(norm <<<"$cur") != "$(norm <<<"$new")" ]]; then
         log "setting the global configuration"
         printf '%s\n' "$new" >"$TMP/conf/global"
         qc -Mconf "$TMP/conf/global"
         [[ $(awk '$1 == "reporting_params"' <<<"$cur") == *flush_time=00:00:01* ]] || REPORTING_CHANGED=1
+        # sge_execd reads the global configuration again only on its next load report
+        [[ $(awk '$1 == "login_shells" {print $2}' <<<"$cur") == none ]] || EXECD_CONF_CHANGED=1
     fi
 
     # Scheduler: a pass every second, no load adjustments, no per-job scheduling info.
@@ -520,6 +527,10 @@ cmd_start() {
         launch qmaster
         wait_qmaster
         started=1
+    fi
+    if ((EXECD_CONF_CHANGED)) && pid_of execd >/dev/null; then
+        log "restarting sge_execd so that the new global configuration applies at once"
+        stop_one execd
     fi
     if ! pid_of execd >/dev/null; then
         launch execd
