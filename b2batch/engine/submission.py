@@ -4,7 +4,8 @@ A front-end hands the run the jobs that became ready one after the other; :meth:
 them here, and the run's next poll flushes the queue: the jobs go to the batch system together (as job arrays
 where the system has them), at most ``max_jobs_in_flight`` at a time. While a front-end goes on handing out
 jobs, the queue also goes once ``max_array_size`` jobs wait or the first has waited ``submission_window``
-seconds, a window that doubles while the hand-out goes on (:meth:`Submitter.flush_if_due`). A
+seconds, a window that doubles while the hand-out goes on (:meth:`Submitter.flush_if_due`); jobs that gain
+nothing by waiting for others (units for pilots: :meth:`BatchSystem.takes_now`) go every 0.2 s instead. A
 transient scheduler error puts the jobs back with a growing pause (1, 2, 4 ... s) while the other tasks
 carry on; after ``scheduler_unreachable_timeout`` seconds of failures the jobs fail with the scheduler's last
 answer.
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from b2batch.engine.job import Job
 
 logger = logging.getLogger(__name__)
+#: Seconds between two submissions of jobs that need not wait for arrays (:meth:`Submitter._goes_early`).
+EARLY_EVERY = 0.2
 
 
 class Submitter:
@@ -45,6 +48,7 @@ class Submitter:
         self._first_waiting_since = 0.0
         self._window = 0.0
         self._last_flush = float("-inf")
+        self._asked_early = float("-inf")
         #: Most jobs in flight at once (None: no limit); the run's max_jobs_in_flight.
         self.limit: int | None = config.max_jobs_in_flight
 
@@ -65,10 +69,22 @@ class Submitter:
         if not self.waiting:
             return
         if len(self.waiting) < self.config.max_array_size:
-            if time.monotonic() - self._first_waiting_since < self._window:
-                return
-            self._window *= 2
+            now = time.monotonic()
+            if now - self._first_waiting_since < self._window:
+                if not self._goes_early(now):
+                    return
+            else:
+                self._window *= 2
         self.flush()
+
+    def _goes_early(self, now: float) -> bool:
+        """Whether what waits goes before the window ends: the system says it gains nothing by waiting (units for
+        pilots, which start on the first units instead of after the whole hand-out), asked at most every
+        :data:`EARLY_EVERY` seconds (so a long hand-out goes in slices of that length)."""
+        if now - self._asked_early < EARLY_EVERY:
+            return False
+        self._asked_early = now
+        return self.system.takes_now(self.waiting)
 
     def add_in_flight(self, job: Job) -> None:
         self.in_flight[id(job)] = job

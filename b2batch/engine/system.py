@@ -9,7 +9,7 @@ front-end.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from b2batch.engine.jobstate import JobState
@@ -35,6 +35,12 @@ class BatchSystem(abc.ABC):
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
         """How waiting jobs go to the batch system: one group per submission (default: one job each)."""
         return [[job] for job in jobs]
+
+    def takes_now(self, waiting: Sequence[Job]) -> bool:
+        """Whether the jobs that wait to be submitted gain nothing by waiting for more (the submission window
+        gathers jobs into arrays): e.g. units that go to pilots, which take units from a queue one by one.
+        Default: they wait."""
+        return False
 
     @abc.abstractmethod
     def submit(self, group: list[Job]) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from b2batch.engine import NativeState
+from b2batch.engine import Job, NativeState, Run
+from b2batch.engine.config import RunConfig
 from b2batch.engine.polling import JobMonitor
 
 from helpers.emulated import Emulated
@@ -111,6 +112,10 @@ def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_pass
         def submit(group: list) -> None:
             submitted.append(len(group))
 
+        @staticmethod
+        def takes_now(waiting: object) -> bool:
+            return False
+
     class Job:
         pass
 
@@ -144,3 +149,65 @@ def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_pass
     time.sleep(0.35)
     submitter.flush_if_due()
     assert submitted == [3, 1, 1, 1]
+
+
+def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_window() -> None:
+    """Jobs that gain nothing from the submission window (units for pilots, which take them from a queue) go as
+    soon as the system says so, asked at most every 0.2 s while the hand-out goes on: the pilots start while it
+    does, not after it."""
+    from b2batch.engine.submission import EARLY_EVERY, Submitter
+
+    submitted: list[int] = []
+    asked: list[int] = []
+
+    class System:
+        @staticmethod
+        def groups(jobs: list) -> list[list]:
+            return [jobs]
+
+        @staticmethod
+        def submit(group: list) -> None:
+            submitted.append(len(group))
+
+        @staticmethod
+        def takes_now(waiting) -> bool:
+            asked.append(len(waiting))
+            return len(waiting) >= 3
+
+    submitter = Submitter(System, lambda job: None, lambda job, message: None,
+                          RunConfig(submission_window=30, max_array_size=1000))
+    for _ in range(5):
+        submitter.enqueue(object())
+        submitter.flush_if_due()
+    assert (asked, submitted) == ([1], [])  # asked once in a slice
+    time.sleep(EARLY_EVERY + 0.05)
+    submitter.enqueue(object())
+    submitter.flush_if_due()
+    assert (asked, submitted) == ([1, 6], [6])  # long before the 30 s window
+    submitter.enqueue(object())
+    submitter.flush_if_due()
+    assert submitted == [6]
+    time.sleep(EARLY_EVERY + 0.05)
+    submitter.flush_if_due()
+    assert (asked, submitted) == ([1, 6, 1], [6])  # one is too few for this system
+
+
+def test_the_shaping_system_takes_units_now_when_the_rule_sends_them_to_pilots(tmp_path: Path) -> None:
+    """An unknown kind with MIN_READY units or more is probed in pilots: its units go now. Fewer, a kind forced
+    to jobs of their own, or jobs without a unit (a front-end's own wrapper only) wait for their array."""
+    from b2batch.engine.pilots.shape_rule import MIN_READY
+    from b2batch.engine.pilots.shaping_system import ShapingSystem
+    from helpers.simulated import Simulated, make_job
+
+    shaping = ShapingSystem(Run(), Simulated(Run()))
+
+    def jobs(count: int, unit: bool = True, **settings: object) -> list[Job]:
+        made = [make_job(tmp_path, f"u{n}", **settings) for n in range(count)]
+        for job in made:
+            job.unit = {"call": "builtins:print"} if unit else None
+        return made
+
+    assert shaping.takes_now(jobs(MIN_READY))
+    assert not shaping.takes_now(jobs(MIN_READY - 1))
+    assert not shaping.takes_now(jobs(50, job_shape="job_per_task"))
+    assert not shaping.takes_now(jobs(50, unit=False))

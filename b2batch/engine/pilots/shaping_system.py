@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +83,8 @@ class ShapingSystem(BatchSystem):
 
     # --- kinds and their shapes -----------------------------------------------------------------------
 
-    def _kind(self, job: Job) -> Kind:
+    def _kind(self, job: Job, remember: bool = True) -> Kind:
+        """The kind of ``job`` (remembered for a unit the system takes: it is forgotten when it ends)."""
         kind = self._kind_of.get(id(job))
         if kind is not None:
             return kind
@@ -94,21 +95,26 @@ class ShapingSystem(BatchSystem):
             kind = self._kinds.setdefault((sig, job.family, forced), Kind(job.family, sig, forced))
             if cache is not None:
                 self._kinds[cache] = kind
-        self._kind_of[id(job)] = kind
+        if remember:
+            self._kind_of[id(job)] = kind
         return kind
 
     def capacity(self) -> int:
         """The throttle: max_jobs_in_flight, else the inner system's own capacity, else DEFAULT_CAP."""
         return self.run.config.max_jobs_in_flight or self.inner.capacity() or DEFAULT_CAP
 
-    def _decide(self, kind: Kind, extra: int = 0) -> Shape:
+    def _rule(self, kind: Kind, extra: int) -> Shape:
+        """The shape the rule gives ``kind`` with ``extra`` more units ready than it has live."""
         now = time.time()
         # How long a probe has run: units in pilots only. A unit in a job of its own is "running" from the
         # scheduler's word on, which includes the job's start-up and the scheduler's lag in noticing its end
         # (seconds on SGE for a trivial call), not the unit's own run time.
         running = [now - self._started[i] for i in kind.in_pilots if i in self._started]
-        shape = decide(kind.forced, kind.estimate.median(), max(running, default=0.0),
-                       len(kind.live) + extra + self.feed.held(), self.capacity(), self._pooled(kind), self.feed.window)
+        return decide(kind.forced, kind.estimate.median(), max(running, default=0.0),
+                      len(kind.live) + extra + self.feed.held(), self.capacity(), self._pooled(kind), self.feed.window)
+
+    def _decide(self, kind: Kind, extra: int = 0) -> Shape:
+        shape = self._rule(kind, extra)
         if kind.shape is None or (shape.kind, shape.size) != (kind.shape.kind, kind.shape.size):
             logger.info("%s on %s: %s (%s)", kind.family, self.name, shape.kind, shape.why)
         kind.shape = shape
@@ -167,6 +173,17 @@ class ShapingSystem(BatchSystem):
         return shape.size if shape is not None and shape.kind == "bundles" else 1
 
     # --- the run's calls ----------------------------------------------------------------------------
+
+    def takes_now(self, waiting: Sequence[Job]) -> bool:
+        # Units the rule would send to pilots now gain nothing by waiting for more: the pilots are submitted on
+        # the first of them and take units from the queue while the rest is handed out. (Only the kind of the
+        # first unit that waits is asked: the others go with it, shaped as groups() decides.)
+        first = waiting[0]
+        if first.unit is None:
+            return False
+        kind = self._kind(first, remember=False)  # (a job that waits may be dropped before it is submitted)
+        same = sum(1 for job in waiting if self._kind(job, remember=False) is kind)
+        return self._rule(kind, same).kind == "pilots"
 
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
         by_kind: dict[int, list[Job]] = {}
