@@ -22,6 +22,7 @@ import psutil
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.engine.files import atomic_write
+from b2batch.engine.outcome import written_exit_code
 from b2batch.engine.processes import signal_group
 from b2batch.engine.usage import measured, usage_file
 from b2batch.systems.job_settings import WRAPPER_SETTINGS
@@ -181,6 +182,12 @@ class _Pool:
             self.adopted[job_id] = (process, exit_code_file)
             self.changed.add(job_id)
 
+    def adopt_ended(self, job_id: str, code: int) -> None:
+        """Follow a job of an earlier steering process that has ended since: its end is reported at the next poll."""
+        with self.lock:
+            self.ended[job_id] = code
+            self.changed.add(job_id)
+
     def wrapper_process(self, wrapper: Path) -> psutil.Process | None:
         """The running process of the executable wrapper ``wrapper``, if any (one scan of the process table
         answers for every job of a restarted run)."""
@@ -264,9 +271,15 @@ class LocalSystem(BatchSystem):
         if journal.get("host") != socket.gethostname():
             return False
         process = self.pool.wrapper_process(job.files.wrapper)
-        if process is None:
+        ended_well = process is None and written_exit_code(job.files) == 0
+        if process is None and not ended_well:
             return False
         job.job_id = str(journal.get("job_id"))
         self._by_id[job.job_id] = job
-        self.pool.adopt(job.job_id, process, job.files.exit_code)
+        if ended_well:
+            # It ended well since the front-end looked (the front-end's check and this call are not one step):
+            # followed to its end, not run again.
+            self.pool.adopt_ended(job.job_id, 0)
+        else:
+            self.pool.adopt(job.job_id, process, job.files.exit_code)
         return True

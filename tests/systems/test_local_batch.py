@@ -411,3 +411,28 @@ def test_a_wrapper_busy_for_an_instant_still_starts(tmp_path: Path) -> None:
     threading.Timer(0.05, os.close, (held,)).start()
     process = local._start(wrapper)
     assert process.wait(timeout=30) == 0 and marker.exists()
+
+
+@pytest.mark.parametrize("exit_code, followed", [("0", True), ("1", False), (None, False)])
+def test_a_local_job_that_ended_well_before_the_restart_attached_is_followed(tmp_path: Path, exit_code,
+                                                                             followed: bool) -> None:
+    """The restarted run's front-end saw the killed run's local job still running; it ended before the run
+    attached to it (its wrapper is gone). Ended well: followed, and the next poll reports its end (its work is
+    not run a second time). Ended badly or killed: submitted again. (CI T: the orphaned-job test saw the second
+    submission.)"""
+    import socket
+
+    from b2batch.engine import JobStatus, Run
+    from b2batch.systems.local import LocalSystem
+    from helpers.simulated import make_job
+
+    system = LocalSystem(Run())
+    job = make_job(tmp_path, "gone", system="local")
+    job.files.make_folders()
+    job.files.wrapper.write_text("#!/bin/sh\n")
+    if exit_code is not None:
+        job.files.exit_code.write_text(f"{exit_code}\n")
+    assert system.attach(job, {"system": "local", "job_id": "77.1", "host": socket.gethostname()}) is followed
+    if followed:
+        assert {j.job_id: state.status for j, state in system.states([job]).items()} == {
+            "77.1": JobStatus.successful}
