@@ -403,15 +403,17 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         job_id = str(journal.get("job_id"))
         monitor = self.monitor
         native = monitor.states.get(job_id) or monitor.seen.get(job_id) or self._earlier_state(job, job_id)
-        if native is None and written_exit_code(job.files) == 0:
-            # It ended well since the front-end looked and the scheduler no longer lists it (Grid Engine forgets
-            # an ended job at once): followed, so the next poll reports its end from its files.
-            self._track(job, job_id)
-            return True
-        status = self.state_map.get(native.state) if native else None
         # A job that ended successfully since the front-end looked (its exit code is there now) is followed
-        # too: the next poll reports its end, so it is not submitted again. Others that ended go again.
-        if status is None or (status.final and written_exit_code(job.files) != 0):
+        # too, also when the scheduler no longer lists it (Grid Engine forgets an ended job at once): the next
+        # poll reports its end, so it is not submitted again. Others that ended, or that it lists in a state
+        # unknown here, go again.
+        ended_well = written_exit_code(job.files) == 0
+        if native is None:
+            followed = ended_well
+        else:
+            status = self.state_map.get(native.state)
+            followed = status is not None and (not status.final or ended_well)
+        if not followed:
             return False
         self._track(job, job_id)
         return True

@@ -97,29 +97,30 @@ def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> Non
     assert monitor._interval == 0.05  # a change resets the interval
 
 
+class ArraySystem:
+    """A batch system for the Submitter alone: each flush one array, whose size it notes in ``submitted``;
+    ``takes_now`` answers whether waiting jobs go before the window ends (default: never)."""
+
+    def __init__(self, submitted: list[int], takes_now=lambda waiting: False) -> None:
+        self.submitted, self.takes_now = submitted, takes_now
+
+    def groups(self, jobs: list) -> list[list]:
+        return [jobs]
+
+    def submit(self, group: list) -> None:
+        self.submitted.append(len(group))
+
+
 def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_passed() -> None:
     from b2batch.engine.config import RunConfig
     from b2batch.engine.submission import Submitter
 
     submitted: list[int] = []
 
-    class System:
-        @staticmethod
-        def groups(jobs: list) -> list[list]:
-            return [jobs]
-
-        @staticmethod
-        def submit(group: list) -> None:
-            submitted.append(len(group))
-
-        @staticmethod
-        def takes_now(waiting: object) -> bool:
-            return False
-
     class Job:
         pass
 
-    submitter = Submitter(System, lambda job: None, lambda job, message: None,
+    submitter = Submitter(ArraySystem(submitted), lambda job: None, lambda job, message: None,
                           RunConfig(submission_window=0.3, max_array_size=3))
     submitter.flush_if_due()  # nothing waits
     for _ in range(2):
@@ -160,21 +161,11 @@ def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_wind
     submitted: list[int] = []
     asked: list[int] = []
 
-    class System:
-        @staticmethod
-        def groups(jobs: list) -> list[list]:
-            return [jobs]
+    def takes_three(waiting) -> bool:
+        asked.append(len(waiting))
+        return len(waiting) >= 3
 
-        @staticmethod
-        def submit(group: list) -> None:
-            submitted.append(len(group))
-
-        @staticmethod
-        def takes_now(waiting) -> bool:
-            asked.append(len(waiting))
-            return len(waiting) >= 3
-
-    submitter = Submitter(System, lambda job: None, lambda job, message: None,
+    submitter = Submitter(ArraySystem(submitted, takes_three), lambda job: None, lambda job, message: None,
                           RunConfig(submission_window=30, max_array_size=1000))
     for _ in range(5):
         submitter.enqueue(object())

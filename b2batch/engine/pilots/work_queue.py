@@ -54,13 +54,13 @@ from b2batch.engine.pilots.queue_worker_side import QueueWorkerSide
 #: Seconds a worker that finds nothing to claim in a drained queue waits for work before it ends.
 DRAIN_GRACE = 2.0
 
-__all__ = ["DRAIN_GRACE", "Units", "WorkQueue"]
-
+__all__ = ["DRAIN_GRACE", "Units", "WorkQueue", "is_end"]
 
 
 def is_end(line: dict[str, Any]) -> bool:
     """Whether a worker's log line tells of a unit's end (not its start, nor its being put back or skipped)."""
     return "start" not in line and not line.get("released") and not line.get("skipped")
+
 
 class WorkQueue(QueueWorkerSide):
     """One queue folder, as seen from either side: the steering side here, the worker side in
