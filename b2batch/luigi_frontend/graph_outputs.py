@@ -11,7 +11,7 @@ import luigi
 import luigi.task
 
 from b2batch.command.console import confirm
-from b2batch.luigi_frontend.jobs import outputs_counted
+from b2batch.luigi_frontend.task_outputs import outputs_counted
 
 
 def walk(tasks: list[Any], descend_into_complete: bool = True) -> Iterator[tuple[Any, bool]]:

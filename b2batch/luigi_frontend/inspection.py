@@ -26,7 +26,7 @@ from rich.tree import Tree
 
 from b2batch.command.console import confirm, in_workflow_folder
 from b2batch.luigi_frontend import graph_outputs, layout, workflow
-from b2batch.luigi_frontend.jobs import outputs_counted
+from b2batch.luigi_frontend.task_outputs import outputs_counted
 from b2batch.luigi_frontend.terminal import terminal
 from b2batch.remote.existence import remote_checks
 
@@ -168,14 +168,14 @@ def _parameters(task_class: type) -> str:
 def job_folders(tasks: list[Any]) -> set[Path]:
     """Where the job folders of every task of the graph are, whether they exist or not (``b2batch status``
     lists these)."""
-    from b2batch.luigi_frontend.jobs import task_files
+    from b2batch.luigi_frontend.task_outputs import task_files
 
     return {task_files(task).folder.resolve() for task, _complete in graph_outputs.walk(tasks)}
 
 
 def cleanup_paths(tasks: list[Any]) -> list[Path]:
     """The log and job folders of the complete tasks of the graph that exist."""
-    from b2batch.luigi_frontend.jobs import task_files
+    from b2batch.luigi_frontend.task_outputs import task_files
 
     found = []
     for task, complete in graph_outputs.walk(tasks):

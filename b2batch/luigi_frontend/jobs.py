@@ -19,17 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import luigi
-import luigi.task
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch.jobscript import base_folder
 from b2batch import systems
-from b2batch.engine import Job, JobFiles, JobOutcome, Run, last_outcome
+from b2batch.engine import Job, JobFiles, Run
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import b2luigi_messages, checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
 from b2batch.luigi_frontend.grouping import Group, group_of, grouped_parameters, refuse
-from b2batch.luigi_frontend.layout import job_folder, log_folder
+from b2batch.luigi_frontend.task_outputs import last_job, missing_outputs, remove_outputs, task_files
 from b2batch.engine.jobconfig import JOB_SETTINGS, JobConfig
 from b2batch.settings import active_profile, get_setting, settings_snapshot
 from b2batch.settings.resolve import resolve_job_config, resolve_setting
@@ -102,68 +101,6 @@ class TaskResult:
     status: str
     explanation: str = ""
     new_deps: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-
-
-def task_files(task: Any) -> JobFiles:
-    """The job files of ``task``: in its job folder (:func:`~b2batch.luigi_frontend.layout.job_folder`, by default
-    ``<task_file_dir>/<TaskFamily>/<task_id>/``), logs in ``<log_dir>/<parameters>/<TaskFamily>/``."""
-    return JobFiles(folder=job_folder(task), log_folder=log_folder(task))
-
-
-def _last_job(files: JobFiles) -> tuple[str, JobOutcome | None] | None:
-    """The last job recorded in a task's job folder ("slurm job 42") and how it ended (the engine's
-    :func:`~b2batch.engine.last_outcome`; None: it has not ended, or was lost); None without a journal."""
-    journal = files.read_submission()
-    if journal is None:
-        return None
-    return f"{journal.get('system')} job {journal.get('job_id')}", last_outcome(files)
-
-
-def _remove_outputs(task: Any) -> list[str]:
-    """Remove the outputs of ``task`` that exist; their paths."""
-    removed = []
-    for target in luigi.task.flatten(task.output()):
-        if target.exists():
-            target.remove()
-            removed.append(str(getattr(target, "path", target)))
-    return removed
-
-
-def outputs_counted(task: Any) -> bool:
-    """Whether the outputs of a task count as a run counts them (``--dry-run``, ``show``): not when its last job
-    of a ``--batch`` run did not end successfully or has not ended (they may be partial; a run removes them)."""
-    try:
-        last = _last_job(task_files(task))
-    except B2BatchError:
-        return True  # a setting that makes no job folder: no job of b2batch made the outputs
-    return last is None or (last[1] is not None and last[1].exit_code == 0)
-
-
-def discard_partial_outputs(task: Any) -> None:
-    """Before a run without ``--batch``: the outputs of a task whose last job (of an earlier ``--batch`` run)
-    did not end successfully, or has not ended, may be partial; they are removed with a log line, so that
-    luigi's worker runs the task again instead of taking them as complete. (A batch run follows a job that
-    has not ended instead: ``--batch`` is the way to wait for it.)"""
-    try:
-        last = _last_job(task_files(task))
-    except B2BatchError:
-        return  # a setting that makes no job folder: no job of b2batch made the outputs
-    if last is None or (last[1] is not None and last[1].exit_code == 0):
-        return
-    earlier, ended = last
-    exit_code = ended.exit_code if ended is not None else None
-    removed = _remove_outputs(task)
-    if not removed:
-        return
-    why = (f"ended with exit code {exit_code}" if exit_code is not None else
-           "has not ended (or was lost; run with --batch to follow it instead)")
-    logger.warning("Task %s: its last job (%s) %s; its outputs may be partial and do not count: removed %s", task,
-                   earlier, why, ", ".join(removed))
-
-
-def _missing_outputs(task: Any) -> list[str]:
-    """The declared outputs of ``task`` that do not exist."""
-    return [str(getattr(t, "path", t)) for t in luigi.task.flatten(task.output()) if not t.exists()]
 
 
 @functools.cache
@@ -456,25 +393,23 @@ class TaskJobs:
     def _ended_earlier(self, job: Job) -> bool:
         """Whether an earlier run's job of this task ended successfully with the outputs there (the task is
         then done); logs an earlier job that failed."""
-        last = _last_job(job.files)
+        last = last_job(job.files)
         if last is None or last[1] is None:
             return False  # no earlier job, or one that may still run (the run follows it)
         task, (earlier, ended) = job.payload, last
         job.earlier_ended = True  # it is not followed: what is submitted now is a new job
-        exit_code = ended.exit_code if ended is not None else None
-        if exit_code == 0 and task.complete():
+        if ended.exit_code == 0 and task.complete():
             logger.info("Task %s: its %s of an earlier run ended successfully and its outputs are there; not "
                         "submitted again", task, earlier)
             self.jobs.pop(task.task_id, None)
             self.run.record.settle(task.task_id)
             self._results.append(TaskResult(task, DONE))
             return True
-        cancelled = ended.cancelled if ended is not None else ""
-        if cancelled:  # not a failure: it was stopped on purpose
-            logger.info("Task %s: its earlier %s was %s; submitting it again", task, earlier, cancelled)
-        elif exit_code != 0:
-            logger.warning("Task %s: its earlier %s failed with exit code %d (logs: %s); submitting it again", task,
-                           earlier, exit_code, job.files.stderr)
+        if ended.cancelled:  # not a failure: it was stopped on purpose
+            logger.info("Task %s: its earlier %s was %s; submitting it again", task, earlier, ended.cancelled)
+        elif ended.exit_code != 0:
+            logger.warning("Task %s: its earlier %s failed with exit code %s (logs: %s); submitting it again", task,
+                           earlier, ended.exit_code, job.files.stderr)
         return False
 
     def outputs_count(self, task: Any) -> bool:
@@ -482,7 +417,7 @@ class TaskJobs:
         run of the task has not ended (it is followed instead), nor when the task's last job did not end
         successfully (killed, cancelled, timed out or failed: its outputs may be partial, so they are
         removed, with a log line, and the task runs again)."""
-        last = _last_job(task_files(task))
+        last = last_job(task_files(task))
         if last is None:
             return True  # no job of b2batch made them (or a job of an older layout)
         earlier, ended = last
@@ -494,7 +429,7 @@ class TaskJobs:
             return False
         if ended.exit_code == 0:
             return True
-        removed = _remove_outputs(task)
+        removed = remove_outputs(task)
         how = f"was {ended.cancelled}" if ended.cancelled else f"ended with exit code {ended.exit_code}"
         logger.warning("Task %s: its last job (%s) %s; its outputs may be partial and do not count%s", task, earlier,
                        how, f": removed {', '.join(removed)}" if removed else "")
@@ -556,7 +491,7 @@ class TaskJobs:
         elif now < deadline:
             self._awaiting_outputs[task.task_id] = deadline
         else:
-            missing = ", ".join(_missing_outputs(task))
+            missing = ", ".join(missing_outputs(task))
             if _on_this_host(job):
                 what = f"its job ended without writing the outputs it declares: {missing}"
             else:
@@ -569,7 +504,7 @@ class TaskJobs:
     def _end(self, job: Job, status: str, explanation: str = "") -> None:
         task = job.payload
         if status == FAILED and not job.not_submitted:
-            removed = _remove_outputs(task)  # what a failed job wrote may be partial: it never counts
+            removed = remove_outputs(task)  # what a failed job wrote may be partial: it never counts
             if removed:
                 logger.warning("Task %s failed: removed the outputs its job left, %s", task, ", ".join(removed))
             if task.task_id not in self._counted:  # once per run, across runs (max_task_failures)

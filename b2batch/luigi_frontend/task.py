@@ -356,7 +356,7 @@ class TaskHelpers:
 
     def remove_task_files(self) -> None:
         """Remove the task's job files folder."""
-        from b2batch.luigi_frontend.jobs import task_files
+        from b2batch.luigi_frontend.task_outputs import task_files
 
         self._remove_directory(str(task_files(self).folder))
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from b2batch.engine import JobFiles, Run
-from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+from b2batch.luigi_frontend.task_outputs import task_files
 from b2batch.settings.runconfig import run_config
 
 __all__ = ["task_files", "write_task_job_files"]

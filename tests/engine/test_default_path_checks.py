@@ -21,7 +21,7 @@ from b2batch.engine.pilots.work_queue import WorkQueue
 from b2batch.errors import SettingError
 from b2batch.jobscript import wrapper
 from b2batch.luigi_frontend import graph_checks
-from b2batch.luigi_frontend.jobs import outputs_counted, task_files
+from b2batch.luigi_frontend.task_outputs import outputs_counted, task_files
 from b2batch.settings.resolve import resolve_job_config
 
 

@@ -12,7 +12,8 @@ import pytest
 from b2batch.engine import JobState, JobStatus, Run
 from b2batch.engine.outcome import written_exit_code
 from helpers.simulated import Simulated, make_job
-from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+from b2batch.luigi_frontend.task_outputs import task_files
 from luigi.scheduler import DONE
 
 

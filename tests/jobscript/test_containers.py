@@ -24,7 +24,7 @@ from b2batch.settings.resolve import resolve_job_config
 from b2batch.luigi_frontend.jobs import task_wrapper
 from b2batch.jobscript import containers, templating, wrapper
 from b2batch.errors import SettingError
-from b2batch.luigi_frontend.jobs import task_files
+from b2batch.luigi_frontend.task_outputs import task_files
 from b2batch.settings import get_setting
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,8 @@ from b2batch.luigi_frontend.jobs import task_wrapper
 from b2batch.jobscript import base_folder
 from b2batch.jobscript import wrapper
 from b2batch.engine import Run
-from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+from b2batch.luigi_frontend.task_outputs import task_files
 from b2batch.systems.htcondor import submit_description
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -24,7 +24,8 @@ from b2batch.jobscript import wrapper
 from b2batch.errors import SettingError
 from b2batch.engine.files import JobFiles
 from b2batch.engine import Run
-from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, task_files
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
+from b2batch.luigi_frontend.task_outputs import task_files
 
 CANARY = "CANARY"  # a relative canary: created in whatever folder a stray `touch` runs in
 
