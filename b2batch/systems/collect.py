@@ -80,15 +80,17 @@ class AccountingCollector:
         self._cycle = cycle
         self._ask(list(self.pending)[:self.chunk])
 
-    def finish(self, wait: float = 5.0) -> None:
-        """The run ends: ask for the jobs still pending, a few times within ``wait`` seconds (a job that has
-        just ended reaches the accounting a moment later)."""
+    def finish(self, wait: float = 5.0, step: float = 1.0) -> None:
+        """The run ends: ask for the jobs still pending, a few times within ``wait`` seconds: ``step`` seconds after
+        the first command, then twice as long each time up to a second (a job that has just ended reaches the
+        accounting a moment later; how much later is the scheduler's, :attr:`SchedulerSystem.accounting_lag`)."""
         deadline = time.monotonic() + wait
         while self.pending and not self.off:
             self._ask(list(self.pending)[:self.chunk])
             if not self.pending or time.monotonic() > deadline:
                 break
-            time.sleep(1.0)
+            time.sleep(step)
+            step = max(step, min(2 * step, 1.0))
         self.pending.clear()
 
     def _ask(self, job_ids: list[str]) -> None:

@@ -159,6 +159,8 @@ class SlurmSystem(SchedulerSystem):
 
     array_index: ClassVar[str | None] = "${SLURM_ARRAY_TASK_ID}"
     lists_all_jobs: ClassVar[bool] = True
+    #: slurmdbd has a job's record a fraction of a second after slurmctld ended it.
+    accounting_lag: ClassVar[float] = 0.25
 
     def common_options(self, job: Job) -> list[str]:
         settings = job.config["slurm_settings"] or {}

@@ -13,11 +13,19 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from b2batch.display.efficiency import suggested_mb, summary_lines
+from b2batch.engine import Run
+from b2batch.engine.usage import Usage
+from b2batch.systems import collect
+from b2batch.systems.collect import AccountingCollector
+from b2batch.systems.slurm import SlurmSystem
+from b2batch.systems.sge import SGESystem
 from b2batch.systems.accounting import (parse_bjobs_usage, parse_condor_history, parse_qacct, parse_sacct,
                                         qacct_command, sacct_command)
 
@@ -85,6 +93,46 @@ def test_condor_history_and_bjobs_answers_are_read() -> None:
     assert set(found) == {"12"}
     assert (found["12"].cause, found["12"].host, found["12"].req_cpus, found["12"].max_rss, found["12"].wall) == (
         "memory", "hostA", 2, 2048 * MIB, 30.0)
+
+
+class _Record:
+    """What a collector writes to: the run record's accounting parts."""
+
+    def __init__(self) -> None:
+        self.jobs = {"T": object()}
+        self.accounting: dict[str, str] = {}
+        self.accounted: dict[str, Usage] = {}
+
+    def account(self, key: str, job_id: str, usage: Usage) -> None:
+        self.accounted[job_id] = usage
+
+
+def test_the_runs_last_accounting_asks_at_its_schedulers_pace(tmp_path: Path, monkeypatch) -> None:
+    """The run's end asks for the jobs that ended last until the accounting has them: first after the
+    scheduler's own lag (Slurm: a fraction of a second), then twice as long each time up to a second (SGE keeps
+    one second: qacct reads its whole file each time)."""
+    counter = tmp_path / "calls"
+    # A stand-in accounting command that has the job from its fourth call on.
+    script = tmp_path / "acct"
+    script.write_text(f"#!/bin/sh\necho x >> {counter}\n"
+                      f"[ $(wc -l < {counter}) -ge 4 ] && echo '7 done'\nexit 0\n")
+    script.chmod(0o755)
+    waits: list[float] = []
+    monkeypatch.setattr(collect, "time", SimpleNamespace(monotonic=time.monotonic, sleep=waits.append))
+
+    def parse(out: str) -> dict[str, Usage]:
+        return {line.split()[0]: Usage(source="test") for line in out.splitlines() if line.strip()}
+
+    for kind, expected in ((SlurmSystem, [0.25, 0.5, 1.0]), (SGESystem, [1.0, 1.0, 1.0])):
+        counter.write_text("")
+        waits.clear()
+        record = _Record()
+        system = kind(Run())
+        system.accounting = collector = AccountingCollector(
+            system.name, lambda ids: [str(script), *ids], parse, record, None, lambda: 10.0)
+        collector.ended("7", "T")
+        system.close()
+        assert "7" in record.accounted and collector.commands == 4 and waits == expected, (kind, waits)
 
 
 def test_suggested_request_and_summary_lines() -> None:
