@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from b2batch.engine.job import Job
 
 logger = logging.getLogger(__name__)
-#: Seconds between two submissions of jobs that need not wait for arrays (:meth:`Submitter._goes_early`).
+#: Seconds between two submissions of jobs that need not wait for arrays (:meth:`Submitter._flush_early`).
 EARLY_EVERY = 0.2
 
 
@@ -71,20 +71,26 @@ class Submitter:
         if len(self.waiting) < self.config.max_array_size:
             now = time.monotonic()
             if now - self._first_waiting_since < self._window:
-                if not self._goes_early(now):
-                    return
-            else:
-                self._window *= 2
+                self._flush_early(now)
+                return
+            self._window *= 2
         self.flush()
 
-    def _goes_early(self, now: float) -> bool:
-        """Whether what waits goes before the window ends: the system says it gains nothing by waiting (units for
-        pilots, which start on the first units instead of after the whole hand-out), asked at most every
-        :data:`EARLY_EVERY` seconds (so a long hand-out goes in slices of that length)."""
+    def _flush_early(self, now: float) -> None:
+        """Before the window ends, submit the waiting jobs that the system says gain nothing by waiting (units for
+        pilots, which start on the first units instead of after the whole hand-out); asked at most every
+        :data:`EARLY_EVERY` seconds (so a long hand-out goes in slices of that length). The others wait on in
+        their window, for their arrays."""
         if now - self._asked_early < EARLY_EVERY:
-            return False
+            return
         self._asked_early = now
-        return self.system.takes_now(self.waiting)
+        early = self.system.takes_now(list(self.waiting))
+        if not early:
+            return
+        if len(early) < len(self.waiting):
+            chosen = {id(job) for job in early}
+            self.waiting = deque([*early, *(job for job in self.waiting if id(job) not in chosen)])
+        self.flush(len(early))
 
     def add_in_flight(self, job: Job) -> None:
         self.in_flight[id(job)] = job
@@ -95,16 +101,19 @@ class Submitter:
             self._waiting_ids.discard(id(job))
             self.waiting.remove(job)
 
-    def flush(self) -> None:
-        """Submit what waits, as far as the throttle allows and no back-off pause is running."""
+    def flush(self, count: int | None = None) -> None:
+        """Submit what waits (the first ``count`` jobs: the others keep their window), as far as the throttle
+        allows and no back-off pause is running."""
         if not self.waiting or time.monotonic() < self.next_attempt:
             return
         limit = self.limit
         room = len(self.waiting) if limit is None else limit - len(self.in_flight)
         if room <= 0:
             return
-        batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
-        self._last_flush = self._first_waiting_since = time.monotonic()  # those left (throttle) wait anew
+        batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting), count or len(self.waiting)))]
+        self._last_flush = time.monotonic()
+        if count is None:
+            self._first_waiting_since = self._last_flush  # those left (throttle) wait anew
         self._waiting_ids.difference_update(id(job) for job in batch)
         for group in self.system.groups(batch):
             if not self._submit(group):

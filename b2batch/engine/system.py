@@ -36,11 +36,11 @@ class BatchSystem(abc.ABC):
         """How waiting jobs go to the batch system: one group per submission (default: one job each)."""
         return [[job] for job in jobs]
 
-    def takes_now(self, waiting: Sequence[Job]) -> bool:
-        """Whether the jobs that wait to be submitted gain nothing by waiting for more (the submission window
-        gathers jobs into arrays): e.g. units that go to pilots, which take units from a queue one by one.
-        Default: they wait."""
-        return False
+    def takes_now(self, waiting: Sequence[Job]) -> list[Job]:
+        """The jobs of ``waiting`` (those that wait to be submitted) that gain nothing by waiting for more (the
+        submission window gathers jobs into arrays): e.g. units that go to pilots, which take units from a queue
+        one by one. Default: none; they all wait."""
+        return []
 
     @abc.abstractmethod
     def submit(self, group: list[Job]) -> None:

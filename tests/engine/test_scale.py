@@ -99,9 +99,9 @@ def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> Non
 
 class ArraySystem:
     """A batch system for the Submitter alone: each flush one array, whose size it notes in ``submitted``;
-    ``takes_now`` answers whether waiting jobs go before the window ends (default: never)."""
+    ``takes_now`` answers which waiting jobs go before the window ends (default: none)."""
 
-    def __init__(self, submitted: list[int], takes_now=lambda waiting: False) -> None:
+    def __init__(self, submitted: list[int], takes_now=lambda waiting: []) -> None:
         self.submitted, self.takes_now = submitted, takes_now
 
     def groups(self, jobs: list) -> list[list]:
@@ -161,9 +161,9 @@ def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_wind
     submitted: list[int] = []
     asked: list[int] = []
 
-    def takes_three(waiting) -> bool:
+    def takes_three(waiting) -> list:
         asked.append(len(waiting))
-        return len(waiting) >= 3
+        return waiting if len(waiting) >= 3 else []
 
     submitter = Submitter(ArraySystem(submitted, takes_three), lambda job: None, lambda job, message: None,
                           RunConfig(submission_window=30, max_array_size=1000))
@@ -183,6 +183,38 @@ def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_wind
     assert (asked, submitted) == ([1, 6, 1], [6])  # one is too few for this system
 
 
+def test_jobs_the_system_does_not_take_now_keep_their_window() -> None:
+    """A hand-out that mixes units for pilots with jobs for arrays: the units go every 0.2 s, the others wait for
+    their window (one array for all of them), not in 0.2 s slices beside the units, nor anew after each."""
+    from b2batch.engine.submission import EARLY_EVERY, Submitter
+
+    submitted: list[int] = []
+
+    class Job:
+        def __init__(self, unit: bool) -> None:
+            self.unit = unit
+
+    def units(waiting) -> list:
+        return [job for job in waiting if job.unit]
+
+    window = 2.0
+    submitter = Submitter(ArraySystem(submitted, units), lambda job: None, lambda job, message: None,
+                          RunConfig(submission_window=window, max_array_size=1000))
+    began = time.monotonic()
+    for slice_ in range(3):
+        for unit in (True, False, False):
+            submitter.enqueue(Job(unit))
+        submitter.flush_if_due()
+        if slice_ < 2:
+            time.sleep(EARLY_EVERY + 0.02)
+    assert time.monotonic() - began < window, "too slow a machine for this test's window"
+    assert submitted == [1, 1, 1] and len(submitter.waiting) == 6  # the units alone, each slice
+    time.sleep(max(0.0, began + window + 0.05 - time.monotonic()))
+    submitter.flush_if_due()
+    # the others in one array, when the window of the first of them ends (not a window from the last slice on)
+    assert submitted == [1, 1, 1, 6] and not submitter.waiting
+
+
 def test_the_shaping_system_takes_units_now_when_the_rule_sends_them_to_pilots(tmp_path: Path) -> None:
     """An unknown kind with MIN_READY units or more is probed in pilots: its units go now. Fewer, a kind forced
     to jobs of their own, or jobs without a unit (a front-end's own wrapper only) wait for their array."""
@@ -198,7 +230,11 @@ def test_the_shaping_system_takes_units_now_when_the_rule_sends_them_to_pilots(t
             job.unit = {"call": "builtins:print"} if unit else None
         return made
 
-    assert shaping.takes_now(jobs(MIN_READY))
-    assert not shaping.takes_now(jobs(MIN_READY - 1))
-    assert not shaping.takes_now(jobs(50, job_shape="job_per_task"))
-    assert not shaping.takes_now(jobs(50, unit=False))
+    probed = jobs(MIN_READY)
+    assert shaping.takes_now(probed) == probed
+    assert shaping.takes_now(jobs(MIN_READY - 1)) == []
+    assert shaping.takes_now(jobs(50, job_shape="job_per_task")) == []
+    assert shaping.takes_now(jobs(50, unit=False)) == []
+    # Mixed: only the kind that goes to pilots goes now, wherever its units wait.
+    own = jobs(5, job_shape="job_per_task")
+    assert shaping.takes_now([*own, *probed]) == probed

@@ -174,16 +174,17 @@ class ShapingSystem(BatchSystem):
 
     # --- the run's calls ----------------------------------------------------------------------------
 
-    def takes_now(self, waiting: Sequence[Job]) -> bool:
+    def takes_now(self, waiting: Sequence[Job]) -> list[Job]:
         # Units the rule would send to pilots now gain nothing by waiting for more: the pilots are submitted on
-        # the first of them and take units from the queue while the rest is handed out. (Only the kind of the
-        # first unit that waits is asked: the others go with it, shaped as groups() decides.)
-        first = waiting[0]
-        if first.unit is None:
-            return False
-        kind = self._kind(first, remember=False)  # (a job that waits may be dropped before it is submitted)
-        same = sum(1 for job in waiting if self._kind(job, remember=False) is kind)
-        return self._rule(kind, same).kind == "pilots"
+        # the first of them and take units from the queue while the rest is handed out. The jobs of other kinds
+        # wait for their arrays or bundles. Kinds are counted as groups() counts them, and not remembered (a job
+        # that waits may be dropped before it is submitted, and its id reused).
+        by_kind: dict[int, tuple[Kind, list[Job]]] = {}
+        for job in waiting:
+            kind = self._kind(job, remember=False)
+            by_kind.setdefault(id(kind), (kind, []))[1].append(job)
+        return [job for kind, members in by_kind.values() if self._rule(kind, len(members)).kind == "pilots"
+                for job in members if job.unit is not None]
 
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
         by_kind: dict[int, list[Job]] = {}
