@@ -73,9 +73,9 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
     lists_all_jobs: ClassVar[bool] = False
     #: How long a failed job may stay in a completing state before it counts as aborted without its final state.
     completing_grace: ClassVar[float] = 30.0
-    #: Seconds between the run's last accounting commands for the jobs that ended last: about how long a job
-    #: that has just ended takes to reach the accounting (each command reads it all again, so a short step on a
-    #: slow flush only asks more often).
+    #: About how long a job that has just ended takes to reach the scheduler's accounting: the first pause
+    #: between the run's last accounting commands (:meth:`AccountingCollector.finish`; a shorter one on a slow
+    #: flush only asks more often).
     accounting_lag: ClassVar[float] = 1.0
 
     def __init__(self, run: Any) -> None:
