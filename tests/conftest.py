@@ -70,6 +70,14 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def peer_env(**extra: str) -> dict[str, str]:
+    """:func:`clean_env` for a peer venv's Python (the real b2luigi, joblib-htcondor ...): without PYTHONPATH, which
+    may name this checkout or the b2luigi shim and would shadow the real package."""
+    env = clean_env(**extra)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 def shim_env() -> dict[str, str]:
     """A workflow's environment with the b2luigi shim (and this checkout of b2batch) importable."""
     root = str(B2LUIGI_SHIM.parents[1])

@@ -16,10 +16,9 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
-from conftest import clean_env
 from luigi.scheduler import DONE, FAILED
 from peers import peer_python
-from conftest import shim_env
+from conftest import peer_env, shim_env
 
 from b2batch import BatchProcess, JobStatus
 
@@ -51,7 +50,7 @@ def test_a_custom_batch_process_runs_as_under_b2luigi(tmp_path: Path) -> None:
         pytest.skip("batch_system 'custom' is the shim's entry point: pip install ./compat/b2luigi-shim")
     real = peer_python("b2luigi")
     ours = _custom_run(sys.executable, (tmp_path / "ours").resolve(), shim_env())
-    theirs = _custom_run(str(real), (tmp_path / "real").resolve(), clean_env())
+    theirs = _custom_run(str(real), (tmp_path / "real").resolve(), peer_env())
     assert ours["starts"] == ["start Part(n=-1)", "start Part(n=1)", "start Part(n=2)"], ours["stderr"][-3000:]
     for key in ("code", "starts", "outputs", "failed_logs", "summary"):
         assert ours[key] == theirs[key], (key, ours[key], theirs[key], ours["stderr"][-3000:])
@@ -76,7 +75,7 @@ def test_submit_files_have_b2luigis_contents() -> None:
     assert ours["htcondor"] == ["output = <DIR>/stdout", "error = <DIR>/stderr", "log = <DIR>/job.log",
                                 "executable = <DIR>/executable_wrapper.sh", "request_memory = 2 GB",
                                 '+Project = "belle"', "JobBatchName = j1", "queue 1"]
-    assert ours == _submit_files(str(peer_python("b2luigi")), settings, clean_env())
+    assert ours == _submit_files(str(peer_python("b2luigi")), settings, peer_env())
 
 
 def test_no_setting_adds_a_command_to_a_submit_file() -> None:

@@ -4,7 +4,6 @@ this process (b2luigi's module paths, parameters, task names). ``b2luigi run --b
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import pytest
 pytest.importorskip("typer")  # the shim's dependency (compat/b2luigi-shim/pyproject.toml)
 
 from peers import peer_python
-from conftest import shim_env
+from conftest import peer_env, shim_env
 
 TASKS = textwrap.dedent('''\
     import b2luigi
@@ -71,8 +70,7 @@ def ours(folder: Path, *args: str) -> subprocess.CompletedProcess:
 
 def theirs(folder: Path, *args: str) -> subprocess.CompletedProcess:
     python = peer_python("b2luigi")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(NO_COLOR="1", COLUMNS="200")
+    env = peer_env(NO_COLOR="1", COLUMNS="200")
     return subprocess.run([str(python.parent / "b2luigi"), *args], cwd=folder, env=env, capture_output=True,
                           text=True, timeout=120)
 

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import clean_env
 from peers import peer_python
-from conftest import shim_env
+from conftest import peer_env, shim_env
 
 
 @dataclass
@@ -37,9 +36,7 @@ def run_script(folder: Path, text: str, *args: str, python: str | None = None, c
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / name
     script.write_text(textwrap.dedent(text))
-    env = clean_env() if python else shim_env()
-    if python:
-        env.pop("PYTHONPATH", None)
+    env = peer_env() if python else shim_env()
     done = subprocess.run([python or "python3", str(script), *args], cwd=cwd or folder, env=env, timeout=timeout,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
     files = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
@@ -218,7 +215,7 @@ def installed_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_the_b2luigi_command_works_after_pip_install_of_the_shim(installed_venv: Path, tmp_path: Path) -> None:
     command = str(installed_venv / "bin" / "b2luigi")
-    env = {k: v for k, v in clean_env(NO_COLOR="1", COLUMNS="200").items() if k != "PYTHONPATH"}
+    env = peer_env(NO_COLOR="1", COLUMNS="200")
 
     def b2luigi(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([command, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
