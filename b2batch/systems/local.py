@@ -271,12 +271,11 @@ class LocalSystem(BatchSystem):
         if journal.get("host") != socket.gethostname():
             return False
         process = self.pool.wrapper_process(job.files.wrapper)
-        ended_well = process is None and written_exit_code(job.files) == 0
-        if process is None and not ended_well:
-            return False
+        if process is None and written_exit_code(job.files) != 0:
+            return False  # gone without ending well: it goes again
         job.job_id = str(journal.get("job_id"))
         self._by_id[job.job_id] = job
-        if ended_well:
+        if process is None:
             # It ended well since the front-end looked (the front-end's check and this call are not one step):
             # followed to its end, not run again.
             self.pool.adopt_ended(job.job_id, 0)
