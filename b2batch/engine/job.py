@@ -76,6 +76,9 @@ class Job:
     bundle: str | None = None
     #: When the unit ran in its worker job (epoch seconds, start and end), as the worker measured it.
     ran: tuple[float, float] | None = None
+    #: What the unit's worker measured of its run (wall, CPU, peak RSS, host: :func:`b2batch.engine.usage.figures`),
+    #: from its line in the worker's log; a job of its own has its wrapper's ``usage.json`` instead.
+    measured: dict[str, Any] | None = None
 
     def __str__(self) -> str:
         return self.name

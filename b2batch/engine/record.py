@@ -194,7 +194,8 @@ class RunRecord:
                     record.started_at, record.ended_at = job.ran
             if state == "failed":
                 record.stderr_tail = job.files.stderr_tail(10)
-            wrapper = read_usage(usage_file(job.files))
+            measured = getattr(job, "measured", None)  # a unit's, from its worker's log; else its wrapper's file
+            wrapper = Usage.of(measured) if measured else read_usage(usage_file(job.files))
             outcome = getattr(job, "outcome", None)  # the batch system's cause and node of the job's end
             cause, node = getattr(outcome, "cause", "") or "", getattr(outcome, "node", "") or None
             if cause or node:  # (most units of pilots have neither: no Usage to make and merge)

@@ -2,9 +2,10 @@
 
 Figures come from two places:
 
-- the job's own wrapper (or the pilot/bundle worker for a unit inside it) writes ``usage.json`` next to its
-  exit-code file: wall, CPU (user + system, children included) and peak RSS from ``getrusage``, and the host;
-  every job and every unit has these, whatever the batch system;
+- the job's own wrapper writes ``usage.json`` next to its exit-code file (the pilot or bundle worker of a unit
+  puts the same figures into the unit's line in its log of the work queue, :attr:`Job.measured
+  <b2batch.engine.job.Job.measured>`): wall, CPU (user + system, children included) and peak RSS from
+  ``getrusage``, and the host; every job and every unit has these, whatever the batch system;
 - the batch system's accounting (``sacct``, ``qacct``, ``condor_history``, ``bjobs``), asked once per poll
   cycle for all jobs that ended since the last (:mod:`b2batch.systems.accounting`), adds what only the
   scheduler knows: what the job requested, its final state, and its figures as the scheduler measured them.
@@ -132,7 +133,13 @@ def usage_file(files: Any) -> Path | str:
     return path_of("usage") if path_of is not None else Path(files.exit_code).with_name("usage.json")
 
 
+def figures(wall: float, cpu: float, max_rss_kb: int, host: str) -> dict[str, Any]:
+    """What a wrapper or worker measured of one job or unit (``getrusage`` of its child: ru_maxrss is in KiB on
+    Linux), as :meth:`Usage.of` reads it."""
+    return {"wall": round(wall, 3), "cpu": round(cpu, 3), "max_rss": int(max_rss_kb) * 1024, "host": host,
+            "source": "wrapper"}
+
+
 def measured(wall: float, cpu: float, max_rss_kb: int, host: str) -> str:
-    """The JSON a worker writes for one unit (``getrusage`` of its child: ru_maxrss is in KiB on Linux)."""
-    return json.dumps({"wall": round(wall, 3), "cpu": round(cpu, 3), "max_rss": int(max_rss_kb) * 1024,
-                       "host": host, "source": "wrapper"}) + "\n"
+    """The JSON of :func:`figures`, as a wrapper writes it to ``usage.json``."""
+    return json.dumps(figures(wall, cpu, max_rss_kb, host)) + "\n"

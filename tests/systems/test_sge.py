@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
 from b2batch.errors import SettingError
 from b2batch.engine import JobStatus
 from b2batch.systems.sge import SGESystem, qsub_options
@@ -101,8 +102,10 @@ def test_job_in_error_state_is_aborted_with_the_reason_and_removed(sge: None, wo
                         json.dumps({"hold_jid": blocker}), stderr=subprocess.PIPE)
     try:
         job_id = _wait_for(name, "hqw")
-        # The job's working directory disappears while it waits: Grid Engine puts it into Eqw.
+        # The job's working directory disappears while it waits: Grid Engine puts it into Eqw. (Once the steering
+        # process wrote its journal, which it does when qsub returned: qstat may list the job first.)
         (job_folder,) = (wf.folder / "task_files" / "Work").iterdir()
+        wait_for(lambda: (job_folder / "submission.json").exists(), what="the job's journal")
         job_folder.rename(job_folder.with_name("moved"))
         subprocess.run(["qdel", blocker], check=True, capture_output=True)
         _, stderr = steering.communicate(timeout=120)

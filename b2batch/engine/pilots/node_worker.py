@@ -39,13 +39,14 @@ import signal
 import socket
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from b2batch.engine.processes import signal_group
 from b2batch.engine.pilots.unit_processes import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
-from b2batch.engine.usage import measured
-from b2batch.engine.pilots.work_queue import DRAIN_GRACE
+from b2batch.engine.usage import figures
+from b2batch.engine.pilots.work_queue import DRAIN_GRACE, HOLD_SECONDS
 from b2batch.engine.pilots.worker_lease import LeasedWorker, WorkerConfig
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,18 @@ FIRST_PAUSE = 0.005
 STOP_CHECK = 0.5
 
 
+@dataclass
+class Holding:
+    """The claimed batch a worker runs: its name, until when (monotonic) it holds the units it has not started,
+    the unit that runs (since when) and those after it."""
+
+    batch: str
+    until: float
+    running: tuple[str, dict[str, Any]] | None = None
+    rest: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    since: float = 0.0
+
+
 class Worker(LeasedWorker):
     """One worker process: its queue, its lease (:class:`LeasedWorker`) and the unit it runs."""
 
@@ -71,6 +84,7 @@ class Worker(LeasedWorker):
         self.host = socket.gethostname()
         self.runner = Runner(self.job_id)
         self.next_stop_check = 0.0  # monotonic time of the next look at whether the worker is to stop
+        self.holding: Holding | None = None
 
     def serve(self) -> int:
         for signum in STOP_SIGNALS:
@@ -119,25 +133,49 @@ class Worker(LeasedWorker):
 
     def run_batch(self, batch: str, units: list[tuple[str, dict[str, Any]]]) -> str:
         """Run the units of a claimed batch one after another: "go" on, "end" the worker (its allocation ends;
-        the rest of the batch was put back) or "stop" at once (a signal, or the lease was lost)."""
-        for index, (name, entry) in enumerate(units):
-            if index and (self.stop_signal is not None or self.out_of_time() or self._told_to_stop()):
-                self.queue.release(self.name, batch, units[index:])
+        the rest of the batch was put back) or "stop" at once (a signal, or the lease was lost). Units not
+        started are held for :data:`HOLD_SECONDS` at a time: then half of them go back for any worker to take
+        (all of them while a unit runs long: :meth:`_hand_back`)."""
+        holding = self.holding = Holding(batch, time.monotonic() + HOLD_SECONDS)
+        waiting = list(units)  # the units of the claim not run yet, in order
+        first = True
+        while waiting:
+            if not first and (self.stop_signal is not None or self.out_of_time() or self._told_to_stop()):
+                self.queue.release(self.name, batch, waiting)
                 return "end" if self.stop_signal is None else "stop"
+            if not first and len(waiting) > 1 and time.monotonic() >= holding.until:
+                mine = (len(waiting) + 1) // 2
+                self.queue.give_back(self.name, batch, waiting[:mine], waiting[mine:])
+                waiting = waiting[:mine]
+                holding.until = time.monotonic() + HOLD_SECONDS
+            first = False
+            (name, entry), waiting = waiting[0], waiting[1:]
             if self.queue.is_cancelled(name):
                 self.queue.skip(self.name, name)
                 continue
+            holding.running, holding.rest, holding.since = (name, entry), waiting, time.monotonic()
             outcome = self.run(name, entry)
+            waiting, holding.running = holding.rest, None  # none left if they went back while it ran
             if outcome == "lost":  # leave the claim: the steering process decides
                 return "stop"
             if outcome == "interrupted":  # it ends with this job; the rest goes back
-                self.queue.keep_interrupted(self.name, batch, units[index], units[index + 1:])
+                self.queue.keep_only(self.name, batch, (name, entry), waiting)
                 return "stop"
             if outcome != "done":  # a stop signal: the unit (started or not) and the rest go back
-                self.queue.release(self.name, batch, units[index:], started=name if outcome == "stopped" else None)
+                self.queue.release(self.name, batch, [(name, entry), *waiting],
+                                   started=name if outcome == "stopped" else None)
                 return "stop"
         self.queue.finish_batch(self.name, batch)
         return "go"
+
+    def _hand_back(self) -> None:
+        """While a unit runs longer than :data:`HOLD_SECONDS`, put all the units after it back into ``todo/``."""
+        holding = self.holding
+        if holding is None or holding.running is None or not holding.rest \
+                or time.monotonic() < holding.since + HOLD_SECONDS:
+            return
+        self.queue.give_back(self.name, holding.batch, [holding.running], holding.rest)
+        holding.rest = []
 
     def _told_to_stop(self) -> bool:
         """Between the units of a batch, at most every :data:`STOP_CHECK` seconds: whether the queue or this
@@ -200,14 +238,12 @@ class Worker(LeasedWorker):
         # (a unit stopped because the steering process is gone ends with its exit code: no one is left to count
         # it lost, and a rerun sees it ended, its outputs not counted, and runs it again)
         code = 128 - code if code < 0 else code
-        # The unit's own figures (its process and all it waited for), beside its exit code: every unit has
-        # numbers even where the batch system's accounting is off (b2batch.engine.usage).
-        exit_code = files["exit_code"]
-        _write(os.path.join(os.path.dirname(exit_code), "usage.json"),
-               measured(time.monotonic() - begin, cpu, max_rss, self.host))
-        _write(exit_code, f"{code}\n")
+        # The unit's own figures (its process and all it waited for) go into its line of the log, after its exit
+        # code's file: every unit has numbers even where the batch system's accounting is off (engine.usage).
+        _write(files["exit_code"], f"{code}\n")
         self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
-                                            "ended": time.time(), "exit_code": code})
+                                            "ended": time.time(), "exit_code": code,
+                                            "usage": figures(time.monotonic() - begin, cpu, max_rss, self.host)})
         self.ran += 1
         return "done"
 
@@ -242,9 +278,12 @@ class Worker(LeasedWorker):
         try:
             while True:
                 ready: list[Any] = []
+                timeout = self.wait_interval
+                if self.holding is not None and self.holding.rest:
+                    timeout = max(0.01, min(timeout, self.holding.since + HOLD_SECONDS - time.monotonic()))
                 if waitables:
                     try:
-                        ready = select.select(waitables, [], [], self.wait_interval)[0]
+                        ready = select.select(waitables, [], [], timeout)[0]
                     except InterruptedError:
                         pass
                 else:
@@ -260,6 +299,7 @@ class Worker(LeasedWorker):
                 self.steering_gone()
                 if self.steering_gone_at is not None and time.monotonic() - self.steering_gone_at > KILL_GRACE:
                     signal_group(pid, signal.SIGKILL)  # no steering process is left to escalate
+                self._hand_back()
                 if not self.signalled and self.queue.is_cancelled(name):
                     logger.info("%s was cancelled by the steering process", name)
                     self.signalled = True

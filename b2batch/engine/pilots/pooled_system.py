@@ -155,6 +155,8 @@ class PooledSystem(WorkerJobs):
             if line.get("started") and line.get("ended"):
                 job.ran = (float(line["started"]), float(line["ended"]))
                 pool.ran_for(job.ran[1] - job.ran[0])
+            if isinstance(line.get("usage"), dict):
+                job.measured = line["usage"]
             if isinstance(line.get("exit_code"), int):
                 job.files.known_exit_code(line["exit_code"])  # written to its file before this line
             by_files = status_of_files(job.files)  # a unit's end is its exit code alone

@@ -88,13 +88,27 @@ class QueueWorkerSide(QueueFolder):
         write_batch(folder, batch, keep)
         os.rename(f"{folder}/{batch}.json", f"{os.fspath(self.todo)}/{batch}.json")
 
-    def keep_interrupted(self, worker: str, batch: str, interrupted: tuple[str, Any], rest: Units) -> None:
-        """A stop signal that was not the allocation's end stopped ``interrupted``: it stays claimed by this
-        worker, started and not ended (the steering process counts it lost with the worker's job, as a job of
-        its own would be), while ``rest`` goes back into ``todo/`` as :meth:`release` puts it."""
+    def give_back(self, worker: str, claim: str, kept: Units, rest: Units) -> None:
+        """Put ``rest``, units of the claimed batch ``claim`` whose runs have not started, back into ``todo/`` as a
+        batch of their own (named after the batch and the first of them), for any worker; the claim then holds
+        ``kept`` alone. The part is written as a claim first, so that the units are never out of this worker's
+        claims before they are in ``todo/`` (for a moment they are in two: :meth:`WorkQueue.requeue_claims` puts
+        such units back once)."""
         folder = f"{os.fspath(self.claimed)}/{worker}"
-        write_batch(folder, f"{batch}~{interrupted[0]}", [interrupted])
+        part = f"{claim.split('~')[0]}~{rest[0][0]}"  # unique: a unit is in one batch, and heads at most one part
+        write_batch(folder, part, rest)
+        write_batch(folder, claim, kept)
+        os.rename(f"{folder}/{part}.json", f"{os.fspath(self.todo)}/{part}.json")
+
+    def keep_only(self, worker: str, batch: str, kept: tuple[str, Any], rest: Units) -> str:
+        """A stop signal that was not the allocation's end stopped ``kept``: it stays claimed by this worker in a
+        claim of its own, ``<batch>~<name>``, started and not ended (the steering process counts it lost with the
+        worker's job, as a job of its own would be), while ``rest`` goes back into ``todo/`` as :meth:`release`
+        puts it; the new claim's name."""
+        claim = f"{batch}~{kept[0]}"
+        write_batch(f"{os.fspath(self.claimed)}/{worker}", claim, [kept])
         self.release(worker, batch, rest)
+        return claim
 
     def _append(self, worker: str, line: dict[str, Any]) -> None:
         if self._log is None or self._log[0] != worker:

@@ -84,10 +84,12 @@ class UnitPool:
 
     def target_batch(self) -> int:
         """Units one batch may hold: as many as the longest of the last :data:`RECENT_UNITS` units ran in
-        :data:`BATCH_SECONDS`, at most :data:`MAX_BATCH`; 1 while no unit has ended (they may take hours: a
-        batch is not shared between workers, so its units wait for each other)."""
+        :data:`BATCH_SECONDS`, at most :data:`MAX_BATCH`; :data:`MAX_BATCH` while no unit has ended. Units whose
+        times nobody knows yet may take hours, but they do not wait for each other: a worker holds the units of
+        its batch that it has not started for :data:`~b2batch.engine.pilots.work_queue.HOLD_SECONDS` at most,
+        then they go back for any worker (:mod:`~b2batch.engine.pilots.work_queue`)."""
         if not self.recent:
-            return 1
+            return MAX_BATCH
         return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(max(self.recent), 1e-4))))
 
     def batch_size(self, units: int, workers: int) -> int:

@@ -9,7 +9,11 @@ that queueing, claiming and reporting cost a few file operations per batch, not 
   Batch names sort in the order batches were queued.
 - ``claimed/<worker>/<batch>.json``: a batch a worker claimed, by renaming it out of ``todo/``. Only one
   rename of a file can succeed, so no two workers ever hold the same unit. The worker runs the batch's units
-  one after another and removes the file when it ran them all.
+  one after another and removes the file when it ran them all. It holds the units it has not started for
+  :data:`HOLD_SECONDS` at a time: then, between two units, half of them go back into ``todo/`` as a batch of
+  their own, ``<batch>~<first unit>.json``, for any worker (all of them while a unit runs long), and the claim
+  is rewritten to hold the rest. So a batch may hold many units whose times nobody knows yet: none waits long
+  behind another, and idle workers share what a busy one holds.
 - ``done/<worker>.jsonl``: what a worker did, one line per step, appended by that worker alone:
   ``{"name", "start"}`` when a unit's run starts, ``{"name", "exit_code", "started", "ended", ...}`` when it
   ended (the exit code is also in the unit's own ``exit_code`` file), ``{"name", "released": true}`` when
@@ -36,8 +40,10 @@ that queueing, claiming and reporting cost a few file operations per batch, not 
 Restarts: a batch leaves a worker's claim only by one rename back into ``todo/``, after the claim file was
 rewritten (atomically) to hold only the units still to run: by the worker when it stops early
 (:meth:`WorkQueue.release`), or by the steering process for a worker that is gone
-(:meth:`WorkQueue.requeue_claims`). A unit is thus in one place at any moment, and a unit that ended is in its
-worker's log before it leaves the claim.
+(:meth:`WorkQueue.requeue_claims`), or as a part handed back (:meth:`~QueueWorkerSide.give_back`). A unit is
+thus in one place at any moment (or, for a moment, in two claims of one worker: a part handed back is written as
+a claim before the batch's claim is rewritten, and :meth:`WorkQueue.requeue_claims` puts such a unit back once),
+and a unit that ended is in its worker's log before it leaves the claim.
 """
 
 from __future__ import annotations
@@ -53,8 +59,10 @@ from b2batch.engine.pilots.queue_worker_side import QueueWorkerSide
 
 #: Seconds a worker that finds nothing to claim in a drained queue waits for work before it ends.
 DRAIN_GRACE = 2.0
+#: Seconds a worker holds the units of a claimed batch that it has not started; then they go back.
+HOLD_SECONDS = 0.5
 
-__all__ = ["DRAIN_GRACE", "Units", "WorkQueue", "is_end"]
+__all__ = ["DRAIN_GRACE", "HOLD_SECONDS", "Units", "WorkQueue", "is_end"]
 
 
 def is_end(line: dict[str, Any]) -> bool:
@@ -256,11 +264,12 @@ class WorkQueue(QueueWorkerSide):
         """Put the units of ``keep`` that a gone worker holds back into ``todo/`` (each claimed batch rewritten to
         hold only those, then renamed back); the rest of its claims is dropped. The units put back."""
         back: list[str] = []
+        went: set[str] = set()
         folder = f"{os.fspath(self.claimed)}/{worker}"
         for batch in self.claimed_batches().get(worker, []):
             claim = f"{folder}/{batch}.json"
-            try:
-                units = [(name, unit) for name, unit in read_batch(claim) if name in keep]
+            try:  # a unit in two claims (the worker was gone in the middle of give_back) goes back once
+                units = [(name, unit) for name, unit in read_batch(claim) if name in keep and name not in went]
             except (OSError, ValueError):
                 continue
             if units:
@@ -270,6 +279,7 @@ class WorkQueue(QueueWorkerSide):
                 except FileNotFoundError:
                     continue  # another steering process of the queue put it back
                 back += [name for name, _unit in units]
+                went.update(name for name, _unit in units)
                 self._batch_of.update((name, batch) for name, _unit in units)
             else:
                 unlink_if_there(claim)

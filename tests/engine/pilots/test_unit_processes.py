@@ -51,9 +51,10 @@ def test_a_unit_that_kills_its_runner_takes_no_other_unit_down(workers: Workers)
         workers.put(name, unit)
     workers.start(idle_timeout=0)
     assert workers.ended(timeout=30) == 0, workers.log()
-    # Every unit has its own record: exit code, logs, a line in the worker's log of finished runs, usage.json.
+    # Every unit has its own record: exit code, logs, a line in the worker's log of finished runs with its usage.
     assert {name: workers.exit_code(name) for name in units} == {name: code for name, (_, code) in units.items()}
-    assert sorted(workers.queue.take_done()) == sorted(units)
+    done = workers.queue.take_done()
+    assert sorted(done) == sorted(units)
     for tag, name in (("a", "a-first"), ("d", "d-after-segfault"), ("f", "f-after-os-exit"), ("j", "j-after-thread")):
         out, err = workers.stdout(name), workers.stderr(name)
         assert out.startswith(f"b2batch: unit {name} started in job ") and out.endswith(f"out:{tag}\n"), out
@@ -62,8 +63,9 @@ def test_a_unit_that_kills_its_runner_takes_no_other_unit_down(workers: Workers)
     assert "leaving at once" in workers.stdout("e-os-exit")
     assert "RuntimeError: boom" in workers.stderr("g-raises") and "err:" not in workers.stderr("g-raises")
     for name in units:
-        usage = json.loads((Path(workers.files(name)["exit_code"]).parent / "usage.json").read_text())
-        assert usage["cpu"] >= 0 and usage["max_rss"] > 0
+        usage = done[name]["usage"]
+        assert usage["cpu"] >= 0 and usage["max_rss"] > 0 and usage["wall"] >= 0 and usage["source"] == "wrapper"
+    assert not list(workers.folder.rglob("usage.json"))  # the figures are in the log: no file of its own
     # One runner ran units in turn; it was replaced after each unit that ended it, after the stray thread and
     # the closed stdout, and not after a unit that merely raised.
     pid = {tag: line["pid"] for tag, line in reports(seen).items()}

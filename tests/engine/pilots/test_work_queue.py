@@ -29,6 +29,8 @@ from hypothesis import strategies as st
 from conftest import wait_for
 
 from b2batch.engine.pilots.worker_lease import JOB_ID_VARIABLES
+from b2batch.engine.pilots.queue_folder import write_batch
+from b2batch.engine.pilots.unit_pool import BATCH_SECONDS, MAX_BATCH, UnitPool
 from b2batch.engine.pilots.work_queue import WorkQueue
 
 UNITS = Path(__file__).resolve().parent  # workqueue_units.py and unitrunner_units.py
@@ -192,6 +194,36 @@ def test_a_gone_workers_claim_goes_back_but_for_the_unit_it_started(tmp_path: Pa
     assert queue.requeue_claims("w", {n for n, started in held.items() if not started}) == ["c", "d"]
     assert queue.claims() == {} and queue.waiting() == ["c", "d"] and queue.waiting_batches() == ["b1"]
     assert queue.take_back("d") and queue.waiting() == ["c"]
+
+
+def test_a_unit_in_two_claims_of_a_gone_worker_goes_back_once(tmp_path: Path) -> None:
+    """A worker killed in the middle of give_back (the part it hands back written as a claim, the batch's claim
+    not yet rewritten) holds those units in two claims: the steering process puts them back once."""
+    queue = WorkQueue(tmp_path / "q")
+    queue.create()
+    queue.put_batch("b1", [(name, {"unit": name}) for name in ("a", "b", "c")])
+    worker = WorkQueue(queue.root)
+    worker.join("w")
+    assert worker.claim("w")[0] == "b1"
+    write_batch(os.fspath(queue.claimed / "w"), "b1~b", [("b", {"unit": "b"}), ("c", {"unit": "c"})])
+    assert queue.claimed_batches() == {"w": ["b1", "b1~b"]} and queue.held("w") == {"a": False, "b": False,
+                                                                                    "c": False}
+    assert queue.requeue_claims("w", {"a", "b", "c"}) == ["a", "b", "c"]
+    assert queue.waiting() == ["a", "b", "c"] and queue.claims() == {}
+
+
+def test_units_whose_times_nobody_knows_share_batches_and_every_worker_gets_one(tmp_path: Path) -> None:
+    """The steering side's batch size: full batches while no unit of the queue has ended (a worker hands back
+    what it has not started after the hold, so they do not wait for each other), as many units as fit in
+    BATCH_SECONDS once times are known, and never so few batches that a worker gets none."""
+    pool = UnitPool(WorkQueue(tmp_path / "q"), template=None)  # type: ignore[arg-type]
+    assert pool.batch_size(1000, 2) == MAX_BATCH
+    assert pool.batch_size(30, 4) == 8 and pool.batch_size(1, 2) == 1
+    for _ in range(5):
+        pool.ran_for(0.1)
+    assert pool.batch_size(1000, 2) == int(BATCH_SECONDS / 0.1)
+    pool.ran_for(30.0)
+    assert pool.batch_size(1000, 2) == 1
 
 
 def test_claim_sees_units_queued_after_its_listing(tmp_path: Path) -> None:
@@ -394,6 +426,41 @@ def test_two_workers_run_each_unit_once(workers: Workers) -> None:
     assert sorted(ran.read_text().split()) == names
     assert all(workers.exit_code(name) == 0 for name in names)
     assert sorted(workers.queue.take_done()) == names
+
+
+def test_the_units_after_a_long_one_go_back_for_any_worker(workers: Workers) -> None:
+    """A batch whose first unit runs long: the units after it go back into the queue after the hold, as a batch
+    of their own, and another worker runs them meanwhile; the claim holds the long one alone."""
+    entry = {name: {"key": name, "name": f"unit {name}", "unit": unit, "files": workers.files(name)}
+             for name, unit in (("a", sh("sleep 30")), ("b", sh("echo b")), ("c", sh("echo c")))}
+    workers.queue.put_batch("one", [(name, entry[name]) for name in "abc"])
+    workers.start("w1")
+    workers.running("w1")
+    workers.start("w2")
+    wait_for(lambda: workers.exit_code("b") == 0 and workers.exit_code("c") == 0, timeout=10,
+             what="units b and c to run while a still runs")
+    assert workers.exit_code("a") is None and workers.queue.claims() == {"a": "w1"}
+    assert workers.queue.claimed_batches()["w1"] == ["one"] and workers.queue.claimed_batches()["w2"] == []
+    done = workers.queue.take_log()
+    assert {line["name"]: line["worker"] for line in done if not "start" in line} == {"b": "w2", "c": "w2"}
+    workers.queue.cancel("a")
+    wait_for(lambda: workers.exit_code("a") == 128 + signal.SIGTERM, what="unit a to be stopped")
+    wait_for(lambda: workers.queue.claimed_batches().get("w1") == [], what="w1 to drop its claim")
+
+
+def test_a_worker_holds_the_units_of_its_batch_for_a_moment_only(workers: Workers) -> None:
+    """A batch of many short units: the worker that claimed it hands half of the units it has not started
+    back at each hold, so a worker that comes later shares them."""
+    names = [f"u{i:02d}" for i in range(60)]
+    workers.queue.put_batch("many", [(name, {"key": name, "name": f"unit {name}", "files": workers.files(name),
+                                             "unit": sh("sleep 0.05")}) for name in names])
+    workers.start("w1", idle_timeout=1.0)
+    wait_for(lambda: workers.exit_code("u00") == 0, what="the first unit to run")
+    workers.start("w2", idle_timeout=1.0)
+    assert workers.ended("w1", timeout=30) == 0 and workers.ended("w2", timeout=30) == 0
+    ran = Counter(line["worker"] for line in workers.queue.take_log() if "start" in line)
+    assert sum(ran.values()) == len(names) and ran["w2"] >= 10, ran
+    assert all(workers.exit_code(name) == 0 for name in names)
 
 
 def test_crashing_units_get_their_exit_codes_and_the_worker_goes_on(workers: Workers) -> None:
