@@ -216,6 +216,18 @@ def test_dead_farmer_on_another_host_gives_its_lines_back_when_its_heartbeat_is_
 
 # --- signals and time ---------------------------------------------------------------------------------------
 
+def sleeps_of(pid: int, count: int) -> list[psutil.Process] | None:
+    """The ``sleep 60`` processes under ``pid``, once there are ``count`` of them."""
+    found = []
+    for process in psutil.Process(pid).children(recursive=True):
+        try:
+            if process.cmdline() == ["sleep", "60"]:
+                found.append(process)
+        except psutil.Error:  # a line that ended meanwhile
+            continue
+    return found if len(found) == count else None
+
+
 @pytest.mark.parametrize("signum", [signal.SIGUSR1, signal.SIGTERM])
 def test_signal_puts_running_lines_back(tmp_path: Path, signum: int) -> None:
     write_list(tmp_path / "t.txt", ["true", "sleep 60", "sleep 60", "sleep 60"])
@@ -223,8 +235,8 @@ def test_signal_puts_running_lines_back(tmp_path: Path, signum: int) -> None:
     farmer = popen_farm(tmp_path, "t.txt", "--proc", "2")
     wait_for(lambda: ids_in(work / "finished") == [0] and (work / "logs" / "log_2").exists(), 30,
              "two sleeping lines")
-    sleepers = [p for p in psutil.Process(farmer.pid).children(recursive=True) if p.cmdline() == ["sleep", "60"]]
-    assert len(sleepers) == 2
+    # (line 2's log is opened before its process is started: its sleep may not be running yet)
+    sleepers = wait_for(lambda: sleeps_of(farmer.pid, 2), 10, "the two sleeps")
     start = time.monotonic()
     farmer.send_signal(signum)
     out, err = farmer.communicate(timeout=30)

@@ -98,27 +98,41 @@ class WorkQueue(QueueWorkerSide):
 
     def take_back_many(self, names: list[str]) -> set[str]:
         """Remove units that wait (their batch not claimed yet); the names that were still waiting. A batch is
-        taken out of ``todo/`` by a rename (so no worker claims it meanwhile), and what is left of it goes back."""
+        taken out of ``todo/`` by a rename (so no worker claims it meanwhile), and what is left of it goes back.
+        A unit not in the batch it was queued in may wait in a part of it a worker handed back
+        (``<batch>~<unit>``): those are looked for in one listing of ``todo/``."""
         by_batch: dict[str, set[str]] = {}
         for name in names:
             by_batch.setdefault(self._batch_of.get(name, name), set()).add(name)
         taken: set[str] = set()
-        todo = os.fspath(self.todo)
         for batch, wanted in by_batch.items():
-            holding = f"{todo}/.{batch}.{os.getpid()}.taking"  # not a .json: no worker claims it
-            try:
-                os.rename(f"{todo}/{batch}.json", holding)
-            except FileNotFoundError:
-                continue  # claimed by a worker, or gone
-            units = read_batch(holding)
-            rest = [(name, unit) for name, unit in units if name not in wanted]
-            if rest:
-                write_batch(todo, batch, rest)
-            os.unlink(holding)
-            for name, _unit in units:
-                if name in wanted:
-                    taken.add(name)
-                    self._batch_of.pop(name, None)
+            taken |= self._take_from(batch, wanted)
+        missing = {batch: wanted - taken for batch, wanted in by_batch.items() if wanted - taken}
+        if missing:
+            for part in self.waiting_batches():
+                root, handed_back, _unit = part.partition("~")
+                if handed_back and missing.get(root):
+                    got = self._take_from(part, missing[root])
+                    taken |= got
+                    missing[root] -= got
+        return taken
+
+    def _take_from(self, batch: str, wanted: set[str]) -> set[str]:
+        """Take the units of ``wanted`` out of the waiting batch ``batch``; those it held."""
+        todo = os.fspath(self.todo)
+        holding = f"{todo}/.{batch}.{os.getpid()}.taking"  # not a .json: no worker claims it
+        try:
+            os.rename(f"{todo}/{batch}.json", holding)
+        except FileNotFoundError:
+            return set()  # claimed by a worker, or gone
+        units = read_batch(holding)
+        rest = [(name, unit) for name, unit in units if name not in wanted]
+        if rest:
+            write_batch(todo, batch, rest)
+        os.unlink(holding)
+        taken = {name for name, _unit in units if name in wanted}
+        for name in taken:
+            self._batch_of.pop(name, None)
         return taken
 
     def take_back_all(self) -> None:

@@ -212,6 +212,22 @@ def test_a_unit_in_two_claims_of_a_gone_worker_goes_back_once(tmp_path: Path) ->
     assert queue.waiting() == ["a", "b", "c"] and queue.claims() == {}
 
 
+def test_units_a_worker_handed_back_can_be_taken_back_by_the_steering_process(tmp_path: Path) -> None:
+    """The steering process knows the batch it queued a unit in; a worker may have handed the unit back in a part
+    of that batch of its own name (b2batch cancel, a pool given up): the unit is found there and taken back."""
+    queue = WorkQueue(tmp_path / "q")
+    queue.create()
+    queue.put_batch("b1", [(name, {"unit": name}) for name in "abcd"])
+    worker = WorkQueue(queue.root)
+    worker.join("w")
+    assert worker.claim("w")[0] == "b1"
+    worker.give_back("w", "b1", [("a", {"unit": "a"}), ("b", {"unit": "b"})], [("c", {"unit": "c"}),
+                                                                             ("d", {"unit": "d"})])
+    assert queue.waiting_batches() == ["b1~c"] and queue.claims() == {"a": "w", "b": "w"}
+    assert queue.take_back_many(["b", "c"]) == {"c"}  # b is claimed: its worker is told by a cancel file
+    assert queue.waiting() == ["d"] and queue.take_back("d") and queue.waiting_batches() == []
+
+
 def test_units_whose_times_nobody_knows_share_batches_and_every_worker_gets_one(tmp_path: Path) -> None:
     """The steering side's batch size: full batches while no unit of the queue has ended (a worker hands back
     what it has not started after the hold, so they do not wait for each other), as many units as fit in
