@@ -145,8 +145,8 @@ class Worker(LeasedWorker):
                 return "end" if self.stop_signal is None else "stop"
             if not first and len(waiting) > 1 and time.monotonic() >= holding.until:
                 mine = (len(waiting) + 1) // 2
-                self.queue.give_back(self.name, batch, waiting[:mine], waiting[mine:])
-                waiting = waiting[:mine]
+                if self._give_back(batch, waiting[:mine], waiting[mine:]):
+                    waiting = waiting[:mine]
                 holding.until = time.monotonic() + HOLD_SECONDS
             first = False
             (name, entry), waiting = waiting[0], waiting[1:]
@@ -174,8 +174,22 @@ class Worker(LeasedWorker):
         if holding is None or holding.running is None or not holding.rest \
                 or time.monotonic() < holding.since + HOLD_SECONDS:
             return
-        self.queue.give_back(self.name, holding.batch, [holding.running], holding.rest)
-        holding.rest = []
+        if self._give_back(holding.batch, [holding.running], holding.rest):
+            holding.rest = []
+        else:
+            holding.since = float("inf")  # not again for this unit
+
+    def _give_back(self, batch: str, kept: list[tuple[str, dict[str, Any]]],
+                   rest: list[tuple[str, dict[str, Any]]]) -> bool:
+        """Hand ``rest`` back into the queue; False when the shared file system refused (the worker then runs
+        them itself: a part written before the error is a claim of its own, which the steering process puts back
+        once this worker is gone, without what it ran)."""
+        try:
+            self.queue.give_back(self.name, batch, kept, rest)
+        except OSError as e:
+            logger.warning("Cannot hand units of %s back to the queue (%s): running them here", batch, e)
+            return False
+        return True
 
     def _told_to_stop(self) -> bool:
         """Between the units of a batch, at most every :data:`STOP_CHECK` seconds: whether the queue or this
