@@ -132,7 +132,6 @@ class PilotSystem(PooledSystem):
             self._track(pool, name, job)
             job.job_id = ""
             job.carrier = ""
-            job.measured = None
             if not pool.staged:
                 pool.staged_since = time.monotonic()
             pool.staged.append((name, entry))

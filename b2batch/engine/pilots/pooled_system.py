@@ -67,6 +67,7 @@ class PooledSystem(WorkerJobs):
 
     def _track(self, pool: UnitPool, name: str, job: Job) -> None:
         pool.members[name] = job
+        job.measured = None  # an earlier run's figures (a unit queued again) are not this run's
         self._pool_of[id(job)] = (pool, name)
         job.placement = {"queue": str(pool.queue.root), "unit": name}
 
