@@ -83,6 +83,7 @@ def run_calls(call_file: str, result_file: str, import_path: list[str] | None = 
     ``Parallel``'s task files and logs) are relative to it, not to the job entry point's package folder."""
     import cloudpickle
 
+    _no_json_result()
     if base_dir:
         base_folder.pin_base_dir(base_dir)
     _add_paths(import_path or [])
@@ -111,6 +112,14 @@ def run_calls(call_file: str, result_file: str, import_path: list[str] | None = 
         return RESULT_UNWRITABLE
     _write(target, payload)
     return 0
+
+
+def _no_json_result() -> None:
+    """Calls write no ``result.json`` (their result is the pickle): in a worker's runner, say so to the worker,
+    whose log line then tells the steering process not to look for one."""
+    runner = sys.modules.get("b2batch.engine.pilots.unit_processes")  # loaded where a worker runs units
+    if runner is not None:
+        runner.hand_result(None)
 
 
 def _run_packed(payload: bytes) -> Outcome:
@@ -160,6 +169,7 @@ def run_pack(call_file: str, result_file: str, import_path: list[str] | None = N
     """Run a pack of submissions (``call_file``: a pickled list of pickled call lists), each on its own: one
     raising does not stop the others. Write their :class:`PackOutcome` to ``result_file``; exit 0 once it is
     written (the calls' exceptions are in it), :data:`RESULT_UNWRITABLE` if it could not be."""
+    _no_json_result()
     if base_dir:
         base_folder.pin_base_dir(base_dir)
     _add_paths(import_path or [])

@@ -213,7 +213,7 @@ class Executor:
         numbers = f"#{number}" if last is None or last == number else f"#{number}-{last}"
         job = Job(key=key, name=f"{label or self.name} {numbers}", family=label or self.name, system=self.system,
                   files=files, config=self.config, params={"call": str(number)}, unit=unit,
-                  bootstrap=self._bootstrap, settings_key=self.settings)
+                  bootstrap=self._bootstrap, settings_key=self.settings, journaled=False)
         job.files.make_folders()
         with open(job.unit["args"][0], "wb") as f:  # the call file
             f.write(payload)

@@ -84,6 +84,9 @@ def _run_folder(name: str) -> bool:
     return name.startswith("_") or name == "arrays"
 
 
+_UNKNOWN = object()  # a result not handed over in a worker's log line: read from its file
+
+
 def _as_path_text(path: str | os.PathLike[str]) -> str:
     """``str(Path(path))`` without making a Path when the text is already in that form (a run makes these for
     every job)."""
@@ -112,7 +115,7 @@ class JobFiles:
     :meth:`path_of`'s text.
     """
 
-    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit")
+    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit", "_result")
 
     def __init__(self, folder: str | os.PathLike[str], log_folder: str | os.PathLike[str]) -> None:
         # as Path would print them (no doubled or trailing slash), kept as text
@@ -124,6 +127,8 @@ class JobFiles:
         self._made = False
         #: The exit code once read: a job writes it last and once; reset() forgets it for the next job.
         self._exit: int | None = None
+        #: The result as its unit handed it to its worker (the worker's log line), instead of ``result.json``.
+        self._result: Any = _UNKNOWN
 
     @classmethod
     def at(cls, task_file_dir: str | os.PathLike[str], family: str, key: str,
@@ -221,6 +226,7 @@ class JobFiles:
         logs as ``.previous``, so that each job starts with empty logs."""
         self.make_folders()
         self._exit = None
+        self._result = _UNKNOWN
         if not self.fresh:
             for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled,
                           self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss"):
@@ -362,7 +368,14 @@ class JobFiles:
         except OSError:
             return ""
 
+    def known_result(self, result: dict[str, Any] | None) -> None:
+        """The result the job's unit handed to its worker, which said it in its log line (None: the unit has no
+        result): taken from there, no ``result.json`` is looked for."""
+        self._result = result
+
     def read_result(self) -> dict[str, Any] | None:
+        if self._result is not _UNKNOWN:
+            return self._result
         try:
             return json.loads(_read_text(self.path_of("result")))
         except (OSError, ValueError):

@@ -66,6 +66,11 @@ class Job:
     #: Whether its batch system wrote the journal already, before the job went anywhere a later steering
     #: process could not find it otherwise (a pilot's or bundle's unit: before it enters the queue).
     journal_written: bool = False
+    #: Whether a later steering process may follow the job by its journal (``submission.json``). False for jobs
+    #: that no later process looks for (a calls executor's: each executor has a work dir of its own): their
+    #: journal is not looked for, and a unit of them in a pilot or bundle writes none (a job of its own still
+    #: does: its batch job id is there for the user).
+    journaled: bool = True
     #: The worker job that runs this unit, e.g. "pilot job 123 on slurm (log: ...)"; empty for own jobs.
     carrier: str = ""
     #: Units with the same (non-None) key have the same settings: what depends on them only is computed once

@@ -146,7 +146,7 @@ class Run:
         and the next poll reports its end; submitting it again would run its work twice. Only a job that ended
         badly goes again, and one whose front-end saw it ended (``job.earlier_ended``: e.g. its outputs were
         removed since)."""
-        if job.earlier_ended:
+        if job.earlier_ended or not job.journaled:
             return False
         files = job.files
         intent = files.read_intent()

@@ -41,6 +41,12 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
     assert isinstance(error.__cause__, RemoteTraceback) and "in square" in error.__cause__.text
     assert any("square #1" in note and "stderr" in note for note in error.__notes__)
     assert work_dir.is_dir(), "a failed call keeps the work dir for its logs"
+    # A job of its own keeps its journal (its batch job id, for the user); a unit in a pilot or bundle writes
+    # none (no later steering process follows a call), and no call writes a result.json (its result is a pickle)
+    units = sorted((work_dir / "jobs").iterdir())
+    assert units and not list(work_dir.glob("jobs/*/result.json"))
+    journals = list(work_dir.glob("jobs/*/submission.json"))
+    assert len(journals) == (len(units) if not settings else 0), journals
 
 
 def test_short_calls_are_packed_with_each_value_and_exception_their_own() -> None:

@@ -39,6 +39,9 @@ KNOWN: dict[str, dict[str, str]] = {
                                              "with block (base_dir_pinned); a run's own is RunConfig.base_dir; "
                                              "tests and users name theirs with $B2BATCH_BASE_DIR"},
     "luigi_frontend/task_on_node.py": {"global _active_spec": "the job spec of the one task this node process runs"},
+    "engine/pilots/unit_processes.py": {"global _hand_over": "set only in a worker's runner process: what the one "
+                                        "unit it runs at a time hands back to its worker (its result), cleared "
+                                        "before each unit; no steering process has one"},
     "luigi_frontend/task.py": {"global _params_generation": "bumped when a parameter is added to a class after first use, so "
                                              "the per-class parameter cache never goes stale"},
     "remote/existence.py": {"_session": "a ContextVar: scoped per context and reset by its with block, not shared"},

@@ -254,10 +254,12 @@ class Worker(LeasedWorker):
         code = 128 - code if code < 0 else code
         # The unit's own figures (its process and all it waited for) go into its line of the log, after its exit
         # code's file: every unit has numbers even where the batch system's accounting is off (engine.usage).
+        # A result the unit handed over (unit_processes.hand_result) goes into the line too, instead of a file.
         _write(files["exit_code"], f"{code}\n")
         self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
                                             "ended": time.time(), "exit_code": code,
-                                            "usage": figures(time.monotonic() - begin, cpu, max_rss, self.host)})
+                                            "usage": figures(time.monotonic() - begin, cpu, max_rss, self.host),
+                                            **(runner.handed if runner is not None else {})})
         self.ran += 1
         return "done"
 

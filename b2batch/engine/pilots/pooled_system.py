@@ -62,7 +62,8 @@ class PooledSystem(WorkerJobs):
         """Write the unit's journal (its queue and name there) before it enters the queue: a steering process
         killed right after the unit went in leaves a journal by which the next one finds it, not a second unit."""
         job.placement = {"queue": str(pool.queue.root), "unit": name}
-        job.files.record_submission(job.system, "", job.placement)
+        if job.journaled:
+            job.files.record_submission(job.system, "", job.placement)
         job.journal_written = True
 
     def _track(self, pool: UnitPool, name: str, job: Job) -> None:
@@ -160,6 +161,8 @@ class PooledSystem(WorkerJobs):
                 job.measured = line["usage"]
             if isinstance(line.get("exit_code"), int):
                 job.files.known_exit_code(line["exit_code"])  # written to its file before this line
+            if "result" in line:  # handed over by the unit instead of its result file
+                job.files.known_result(line["result"])
             by_files = status_of_files(job.files)  # a unit's end is its exit code alone
             changes[job] = JobState(JobStatus.aborted if by_files is None else by_files)
 

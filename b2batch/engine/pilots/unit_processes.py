@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes  # here, not in each unit's child: importing it there cost ~4 ms of CPU per unit
 import importlib
+import json
 import logging
 import os
 import pickle
@@ -47,6 +48,23 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, si
 #: Units a runner runs before it is replaced by a fresh one.
 RUNNER_UNITS = 1000
 _HEADER = struct.Struct("!I")
+#: In a runner process: what its running unit handed to the worker (:func:`hand_result`); None elsewhere.
+_hand_over: dict[str, Any] | None = None
+
+
+def hand_result(result: dict[str, Any] | None) -> bool:
+    """Give the running unit's result (a small JSON-able dict, or None: the unit has none) to the worker that
+    runs it, which puts it into the unit's line of its log, where the steering process reads it: no result file
+    per unit. False when this process is no runner (a unit in a process of its own, a job of its own): the unit
+    writes its result file then."""
+    if _hand_over is None:
+        return False
+    try:
+        json.dumps(result)  # it goes into a JSON line
+    except (TypeError, ValueError):
+        return False
+    _hand_over["result"] = result
+    return True
 
 
 def run_unit(unit: dict[str, Any]) -> int:
@@ -182,8 +200,11 @@ def _max_rss(children: bool) -> int:
 
 
 def _serve(requests: int, replies: int, job_id: str, parent: int, mask: set[int]) -> None:
-    """The runner's loop: run each unit the worker sends, answer with its exit code, CPU time and peak RSS;
-    end when the worker closes the pipe or the runner is to be replaced."""
+    """The runner's loop: run each unit the worker sends, answer with its exit code, CPU time and peak RSS (and
+    the result it handed over, if it did); end when the worker closes the pipe or the runner is to be
+    replaced."""
+    global _hand_over
+    _hand_over = handed = {}
     _child_setup(parent)
     unwind_on_sigterm()  # also while it waits for a unit: a SIGTERM then ends it
     handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
@@ -197,6 +218,7 @@ def _serve(requests: int, replies: int, job_id: str, parent: int, mask: set[int]
         if entry is None:
             return
         before = os.times()
+        handed.clear()
         try:
             _redirect(entry["files"])
             code = _run_logged(entry, job_id, host)
@@ -216,7 +238,8 @@ def _serve(requests: int, replies: int, job_id: str, parent: int, mask: set[int]
         cpu = after.user + after.system - before.user - before.system
         waited = after.children_user + after.children_system - before.children_user - before.children_system
         retire = stopped or served == RUNNER_UNITS or baseline.misbehaved()
-        _send(replies, {"code": code, "cpu": cpu + waited, "max_rss": _max_rss(waited > 0), "retire": retire})
+        _send(replies, {"code": code, "cpu": cpu + waited, "max_rss": _max_rss(waited > 0), "retire": retire,
+                        **handed})
         if retire:
             return
 
@@ -257,6 +280,8 @@ class Runner:
         self._requests = -1
         self._replies: Any = None
         self.reported_cpu = 0.0  # CPU seconds of its units already reported (for a runner that dies)
+        #: What its last unit handed over ({"result": ...}), from its answer; empty when it handed nothing.
+        self.handed: dict[str, Any] = {}
 
     def start(self, parent: int, mask: set[int]) -> None:
         """Fork the runner (with the stop signals blocked by the caller: ``mask`` is the mask to restore)."""
@@ -293,6 +318,7 @@ class Runner:
         return True
 
     def send(self, entry: dict[str, Any]) -> None:
+        self.handed = {}
         _send(self._requests, entry)
 
     def waitables(self) -> list[Any]:
@@ -303,6 +329,7 @@ class Runner:
         message = _receive(self._replies)
         if message is not None:
             self.reported_cpu += message["cpu"]
+            self.handed = {"result": message["result"]} if "result" in message else {}
         return message
 
     def reap(self) -> tuple[int, Any]:

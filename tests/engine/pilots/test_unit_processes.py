@@ -107,6 +107,23 @@ def test_a_unit_that_asks_for_a_fresh_process_gets_one(workers: Workers) -> None
     assert workers.stdout("b").endswith("out:b\n") and workers.stderr("b") == "err:b\n"
 
 
+def test_a_result_a_unit_hands_over_comes_back_in_its_line_of_the_log(workers: Workers) -> None:
+    """A unit in a runner hands its result to the worker, whose log line carries it (no file of its own); the
+    next unit's line has none of it; a unit in a process of its own cannot hand one over (it writes its file)."""
+    seen = workers.folder / "seen.jsonl"
+    workers.put("a", {"call": "unitrunner_units:hands", "args": [str(seen), "a"]})
+    workers.put("b", {"call": "unitrunner_units:report", "args": [str(seen), "b"]})
+    workers.put("c", {"call": "unitrunner_units:hands", "args": [str(seen), "c"], "fresh_process": True})
+    workers.put("d", {"call": "unitrunner_units:hands", "args": [str(seen), "d"]})
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    done = workers.queue.take_done()
+    assert done["a"]["result"] == {"tag": "a"} and done["d"]["result"] == {"tag": "d"}
+    assert "result" not in done["b"] and "result" not in done["c"]
+    assert {tag: line["handed"] for tag, line in reports(seen).items() if "handed" in line} == {
+        "a": True, "c": False, "d": True}
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
 def test_a_stop_signal_stops_a_call_unit_which_unwinds(workers: Workers, signum: int) -> None:
     """SIGUSR1 (the batch system's warning) puts the call back; SIGTERM before the allocation's end (scancel from

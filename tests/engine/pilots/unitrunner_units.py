@@ -51,3 +51,13 @@ def close_stdout(path: str) -> int:
     report(path, "closer")
     sys.stdout.close()
     return 0
+
+
+def hands(path: str, tag: str) -> int:
+    """Hand ``{"tag": tag}`` to the worker as this unit's result; note in ``path`` whether that was possible."""
+    from b2batch.engine.pilots import unit_processes
+
+    handed = unit_processes.hand_result({"tag": tag})
+    with open(path, "a") as f:
+        f.write(json.dumps({"tag": tag, "handed": handed}) + "\n")
+    return 0
