@@ -263,7 +263,7 @@ class Executor:
             return
         deadline = time.monotonic() + 5.0  # pilots with their queue in the work dir leave it within moments
         while any(self.work_dir.glob("_pilots/*/workers/*.json")) and time.monotonic() < deadline:
-            time.sleep(0.1)
+            time.sleep(0.02)
         shutil.rmtree(self.work_dir, ignore_errors=True)
 
     # --- the executor's thread -----------------------------------------------------------------------
@@ -476,5 +476,5 @@ class _ExecutorSteering(Steering):
         return Step.STOP if self.closing and idle else Step.WAIT
 
     def pause(self, run: Run) -> None:
-        self.executor._wake.wait(run.poll_pause)
+        run.wait(wake=self.executor._wake)
         self.executor._wake.clear()

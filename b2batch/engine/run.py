@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -41,6 +42,10 @@ logger = logging.getLogger(__name__)
 def _ended_badly(files: JobFiles) -> bool:
     """Whether the job in ``files`` wrote an exit code other than 0 (read only where an earlier job is known)."""
     return written_exit_code(files) not in (None, 0)
+
+
+#: How often a run waiting between two polls asks its batch systems for news (:meth:`Run.wait`), in seconds.
+NEWS_STEP = 0.02
 
 
 class Run:
@@ -357,7 +362,26 @@ class Run:
             except Exception:  # an account of the run must still be given
                 logger.exception("Could not close the batch system %s", system.name)
 
-    def wait(self, seconds: float | None = None) -> None:
-        """Pause between two polls."""
-        time.sleep(self.poll_pause if seconds is None else seconds)
+    def wait(self, seconds: float | None = None, wake: threading.Event | None = None) -> None:
+        """Pause between two polls (the poll pause, or ``seconds``), until ``wake`` is set, or until a batch
+        system has news (:meth:`BatchSystem.news <b2batch.engine.system.BatchSystem.news>`, looked at every
+        :data:`NEWS_STEP` seconds): a unit of local pilots that ended is seen within moments, not a pause later."""
+        pause = self.poll_pause if seconds is None else seconds
+        watched = [system for system in self.systems.values() if system.watched()]
+        if not watched:
+            if wake is not None:
+                wake.wait(pause)
+            else:
+                time.sleep(pause)
+            return
+        deadline = time.monotonic() + pause
+        while (left := deadline - time.monotonic()) > 0:
+            step = min(NEWS_STEP, left)
+            if wake is not None:
+                if wake.wait(step):
+                    return
+            else:
+                time.sleep(step)
+            if any(system.news() for system in watched):
+                return
 

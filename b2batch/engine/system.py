@@ -28,9 +28,21 @@ class BatchSystem(abc.ABC):
     #: with ``job.config[name]``: units that differ in one of them never share a pilot or bundle job, and
     #: units that differ only in other settings (e.g. another system's options) do.
     job_settings: ClassVar[tuple[str, ...]] = ()
+    #: Whether its jobs run on this machine: their files are on a local file system, cheap to look at often.
+    on_this_host: ClassVar[bool] = False
 
     def __init__(self, run: Run) -> None:
         self.run = run
+
+    def watched(self) -> bool:
+        """Whether :meth:`news` can be True: a run waiting between polls then asks it every few milliseconds."""
+        return False
+
+    def news(self) -> bool:
+        """Whether the next poll may have something new to hand back (a unit that ended), looked at cheaply: a run
+        that waits between two polls asks every few milliseconds and polls at once when it is True. Default:
+        False (the run waits its whole poll pause)."""
+        return False
 
     def groups(self, jobs: list[Job]) -> list[list[Job]]:
         """How waiting jobs go to the batch system: one group per submission (default: one job each)."""

@@ -231,6 +231,7 @@ class LocalSystem(BatchSystem):
 
     name = "local"
     job_settings = WRAPPER_SETTINGS
+    on_this_host = True
 
     def __init__(self, run: Any) -> None:
         super().__init__(run)

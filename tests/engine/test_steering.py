@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import threading
+import time
 from pathlib import Path
 
 from b2batch.engine.jobconfig import NO_SETTINGS
@@ -110,3 +112,37 @@ def test_every_front_end_drives_its_run_with_the_engines_loop() -> None:
 def test_the_luigid_path_still_polls_through_task_jobs() -> None:
     text = (PACKAGE / "luigi_frontend" / "jobs.py").read_text()
     assert "class JobTaskProcess" in text and "self.jobs.poll()" in text
+
+
+class _Watched:
+    """A batch system that has news once ``news_at`` (monotonic) has passed."""
+
+    def __init__(self, run: Run, news_at: float, watched: bool = True) -> None:
+        self.run, self.news_at, self._watched, self.asked = run, news_at, watched, 0
+
+    def watched(self) -> bool:
+        return self._watched
+
+    def news(self) -> bool:
+        self.asked += 1
+        return time.monotonic() >= self.news_at
+
+
+def test_a_wait_between_polls_ends_when_a_watched_system_has_news() -> None:
+    """A unit of local pilots that ended is polled for within moments, not a poll pause later; a system that
+    cannot have news is not asked, and the run waits its pause."""
+    run = Run(poll_pause=30)
+    system = run.add_system("watched", lambda r: _Watched(r, time.monotonic() + 0.2))  # type: ignore[arg-type]
+    begin = time.monotonic()
+    run.wait()
+    assert 0.2 <= time.monotonic() - begin < 10 and system.asked >= 2
+    woken = threading.Event()
+    woken.set()
+    begin = time.monotonic()
+    run.wait(wake=woken)  # a front-end's request wakes it too
+    assert time.monotonic() - begin < 10
+    quiet = Run(poll_pause=0.3)
+    unwatched = quiet.add_system("quiet", lambda r: _Watched(r, 0.0, watched=False))  # type: ignore[arg-type]
+    begin = time.monotonic()
+    quiet.wait()
+    assert time.monotonic() - begin >= 0.3 and unwatched.asked == 0

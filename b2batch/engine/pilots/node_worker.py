@@ -109,7 +109,7 @@ class Worker(LeasedWorker):
                             or (idle >= DRAIN_GRACE and self.queue.is_drained())):
                         break
                     time.sleep(max(0.0, min(pause, self.config.idle_timeout - idle)))
-                    pause = min(pause * 2, 1.0, self.beat_interval)
+                    pause = min(pause * 2, self.config.idle_pause, self.beat_interval)
                     continue
                 pause = FIRST_PAUSE
                 going = self.run_batch(*claimed)

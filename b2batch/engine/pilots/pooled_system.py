@@ -94,6 +94,13 @@ class PooledSystem(WorkerJobs):
         return {"key": job.key, "name": job.name, "unit": unit,
                 "files": {"exit_code": exit_code, "stdout": stdout, "stderr": stderr}}
 
+    def watched(self) -> bool:
+        return self.inner.on_this_host  # a cluster's shared file system is not listed every few milliseconds
+
+    def news(self) -> bool:
+        """Whether a worker of this machine wrote to its log since the last poll."""
+        return any(pool.members and pool.queue.has_news() for pool in self.pools.values())
+
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes: dict[Job, JobState] = {}
         ended = self._ended_carriers()

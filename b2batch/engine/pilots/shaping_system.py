@@ -251,6 +251,12 @@ class ShapingSystem(BatchSystem):
     def _shape_name(self, target: BatchSystem) -> str:
         return {id(self.pilots): "pilots", id(self.bundles): "bundles"}.get(id(target), "job_per_task")
 
+    def watched(self) -> bool:
+        return self.pilots.watched()
+
+    def news(self) -> bool:
+        return self.pilots.news() or self.bundles.news()
+
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes: dict[Job, JobState] = {}
         if self.pilots.pools:

@@ -319,6 +319,21 @@ class WorkQueue(QueueWorkerSide):
             found += lines
         return found
 
+    def has_news(self) -> bool:
+        """Whether a worker's log grew since :meth:`take_log` read it (one listing and a stat per log)."""
+        try:
+            entries = os.listdir(self.done)
+        except OSError:
+            return False
+        for entry in entries:
+            if entry.endswith(".jsonl"):
+                try:
+                    if os.stat(f"{self.done}/{entry}").st_size > self._offsets.get(entry, 0):
+                        return True
+                except OSError:
+                    continue
+        return False
+
     def take_done(self) -> dict[str, dict[str, Any]]:
         """The units whose run ended since the last call, with what the worker said of each run (its job id,
         start, end, exit code)."""

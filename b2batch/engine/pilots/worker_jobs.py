@@ -24,6 +24,10 @@ from b2batch.errors import B2BatchError
 
 logger = logging.getLogger(__name__)
 
+#: The longest idle pause of a worker on the steering host (its queue is a local folder), and the step by which
+#: a closing run looks whether its workers left: a run's end waits for them no longer than that.
+LOCAL_IDLE_PAUSE = 0.05
+
 
 class WorkerJobs(BatchSystem):
     """The worker jobs of the pools of a pooled batch system, run by the batch system ``inner``."""
@@ -59,7 +63,8 @@ class WorkerJobs(BatchSystem):
         spec["worker"] = {"queue": str(pool.queue.root), "idle_timeout": idle_timeout,
                           "heartbeat_timeout": template.config["heartbeat_timeout"],
                           "walltime": template.config["pilot_walltime"],
-                          "unit_seconds": template.config["pilot_task_seconds"], "worker": key}
+                          "unit_seconds": template.config["pilot_task_seconds"], "worker": key,
+                          "idle_pause": LOCAL_IDLE_PAUSE if self.inner.on_this_host else 1.0}
         if self.run.config.workers_end_with_steering:  # a run without --batch: its pilots end with it
             spec["worker"]["steering"] = {"host": socket.gethostname(), "pid": os.getpid(),
                                           "started": process_started(os.getpid())}
@@ -206,7 +211,7 @@ class WorkerJobs(BatchSystem):
                            if key in pool.started and (pool.queue.workers / f"{key}.json").exists()}
                 if not running or time.monotonic() >= deadline:
                     break
-                time.sleep(0.1)
+                time.sleep(LOCAL_IDLE_PAUSE if self.inner.on_this_host else 0.1)
             for pool in self.pools.values():
                 self._cancel_carriers(pool, [pool.carriers[key] for key in running if running[key] is pool],
                                       "still running")

@@ -56,6 +56,9 @@ class WorkerConfig:
     #: The steering process the worker ends with (its host, pid and start time), stopping its unit as a stop
     #: signal does: a run without --batch (None: the worker outlives it, for a restarted run to follow).
     steering: dict[str, Any] | None = None
+    #: The longest pause between two looks at an empty queue (the pauses double up to it): short for workers
+    #: on the steering host, where a look is a local listing and a closing run waits for them to leave.
+    idle_pause: float = 1.0
 
     @classmethod
     def of(cls, spec: dict[str, Any]) -> WorkerConfig:

@@ -143,7 +143,9 @@ def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
     assert queue.take_back_many(["a", "e"]) == {"e"}  # a is claimed: no longer taken back
     queue.cancel("c")  # claimed: the worker is told
     assert queue.is_cancelled("c")
+    assert not queue.has_news()
     queue.started("w", "a", 1.0)
+    assert queue.has_news()  # the worker's log grew: a waiting steering process polls now
     assert queue.held("w") == {"a": True, "c": False}
     queue.finish("w", "a", {"exit_code": 0})
     queue.skip("w", "c")
@@ -156,7 +158,7 @@ def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
     assert queue.waiting() == ["f"] and queue.claims() == {} and queue.held("w") == {}
     assert [(line["name"], line["worker"]) for line in queue.take_log()] == [
         ("a", "w"), ("a", "w"), ("c", "w"), ("f", "w"), ("f", "w")]
-    assert queue.take_log() == []
+    assert queue.take_log() == [] and not queue.has_news()
     other = WorkQueue(queue.root)  # (a worker with a listing of its own; see the next test for this one's)
     other.join("w2")
     assert other.claim("w2")[0] == "b2"
