@@ -473,7 +473,9 @@ class _ExecutorSteering(Steering):
     def step(self, ended: int) -> Step:
         executor = self.executor
         idle = not executor._futures and not executor._waiting and executor._requests.empty()
-        return Step.STOP if self.closing and idle else Step.WAIT
+        if self.closing and idle:
+            return Step.STOP
+        return Step.AGAIN if ended else Step.WAIT  # what ended may let calls go (the probes size the packs)
 
     def pause(self, run: Run) -> None:
         run.wait(wake=self.executor._wake)

@@ -81,6 +81,8 @@ class _Pool:
         self.changed: set[str] = set()
         #: Each running job and when it started, for its usage figures.
         self.started: dict[str, tuple[Job, float]] = {}
+        #: Processes whose end :meth:`any_ended` reported (each once), until they are reaped.
+        self._told: set[int] = set()
 
     def slots(self) -> int:
         return self._slots
@@ -110,6 +112,7 @@ class _Pool:
                 if code is not None:
                     self.ended[job_id] = code
                     del self.running[job_id]
+                    self._told.discard(popen.pid)
                     self.changed.add(job_id)
             for job_id, (process, exit_code_file) in list(self.adopted.items()):
                 if not _running(process):
@@ -124,6 +127,26 @@ class _Pool:
                 self.changed.add(job_id)
                 self.running[job_id] = _start(job.files.wrapper)
                 self.started[job_id] = (job, time.monotonic())
+
+    def any_ended(self) -> bool:
+        """Whether a running job's process ended (looked at without reaping it); its next :meth:`update` then
+        looks at once."""
+        with self.lock:
+            if self._told:  # (a killed job's process is reaped by kill(): forget it)
+                self._told &= {popen.pid for popen in self.running.values()}
+            for popen in self.running.values():
+                if popen.pid in self._told:
+                    continue  # news once: a process not reaped by the next poll makes no busy wait
+                try:
+                    ended = popen.returncode is not None or os.waitid(
+                        os.P_PID, popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+                except ChildProcessError:
+                    ended = True  # reaped elsewhere: update() finds its code
+                if ended:
+                    self._told.add(popen.pid)
+                    self._updated_at = 0.0
+                    return True
+        return False
 
     def _reap(self, job_id: str, popen: subprocess.Popen[bytes]) -> int | None:
         """The wrapper's exit code if it ended (else None); what it used (the wrapper and everything it waited
@@ -248,9 +271,16 @@ class LocalSystem(BatchSystem):
             self._by_id[job.job_id] = job
         self.pool.update(force=True)
 
+    def watched(self) -> bool:
+        return True
+
+    def news(self) -> bool:
+        """Whether a job's process ended (the next poll then looks at once, not an UPDATE_INTERVAL later)."""
+        return self.pool.any_ended()
+
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         """The jobs that started or ended since the last call (the pool looks at its processes at most every
-        UPDATE_INTERVAL seconds)."""
+        UPDATE_INTERVAL seconds, at once when one ended)."""
         self.pool.update()
         found = {}
         for job_id in self.pool.take_changed():

@@ -109,3 +109,18 @@ def test_each_call_of_a_pack_gets_its_own_value_or_exception(tmp_path: Path) -> 
     assert isinstance(error.__cause__, RemoteTraceback) and "in square" in error.__cause__.text
     assert any("calls #11" in note and "calls #10-12" in note and "/x/stderr" in note for note in error.__notes__)
     assert failures == ["call #11 raised ValueError: negative: -3"]
+
+
+def test_the_executors_loop_polls_again_at_once_after_jobs_ended() -> None:
+    """What ended may let calls go (the probes' times size the packs that wait): the executor's thread polls
+    again at once instead of pausing; with nothing ended it pauses, and it stops once closing and idle."""
+    from b2batch.calls.executor import _ExecutorSteering
+    from b2batch.engine.steering import Step
+
+    executor = SimpleNamespace(_futures={1: None}, _waiting=[], _requests=SimpleNamespace(empty=lambda: True))
+    steering = _ExecutorSteering(executor)  # type: ignore[arg-type]
+    assert steering.step(2) is Step.AGAIN and steering.step(0) is Step.WAIT
+    steering.closing = True
+    assert steering.step(0) is Step.WAIT  # a call is still in flight
+    executor._futures = {}
+    assert steering.step(1) is Step.STOP

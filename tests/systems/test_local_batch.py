@@ -385,6 +385,26 @@ def test_local_pool_starts_no_more_than_its_slots_and_answers_waiting_jobs(tmp_p
              20, "all jobs to run, two at a time")
 
 
+def test_a_local_jobs_end_is_news_once_and_the_next_update_looks_at_once(tmp_path: Path) -> None:
+    """A run waiting between polls learns at once that a local job's process ended (not at the pool's next
+    UPDATE_INTERVAL), and only once: a process not reaped yet makes no busy wait."""
+    from b2batch.engine import JobStatus
+    from b2batch.systems.local import _Pool
+
+    gate = tmp_path / "gate"
+    waiter = _script(tmp_path, "wait.sh", f"while [ ! -e {gate} ]; do sleep 0.05; done\n")
+    pool = _Pool(1)
+    job = _StubJob(waiter)
+    job.job_id = pool.submit(job)
+    pool.update(force=True)
+    assert pool.status(job.job_id) == JobStatus.running and not pool.any_ended()
+    gate.touch()
+    wait_for(pool.any_ended, 20, "the job's end to be news")
+    assert not pool.any_ended()  # told once
+    pool.update()  # within UPDATE_INTERVAL of the last look, yet it looks
+    assert pool.status(job.job_id) == JobStatus.successful and not pool.any_ended()
+
+
 def test_a_wrapper_busy_for_an_instant_still_starts(tmp_path: Path) -> None:
     """A job's wrapper that some process still holds open for writing cannot be executed (ETXTBSY): in a
     steering process with threads, a child forked by another thread holds the just-written wrapper until its

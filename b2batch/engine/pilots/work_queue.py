@@ -77,6 +77,7 @@ class WorkQueue(QueueWorkerSide):
     def __init__(self, root: Path | str) -> None:
         super().__init__(root)
         self._offsets: dict[str, int] = {}  # how far each worker's log was read
+        self._news: dict[str, int] = {}  # the size of each worker's log when has_news() last said it grew
         self._batch_of: dict[str, str] = {}  # the steering side: unit name -> the batch it was queued in
 
     # --- the steering side --------------------------------------------------------------------------
@@ -320,19 +321,23 @@ class WorkQueue(QueueWorkerSide):
         return found
 
     def has_news(self) -> bool:
-        """Whether a worker's log grew since :meth:`take_log` read it (one listing and a stat per log)."""
+        """Whether a worker's log grew since :meth:`take_log` read it and since this was last asked (one listing
+        and a stat per log; each growth is news once: a line still being written makes no busy wait)."""
         try:
             entries = os.listdir(self.done)
         except OSError:
             return False
+        news = False
         for entry in entries:
             if entry.endswith(".jsonl"):
                 try:
-                    if os.stat(f"{self.done}/{entry}").st_size > self._offsets.get(entry, 0):
-                        return True
+                    size = os.stat(f"{self.done}/{entry}").st_size
                 except OSError:
                     continue
-        return False
+                if size > max(self._offsets.get(entry, 0), self._news.get(entry, 0)):
+                    self._news[entry] = size
+                    news = True
+        return news
 
     def take_done(self) -> dict[str, dict[str, Any]]:
         """The units whose run ended since the last call, with what the worker said of each run (its job id,
@@ -350,6 +355,7 @@ class WorkQueue(QueueWorkerSide):
             if entry.endswith(".jsonl") and entry[:-6] not in alive and entry[:-6] not in holding:
                 (self.done / entry).unlink(missing_ok=True)
                 self._offsets.pop(entry, None)
+                self._news.pop(entry, None)
 
     def heartbeats(self) -> dict[str, tuple[str, dict[str, Any]]]:
         """Every worker's heartbeat: worker -> (raw text, parsed)."""

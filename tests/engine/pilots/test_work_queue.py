@@ -146,6 +146,7 @@ def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
     assert not queue.has_news()
     queue.started("w", "a", 1.0)
     assert queue.has_news()  # the worker's log grew: a waiting steering process polls now
+    assert not queue.has_news()  # once: a line not read yet makes no busy wait
     assert queue.held("w") == {"a": True, "c": False}
     queue.finish("w", "a", {"exit_code": 0})
     queue.skip("w", "c")
