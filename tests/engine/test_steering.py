@@ -146,3 +146,16 @@ def test_a_wait_between_polls_ends_when_a_watched_system_has_news() -> None:
     begin = time.monotonic()
     quiet.wait()
     assert time.monotonic() - begin >= 0.3 and unwatched.asked == 0
+
+
+def test_a_shaped_local_system_has_the_news_of_its_own_jobs() -> None:
+    """With job_shape auto on local, a unit in a job of its own (a probe) ends in a process of the local
+    system: its end ends the run's wait, as a pilot's log line does."""
+    from b2batch.engine.pilots.shaping_system import ShapingSystem
+    from b2batch.systems.local import LocalSystem
+
+    run = Run(poll_pause=30)
+    shaped = run.add_system("local", lambda r: ShapingSystem(r, LocalSystem(r)))
+    assert shaped.watched() and not shaped.news()
+    shaped.inner.pool.any_ended = lambda: True  # type: ignore[attr-defined]  # a local job's process ended
+    assert shaped.news()

@@ -252,10 +252,12 @@ class ShapingSystem(BatchSystem):
         return {id(self.pilots): "pilots", id(self.bundles): "bundles"}.get(id(target), "job_per_task")
 
     def watched(self) -> bool:
-        return self.pilots.watched()
+        return self.inner.watched() or self.pilots.watched()
 
     def news(self) -> bool:
-        return self.pilots.news() or self.bundles.news()
+        """News of its pilots or bundles, or of the inner system (a unit's job of its own, a worker job that
+        ended)."""
+        return self.pilots.news() or self.bundles.news() or self.inner.news()
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes: dict[Job, JobState] = {}
