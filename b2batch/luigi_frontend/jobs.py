@@ -471,7 +471,9 @@ class TaskJobs:
             self.run.record.update(job, "waiting")
             self._results.append(TaskResult(task, PENDING, "", [tuple(d) for d in result["new_deps"]]))
             return
-        if result is not None and result.get("status") == DONE and exit_code == 0:
+        if exit_code == 0 and (result is None or result.get("status") == DONE):
+            # Without a result, a unit that ended well in a pilot whose worker was lost between the unit's exit
+            # code's file and the line of its log that hands the result over: the task's outputs tell.
             # Local jobs share this host's file system: their outputs are there at once, or never.
             wait = 0.0 if _on_this_host(job) else job.config["output_wait_timeout"]
             deadline = time.monotonic() + wait
