@@ -20,7 +20,7 @@ from joblib.parallel import ParallelBackendBase, SequentialBackend
 
 from b2batch.errors import B2BatchError
 from b2batch.joblib import options as opts
-from b2batch.joblib.options import DISPATCH_ALL
+from b2batch.joblib.options import JOBLIB_N_JOBS
 from b2batch.joblib.batches_on_node import current_level
 
 logger = logging.getLogger(__name__)
@@ -88,12 +88,13 @@ class B2BatchBackend(ParallelBackendBase):
     # --- joblib's protocol ------------------------------------------------------------------------------
 
     def effective_n_jobs(self, n_jobs: int | None) -> int:
-        """How many batches joblib keeps out: ``n_jobs``, or for a negative one (or None) as many as there are,
-        within the throttle."""
+        """The workers joblib cuts its batches for and keeps twice as many batches out for: ``n_jobs``, or for a
+        negative one (or None: everything, within the throttle) :data:`~b2batch.joblib.options.JOBLIB_N_JOBS`,
+        the call then asking for more batches itself (:meth:`one_more_batch`)."""
         if n_jobs == 0:
             raise ValueError("n_jobs == 0 in Parallel has no meaning")
         if n_jobs is None or n_jobs < 0:
-            return DISPATCH_ALL
+            return JOBLIB_N_JOBS
         return int(n_jobs)
 
     def configure(self, n_jobs: int = -1, parallel: Any = None, prefer: Any = None, require: Any = None,
@@ -150,6 +151,20 @@ class B2BatchBackend(ParallelBackendBase):
         if callback is not None:
             future.add_done_callback(callback)
         return future
+
+    def one_more_batch(self) -> bool:
+        """Have joblib dispatch its next batch to :meth:`submit` now, as its own callback does when a batch ended
+        (under its lock, while its input lasts); False when there is none left or the call is being aborted.
+        joblib's private names stay here (``tests/calls/test_joblib_backend.py`` checks that joblib has them)."""
+        parallel = self.parallel
+        lock = getattr(parallel, "_lock", None)
+        if lock is None:
+            return False
+        with lock:
+            if getattr(parallel, "_original_iterator", None) is None or getattr(parallel, "_aborting", True):
+                return False
+            parallel.dispatch_next()
+        return True
 
     def retrieve_result_callback(self, future: Any) -> Any:
         return future.result()

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from b2batch.calls import CallFuture, Executor, RemoteTraceback, pickling
 from b2batch.engine import RunRecord
@@ -51,6 +51,9 @@ MAX_UNIT_BYTES = 64 * 1024 * 1024
 MAX_UNIT_BATCHES = 10_000
 #: Longest pause of the dispatcher thread when nothing wakes it.
 TICK = 0.2
+#: Most calls waiting here for a unit that the dispatcher asks joblib for ahead (n_jobs=-1; see
+#: :meth:`CallBatch._ask_ahead`): what the steering process holds of tiny calls stays bounded.
+MAX_WAITING_CALLS = 100_000
 
 
 @dataclass(eq=False)
@@ -80,7 +83,8 @@ class CallBatch:
     def __init__(self, *, name: str, system: str, settings: dict[str, Any], folder: Path, log_folder: Path,
                  keep_logs: bool, level: int, throttle: int | None, batch_size: int | str, coalesce: bool,
                  delete_task_file_on_load: bool, log_level: int, context_func: Any, record: RunRecord,
-                 window: int = 0, frontend: str = "the joblib backend b2batch") -> None:
+                 window: int = 0, frontend: str = "the joblib backend b2batch",
+                 more: Callable[[], bool] | None = None) -> None:
         self.name = name
         #: How messages name this front-end.
         self.frontend = frontend
@@ -96,6 +100,8 @@ class CallBatch:
         self.delete_task_file_on_load = delete_task_file_on_load
         self.log_level = log_level
         self.context_func = context_func
+        #: Asks the caller (joblib) for its next batch, handed to :meth:`submit`; False when it has none left.
+        self.more = more
         #: Seconds per call as timed in the jobs (None until a unit ended, or a probe ran long).
         self.per_call: float | None = None
         self.failed = False
@@ -161,6 +167,7 @@ class CallBatch:
 
     def _release(self) -> None:
         """Submit units while batches wait and the throttle has room."""
+        self._ask_ahead()
         room = self._room()
         while self._pending and room > 0 and not self._stopping:
             probing = self.coalesce and self._still_probing()
@@ -170,6 +177,33 @@ class CallBatch:
             if members:
                 self._submit(Unit(members, probe=probing))
                 room -= 1
+
+    def _ask_ahead(self) -> None:
+        """With n_jobs=-1, joblib hands over a new batch only as one ends, which keeps few calls out where they are
+        tiny (its window counts batches): ask it for more (``more``) until the batches that wait here make the
+        units the throttle has room for, at most MAX_WAITING_CALLS calls and MAX_UNIT_BATCHES batches. Units are
+        of ``batch_size`` calls, of a batch each, or once the calls are timed of UNIT_SECONDS of them; nothing
+        is asked for while the probes run."""
+        if self.more is None:
+            return
+        if isinstance(self.batch_size, int):
+            per_unit = self.batch_size
+        elif not self.coalesce:
+            per_unit = 0  # a batch each
+        elif self.per_call is None:
+            return  # probing: joblib's own first batches are plenty
+        else:
+            per_unit = max(1, int(UNIT_SECONDS / self.per_call))
+        pending = list(self._pending)
+        batches, calls = len(pending), sum(member.calls for member in pending)
+        wanted = max(1, min(self._room(), MAX_UNIT_BATCHES))
+        while ((calls // per_unit if per_unit else batches) < wanted and calls < MAX_WAITING_CALLS
+               and batches < MAX_UNIT_BATCHES and not self._stopping):
+            if not self.more():
+                self.more = None  # its input is used up
+                return
+            if len(self._pending) > batches:
+                batches, calls = batches + 1, calls + self._pending[-1].calls
 
     def _room(self) -> float:
         if self.throttle is None:

@@ -36,12 +36,17 @@ from b2batch.settings import SETTINGS, get_setting
 
 logger = logging.getLogger(__name__)
 
-#: ``n_jobs`` for "everything" (a negative ``n_jobs``, or None): joblib keeps ``pre_dispatch`` ("2 * n_jobs")
-#: batches out and hands over the next one as each ends. joblib-htcondor's ``sys.maxsize // 2`` reads the whole
-#: input at once (a Python object per call held until its end: 3 GB for a million calls); this keeps at most
-#: 2,000 batches out, enough to fill every pilot and unit (batches grow to up to 10,000 calls once the calls
-#: were timed), so the steering process's memory does not grow with the number of calls.
+#: The most units of a call with a negative ``n_jobs`` (or None: "everything") out at once, within the throttle:
+#: the window of the shaping rule (how many pilots). joblib-htcondor's ``sys.maxsize // 2`` reads the whole input
+#: at once (a Python object per call held until its end: 3 GB for a million calls); here the input is read as
+#: the calls go out, so the steering process's memory does not grow with the number of calls.
 DISPATCH_ALL = 1_000
+#: What joblib is told for "everything": it cuts its batches for this many workers (the end of the input into
+#: 10 x this many) and keeps twice as many batches out before the calls were timed; after that the call asks
+#: joblib for more batches itself (:meth:`~b2batch.joblib.backend.B2BatchBackend.one_more_batch`) until about a
+#: second of calls waits, instead of one batch each time a batch ends. 1,000 here cut 10,000 calls into 10,000
+#: batches of one call each, and kept only 2,000 one-call batches out.
+JOBLIB_N_JOBS = 100
 
 #: Default throttle when ``n_jobs`` is negative ("dispatch everything"), as in joblib-htcondor.
 DEFAULT_THROTTLE = 1000

@@ -128,7 +128,8 @@ def start_batch(backend: B2BatchBackend) -> CallBatch:
                           batch_size=options.batch_size, coalesce=coalesce,
                           delete_task_file_on_load=options.delete_task_file_on_load, log_level=options.log_level(),
                           context_func=options.context_func, record=record, window=window(throttle, n_jobs),
-                          frontend=backend.frontend_name)
+                          frontend=backend.frontend_name,
+                          more=backend.one_more_batch if n_jobs < 0 else None)
     except BaseException:
         watch.close(failed=True, cancelled=True)
         raise

@@ -7,6 +7,8 @@ backend-parametrized tests in test_joblib_conformance.py."""
 from __future__ import annotations
 
 import json
+import logging
+import re
 import os
 import signal
 import time
@@ -189,9 +191,9 @@ def test_joblib_protocol_as_its_own_backends() -> None:
     backend = b2batch.joblib.B2BatchBackend()  # constructs without arguments
     with pytest.raises(ValueError, match="n_jobs == 0"):
         backend.effective_n_jobs(0)
-    # n_jobs=-1: enough batches out that the throttle, not n_jobs, bounds the jobs in flight, but not every call
-    # at once (joblib keeps 2 x this many batches read: the steering memory stays flat for a million calls)
-    assert options.DEFAULT_THROTTLE <= backend.configure(n_jobs=-1) <= 10_000 and backend.configure(n_jobs=3) == 3
+    # n_jobs=-1: joblib cuts its batches for JOBLIB_N_JOBS workers (the call asks it for more batches itself,
+    # test_the_call_asks_joblib_ahead_...), never for every call at once (the steering memory stays flat)
+    assert backend.configure(n_jobs=-1) == options.JOBLIB_N_JOBS and backend.configure(n_jobs=3) == 3
     nested, n_jobs = b2batch.joblib.B2BatchBackend(max_recursion_level=2).get_nested_backend()
     assert isinstance(nested, b2batch.joblib.B2BatchBackend) and nested.level == 1 and n_jobs == -1
     sequential, n_jobs = backend.get_nested_backend()
@@ -204,6 +206,29 @@ def test_joblib_protocol_as_its_own_backends() -> None:
         b2batch.joblib.B2BatchBackend(throttle=[])
     with pytest.raises(SettingError, match="max_resubmisions.*max_resubmissions"):
         b2batch.joblib.B2BatchBackend(max_resubmisions=3)
+
+
+def test_tiny_calls_of_n_jobs_minus_1_go_out_in_a_few_full_units(caplog) -> None:
+    """joblib hands over a batch only as one ends (n_jobs=-1: 2 x JOBLIB_N_JOBS batches out): once the probes
+    timed the calls, the call asks joblib for the rest itself and packs it into a few units, instead of units of
+    the few calls joblib keeps out. (Also the tripwire of joblib's private names in one_more_batch: without
+    them the call asks for nothing and gets many small units.)"""
+    with caplog.at_level(logging.DEBUG, logger="b2batch.joblib.call_batch"), \
+            parallel_config(backend="b2batch", batch_system="local"):
+        values = Parallel()(delayed(square)(i) for i in range(5000))
+    assert values == [i * i for i in range(5000)]
+    found = [re.search(r"a unit of (\d+) batch\(es\), (\d+) call\(s\)( \(a probe\))?;", r.getMessage())
+             for r in caplog.records]
+    units = [(int(m[2]), bool(m[3])) for m in found if m]
+    probes, rest = [calls for calls, probe in units if probe], [calls for calls, probe in units if not probe]
+    assert probes == [1] * options_probes(), units
+    assert sum(probes) + sum(rest) == 5000 and 1 <= len(rest) <= 6 and max(rest) >= 2000, units
+
+
+def options_probes() -> int:
+    from b2batch.joblib.call_batch import PROBE_UNITS
+
+    return PROBE_UNITS
 
 
 def test_parameters_become_each_systems_settings() -> None:
