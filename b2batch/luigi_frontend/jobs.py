@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import luigi
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch.jobscript import base_folder
@@ -27,57 +26,15 @@ from b2batch.engine import Job, JobFiles, Run
 from b2batch.errors import B2BatchError
 from b2batch.luigi_frontend import b2luigi_messages, checkpoint, poison
 from b2batch.luigi_frontend.batch_process import BatchProcess, ProcessSystem
+from b2batch.luigi_frontend.task_systems import batch_system_of, module_file, runs_as_job
 from b2batch.luigi_frontend.grouping import Group, group_of, grouped_parameters, refuse
 from b2batch.luigi_frontend.task_outputs import last_job, missing_outputs, remove_outputs, task_files
 from b2batch.engine.jobconfig import JOB_SETTINGS, JobConfig
-from b2batch.settings import active_profile, get_setting, settings_snapshot
+from b2batch.settings import get_setting, settings_snapshot
 from b2batch.settings.resolve import resolve_job_config, resolve_setting
 
 
-@functools.lru_cache(maxsize=64)
-def module_file(name: str) -> str | None:
-    """The file of the loaded module ``name`` when it was loaded from a file under another name (b2luigi's
-    command imports ``tasks.py`` as ``TaskClasses``): a job cannot import it by its name, it loads the file.
-    None for modules found by their name (and for ``__main__``)."""
-    file = getattr(sys.modules.get(name), "__file__", None)
-    if name == "__main__" or not file or Path(file).stem in ("__init__", name.rpartition(".")[2]):
-        return None
-    return os.path.abspath(file)
-
 logger = logging.getLogger(__name__)
-
-
-def batch_system_of(task: Any, run_value: Any = None) -> Any:
-    """The task's ``batch_system``: its own (an attribute or a method of it or its class), else ``run_value``
-    (the run's: the setting or --batch-system, from its RunConfig), else the settings chain's."""
-    own = getattr(task, "batch_system", None)
-    if callable(own) and getattr(own, "__self__", None) is task:
-        own = own()
-    if own is not None:
-        return own
-    return run_value if run_value is not None else get_setting("batch_system", task=task)
-
-
-def runs_as_job(task: Any, run_batch_system: Any = None) -> bool:
-    """Whether the task becomes a job: not for external tasks (nothing to run), wrapper tasks (only
-    requirements), tasks that ask to stay with ``run_local = True``, and, for a workflow written against
-    b2luigi, tasks whose batch system is ``local`` (b2luigi runs those in luigi's worker process);
-    ``run_batch_system`` is the run's batch_system (None: the settings chain's)."""
-    if getattr(task, "run_local", False):
-        return False
-    if isinstance(task, luigi.WrapperTask):
-        return False
-    if getattr(type(task), "run", None) is None:
-        return False
-    return not (active_profile() == "b2luigi" and _local_system(task, run_batch_system))
-
-
-def _local_system(task: Any, run_batch_system: Any = None) -> bool:
-    """Whether the task's batch system is ``local`` (a bad setting is not: the job's checks name it)."""
-    try:
-        return systems.system_name_of(batch_system_of(task, run_batch_system)) == "local"
-    except Exception:
-        return False
 
 
 @dataclass
@@ -519,47 +476,3 @@ class TaskJobs:
         self._awaiting_outputs.pop(task.task_id, None)
         self.run.settle(job, status == DONE, explanation)
         self._results.append(TaskResult(task, status, explanation))
-
-
-class JobTaskProcess:
-    """Stands in for luigi's task process when luigi's own worker drives the graph (runs with ``luigid``):
-    the task runs as an engine job of the shared :class:`TaskJobs`, its result goes to luigi's queue."""
-
-    use_multiprocessing = True  # so that luigi's worker calls start()
-    timeout_time = None  # jobs have the batch system's own limits
-    exitcode = 0  # results go through the queue; a non-zero exit code would report them twice
-
-    def __init__(self, jobs: TaskJobs, task: Any, result_queue: Any, results: dict[str, TaskResult]) -> None:
-        self.jobs = jobs
-        self.task = task
-        self.result_queue = result_queue
-        self.results = results  # shared by the run's processes: results polled for another task wait there
-        self._alive = False
-
-    def start(self) -> None:
-        self._alive = True
-        self.jobs.start(self.task)
-
-    def run(self) -> None:
-        self.start()
-
-    def is_alive(self) -> bool:
-        if not self._alive:
-            return False
-        for result in self.jobs.poll():
-            self.results[result.task.task_id] = result
-        result = self.results.pop(self.task.task_id, None)
-        if result is None:
-            return True
-        self._alive = False
-        self.result_queue.put((self.task.task_id, result.status, result.explanation, [], result.new_deps))
-        return False
-
-    def terminate(self) -> None:
-        if self._alive:
-            self._alive = False
-            if not self.jobs.run.interrupted:
-                self.jobs.cancel(self.task)
-
-    def join(self, timeout: float | None = None) -> None:
-        """Nothing to wait for: the job is no child process of this one."""

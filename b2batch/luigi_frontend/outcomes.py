@@ -67,7 +67,7 @@ def luigi_outcomes(result: Any, batch: bool, errors: dict[str, str] | None = Non
 
 def _where(task: Any, batch: bool, batch_system: Any = None) -> str:
     """The batch system of a task that would run as a job in a batch run, else "here"."""
-    from b2batch.luigi_frontend.jobs import batch_system_of, runs_as_job
+    from b2batch.luigi_frontend.task_systems import batch_system_of, runs_as_job
     from b2batch.systems import system_name_of
 
     if not batch or not runs_as_job(task, batch_system):

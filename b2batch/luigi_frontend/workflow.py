@@ -18,7 +18,8 @@ from b2batch.engine import Run
 from b2batch.errors import B2BatchError, SettingError, StoppedBySignal
 from b2batch.luigi_frontend import b2luigi_cli, batch_worker, flags, local_on_engine, task_on_node, seam
 from b2batch.luigi_frontend.graph_checks import check_graph, graph
-from b2batch.luigi_frontend.jobs import JobTaskProcess, RunContext, TaskJobs, TaskResult
+from b2batch.luigi_frontend.job_task_process import JobTaskProcess
+from b2batch.luigi_frontend.jobs import RunContext, TaskJobs, TaskResult
 from b2batch.luigi_frontend.task_outputs import discard_partial_outputs
 from b2batch.luigi_frontend.outcomes import luigi_outcomes
 from b2batch.luigi_frontend.graph_outputs import print_dry_run, print_outputs, remove_outputs, task_names, tasks_to_remove

@@ -14,7 +14,8 @@ import pytest
 from luigi.scheduler import DONE, FAILED, PENDING
 
 from b2batch.engine import Run
-from b2batch.luigi_frontend.jobs import TaskResult, runs_as_job
+from b2batch.luigi_frontend.jobs import TaskResult
+from b2batch.luigi_frontend.task_systems import runs_as_job
 from b2batch.engine.steering import Step
 from b2batch.luigi_frontend.graph_runner import GraphRunner
 

@@ -23,6 +23,8 @@ STORE = {"b2batch.settings", "b2batch.settings.resolve", "b2batch.settings.decla
 RESOLVERS = {
     "b2batch.settings.runconfig": "RunConfig of every front-end",
     "b2batch.luigi_frontend.jobs": "TaskJobs.config_of, the luigi front-end's (and b2luigi's) resolver",
+    "b2batch.luigi_frontend.task_systems": "batch_system_of(task): a task's batch_system, else the run's, else the "
+                                           "settings chain's (for TaskJobs and the run's outcomes)",
     "b2batch.calls.executor": "the calls executor's (joblib, Pool): CallSettings",
     "b2batch.farm.farm_pilots": "the farm's: FarmSettings",
     "b2batch.joblib.options": "joblib's backend options over the settings",
