@@ -2,7 +2,7 @@
 """A run without ``--batch``: N trivial tasks + one aggregate that requires them all, ``workers`` 2 (issue 44).
 
 Three sides, each a fresh folder and a fresh interpreter (the whole script is timed: start, imports, the run),
-sides alternating within each round:
+sides alternating within each round; the folders are removed when the bench ends, not between runs:
 
 - ``b2luigi``: the real b2luigi 1.3.0 (the peer venv of tests/peers/install.sh), ``import b2luigi``: luigi's
   own worker (the reference);
@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -77,33 +78,34 @@ def peer_python() -> str:
     return str(Path(root) / "b2luigi" / "bin" / "python")
 
 
-def one_run(side: str, python: str, tasks: int, workers: int, root: Path = ROOT) -> float:
-    """Wall seconds of one run of the workflow in a fresh folder (it must write every output), b2batch's sides
-    with the b2batch of ``root``."""
+def one_run(side: str, python: str, tasks: int, workers: int, parent: str, root: Path = ROOT) -> float:
+    """Wall seconds of one run of the workflow in a fresh folder under ``parent`` (it must write every output),
+    b2batch's sides with the b2batch of ``root``."""
     dropped = ("PYTHONPATH", "B2LUIGI_SETTINGS_JSON", "B2BATCH_SETTINGS")
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     library = "b2luigi" if side == "b2luigi" else "b2batch"
-    with tempfile.TemporaryDirectory(prefix="b2batch-local-runs-") as folder:
-        if side != "b2luigi":
-            env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / SHIM.relative_to(ROOT))])
-        if side == "luigi-worker":
-            settings = Path(folder) / "settings.json"
-            settings.write_text(json.dumps({"local_runs_on_engine": False}))
-            env["B2BATCH_SETTINGS"] = str(settings)
-        script = Path(folder) / "flow.py"
-        script.write_text(SCRIPT.format(library=library, tasks=tasks, workers=workers))
-        start = time.monotonic()
-        done = subprocess.run([python, str(script)], cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=1800)
-        wall = time.monotonic() - start
-        written = len(list(Path(folder).rglob("done.txt")))
-        if done.returncode != 0 or written != tasks or not list(Path(folder).rglob("all.txt")):
-            sys.exit(f"{side} failed (exit {done.returncode}, {written} of {tasks} outputs):\n{done.stderr[-3000:]}")
-        if side == "engine" and "local-pilots" not in done.stderr:
-            sys.exit(f"engine: the run did not go through local pilots:\n{done.stderr[-3000:]}")
-    # The folder's ~12,000 files are gone: let the file system write that out now, not during the next side's run
-    # (on an ext4 mounted with discard, deleting them costs kernel time a while later).
-    os.sync()
+    # Every run's folder stays until the bench ends (main removes them all): deleting a run's ~12,000 files right
+    # after it made the next side's run pay for it (ext4 mounted with discard: kernel time for seconds after the
+    # deletion, os.sync() or not; one engine run took 1.9 s after a fresh folder, 2.6-3.3 s right after an rm).
+    folder = tempfile.mkdtemp(prefix=f"{side}-", dir=parent)
+    if side != "b2luigi":
+        env["PYTHONPATH"] = os.pathsep.join([str(root), str(root / SHIM.relative_to(ROOT))])
+    if side == "luigi-worker":
+        settings = Path(folder) / "settings.json"
+        settings.write_text(json.dumps({"local_runs_on_engine": False}))
+        env["B2BATCH_SETTINGS"] = str(settings)
+    script = Path(folder) / "flow.py"
+    script.write_text(SCRIPT.format(library=library, tasks=tasks, workers=workers))
+    start = time.monotonic()
+    done = subprocess.run([python, str(script)], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=1800)
+    wall = time.monotonic() - start
+    written = len(list(Path(folder).rglob("done.txt")))
+    if done.returncode != 0 or written != tasks or not list(Path(folder).rglob("all.txt")):
+        sys.exit(f"{side} failed (exit {done.returncode}, {written} of {tasks} outputs):\n{done.stderr[-3000:]}")
+    if side == "engine" and "local-pilots" not in done.stderr:
+        sys.exit(f"engine: the run did not go through local pilots:\n{done.stderr[-3000:]}")
+    os.sync()  # what the run wrote goes out now, not during the next side's run
     return wall
 
 
@@ -123,15 +125,24 @@ def main() -> None:
         if not (args.base / "b2batch" / "__init__.py").is_file():
             sys.exit(f"--base: no b2batch package in {args.base}")
         sides.append("engine-base")
+    parent = tempfile.mkdtemp(prefix="b2batch-local-runs-")
+    try:
+        measure(args, sides, parent)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, sides: list[str], parent: str) -> None:
     pythons = {side: peer_python() if side == "b2luigi" else sys.executable for side in sides}
     walls: dict[str, list[float]] = {side: [] for side in sides}
     for round_number in range(1, args.rounds + 1):
         load = os.getloadavg()[0]
         for side in sides:
             if side == "engine-base":
-                walls[side].append(one_run("engine", pythons[side], args.tasks, args.workers, args.base.resolve()))
+                walls[side].append(one_run("engine", pythons[side], args.tasks, args.workers, parent,
+                                             args.base.resolve()))
                 continue
-            walls[side].append(one_run(side, pythons[side], args.tasks, args.workers))
+            walls[side].append(one_run(side, pythons[side], args.tasks, args.workers, parent))
         print(f"round {round_number} (load {load:.2f}): "
               + ", ".join(f"{side} {walls[side][-1]:.2f} s" for side in sides), flush=True)
     medians = {side: statistics.median(walls[side]) for side in sides}
