@@ -27,7 +27,7 @@ SETTING_FIELDS = ("batch_system", "job_shape", "poll_interval", "max_poll_interv
                   "max_scheduler_calls_per_second", "max_array_size", "submission_window",
                   "scheduler_unreachable_timeout", "scheduler_call_timeout", "local_slots", "htcondor_settings",
                   "retry_memory_factor", "retry_time_factor", "max_retry_memory", "max_retry_time",
-                  "max_node_failures")
+                  "max_node_failures", "unit_logs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +67,10 @@ class RunConfig:
     max_retry_time: Any = None
     #: Node failures after which a node is excluded from the run's later submissions (0: never).
     max_node_failures: int = 3
+    #: Where a unit in a pilot or bundle writes its stdout and stderr: ``own`` log files, or ``pilot``: its part
+    #: of its worker's logs (no files per unit; the worker's log line says which bytes). ``auto`` is ``own``
+    #: unless the front-end decides (a run without --batch takes ``pilot``).
+    unit_logs: str = "auto"
     #: The settings the run's command-line flags set (``--batch-system``, ``--workers``): a layer above
     #: ``set_setting`` in the front-end's resolver, and what the node side of the run's jobs sees too.
     flags: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))

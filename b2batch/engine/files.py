@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +114,7 @@ class JobFiles:
     :meth:`path_of`'s text.
     """
 
-    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit", "_result")
+    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit", "_result", "_parts")
 
     def __init__(self, folder: str | os.PathLike[str], log_folder: str | os.PathLike[str]) -> None:
         # as Path would print them (no doubled or trailing slash), kept as text
@@ -129,6 +128,9 @@ class JobFiles:
         self._exit: int | None = None
         #: The result as its unit handed it to its worker (the worker's log line), instead of ``result.json``.
         self._result: Any = _UNKNOWN
+        #: Where a unit that wrote into its worker's logs (the run's ``unit_logs`` "pilot") put its stdout and
+        #: stderr: name -> (the worker's log file, first byte, end); None: the job's own log files.
+        self._parts: dict[str, tuple[str, int, int]] | None = None
 
     @classmethod
     def at(cls, task_file_dir: str | os.PathLike[str], family: str, key: str,
@@ -175,11 +177,13 @@ class JobFiles:
 
     @property
     def stdout(self) -> Path:
-        return Path(self._log_folder, "stdout")
+        """The job's stdout log (a unit's in its worker's logs: that file, see :meth:`log_part`)."""
+        return Path(self._parts["stdout"][0] if self._parts else f"{self._log_folder}/stdout")
 
     @property
     def stderr(self) -> Path:
-        return Path(self._log_folder, "stderr")
+        """The job's stderr log (a unit's in its worker's logs: that file, see :meth:`log_part`)."""
+        return Path(self._parts["stderr"][0] if self._parts else f"{self._log_folder}/stderr")
 
     @property
     def folder_text(self) -> str:
@@ -227,6 +231,7 @@ class JobFiles:
         self.make_folders()
         self._exit = None
         self._result = _UNKNOWN
+        self._parts = None
         if not self.fresh:
             for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled,
                           self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss"):
@@ -381,9 +386,39 @@ class JobFiles:
         except (OSError, ValueError):
             return None
 
-    def stderr_tail(self, lines: int = 20) -> str:
+    def known_log_parts(self, parts: Any) -> None:
+        """Where the job's unit wrote into its worker's logs, as its worker's log line says: ``{"stdout": [file,
+        first byte, end], "stderr": [...]}`` (anything else is ignored: the job's own log files count)."""
         try:
-            with open(self.stderr, errors="replace") as f:
-                return "".join(deque(f, maxlen=lines)).rstrip()
+            found = {name: (str(parts[name][0]), int(parts[name][1]), int(parts[name][2]))
+                     for name in ("stdout", "stderr")}
+        except (KeyError, IndexError, TypeError, ValueError):
+            return
+        self._parts = found
+
+    def log_part(self, name: str) -> tuple[str, int, int] | None:
+        """The unit's part of its worker's log ``name`` (``stdout`` or ``stderr``): (file, first byte, end); None
+        when the job has log files of its own."""
+        return self._parts[name] if self._parts else None
+
+    def read_log(self, name: str, limit: int) -> tuple[bytes, int]:
+        """The last ``limit`` bytes of the job's log ``name`` (its part of its worker's log, for a unit that
+        wrote there) and how many bytes it has in all; (b"", 0) when there is none."""
+        part = self.log_part(name)
+        try:
+            if part:
+                path, first, size = part[0], part[1], max(0, part[2] - part[1])
+            else:  # most jobs write little or nothing: one system call for an empty log
+                path, first, size = self.log_path(name), 0, os.stat(self.log_path(name)).st_size
+            if not size:
+                return b"", 0
+            with open(path, "rb") as f:
+                f.seek(first + max(0, size - limit))
+                return f.read(min(size, limit)), size
         except OSError:
-            return ""
+            return b"", 0
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of the job's stderr (of at most its last 64 KiB)."""
+        data, _size = self.read_log("stderr", 64 * 1024)
+        return "\n".join(data.decode(errors="replace").splitlines()[-lines:]).rstrip()

@@ -116,8 +116,10 @@ class Job:
             lines.append(f"Batch system: {reason}")
         if error:
             lines.append(f"Error: {error}")
-        lines.append(f"stdout: {self.files.stdout}")
-        lines.append(f"stderr: {self.files.stderr}")
+        for name in ("stdout", "stderr"):
+            part = self.files.log_part(name)  # a unit that wrote into its worker's logs: which bytes are its own
+            lines.append(f"{name}: {part[0]} (its part: bytes {part[1]} to {part[2]})" if part else
+                         f"{name}: {getattr(self.files, name)}")
         tail = self.files.stderr_tail()
         if tail:
             lines.append("Last lines of stderr:\n" + tail)

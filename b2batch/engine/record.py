@@ -11,6 +11,7 @@ which lists every job, keeps them all (it sets ``keep_ended`` to None).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter, deque
@@ -192,6 +193,9 @@ class RunRecord:
                     record.job_ids.append(job.job_id)
                 if job.ran:
                     record.started_at, record.ended_at = job.ran
+            part = getattr(job.files, "log_part", lambda name: None)("stdout")
+            if part:  # it wrote into its worker's logs (unit_logs "pilot"): those are the ones to look at
+                record.logs = os.path.dirname(part[0])
             if state == "failed":
                 record.stderr_tail = job.files.stderr_tail(10)
             measured = getattr(job, "measured", None)  # a unit's, from its worker's log; else its wrapper's file

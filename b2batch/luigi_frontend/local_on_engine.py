@@ -11,7 +11,8 @@ the tasks' events ``START``, ``SUCCESS`` and ``FAILURE`` fire in the script's ow
 :func:`ended`), not in the pilot that ran the task, which is told not to fire them (the spec's
 ``events_in_steering``); a failed task's traceback is logged here, as in a batch run (the engine's ERROR line
 with the job's explanation). ``PROCESSING_TIME`` does not fire (the pilot knows the time, this process does
-not); a task's own output goes to its log files. What stays with luigi's worker: ``--test`` (tasks run in
+not); a task's own output goes into its pilot's logs (the setting ``unit_logs`` auto), its part named in a
+failure. What stays with luigi's worker: ``--test`` (tasks run in
 this process, output on the terminal), a central scheduler (``luigid``), the b2luigi profile (b2luigi runs
 local tasks in luigi's worker), graphs with a task that names its own ``batch_system``, and graphs with a task
 class a job cannot load (:func:`jobs_can_load`).
@@ -93,7 +94,11 @@ def engine_config(config: Any, workers: int, shaped: bool) -> Any:
     # --workers tasks at once, as luigi's worker runs them, also beyond the CPUs (local_slots' default)
     slots = max(int(config.local_slots or os.cpu_count() or 1), int(workers))
     # a killed run leaves no pilot running its task, as luigi's worker leaves no task process (a rerun redoes it)
-    return config.replace(batch_system="local", flags=flags, local_slots=slots, workers_end_with_steering=True)
+    # a task's output goes into its pilot's logs (unit_logs auto): no log folder per task, as luigi's worker makes
+    # none; a failed task's message quotes its part
+    logs = "pilot" if config.unit_logs == "auto" else config.unit_logs
+    return config.replace(batch_system="local", flags=flags, local_slots=slots, workers_end_with_steering=True,
+                          unit_logs=logs)
 
 
 def graph_workers(config: Any, workers: int) -> int:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from b2batch.engine import Job
+from b2batch.engine import Job, JobFiles
 
 logger = logging.getLogger(__name__)
 
@@ -39,16 +39,9 @@ LOG_LIMIT = 1 << 20
 SWEEP_INTERVAL = 2.0
 
 
-def _read_log(path: str) -> str:
-    try:
-        if not os.stat(path).st_size:  # most jobs of a pool write nothing: one system call
-            return ""
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - LOG_LIMIT))
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return ""
+def _read_log(files: JobFiles, name: str) -> str:
+    data, size = files.read_log(name, LOG_LIMIT)
+    text = data.decode(errors="replace")
     return text if size <= LOG_LIMIT else f"[... {size - LOG_LIMIT} bytes left out ...]\n{text}"
 
 
@@ -108,7 +101,7 @@ class Packer:
     def pack(self, job: Job, meta: dict[str, Any], answer: bytes | None, state: str, error: str = "") -> None:
         """Append what ``job`` left (``meta``: its chunk; ``answer``: its pickled answer; ``state``: done,
         failed or lost; ``error``: its message and traceback), then remove its folders."""
-        stdout, stderr = _read_log(job.files.log_path("stdout")), _read_log(job.files.log_path("stderr"))
+        stdout, stderr = _read_log(job.files, "stdout"), _read_log(job.files, "stderr")
         self.wrote_stderr = self.wrote_stderr or bool(stderr.strip())
         line = {**meta, "system": job.system, "job_id": job.job_id, "resubmissions": job.resubmissions,
                 "state": state, "error": error, "stdout": stdout, "stderr": stderr}

@@ -134,7 +134,7 @@ NOT_JOB_SHAPING = {
     "use_parameter_name_in_output",
     "batch_system", "local_slots", "poll_interval", "max_poll_interval", "max_resubmissions",
     "resubmit_failed_tasks", "exit_on_failure", "max_jobs_in_flight", "max_scheduler_calls_per_second",
-    "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout",
+    "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout", "unit_logs",
     "output_wait_timeout", "remote_retries", "tasks_per_job", "pilot_jobs", "max_grouping_size", "job_shape",
     "run_summary", "unknown_setting_warnings", "b2luigi_hashing", "process_returns_result", "b2luigi_texts",
     "process_once", "local_runs_send_jobs", "local_runs_on_engine", "workers",

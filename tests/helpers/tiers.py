@@ -31,6 +31,7 @@ PROCESS_FILES = frozenset({
     "test_farm_differential.py", "test_pool_differential.py", "test_joblib_differential.py",  # the real peers
     "test_b2luigi_differential.py", "test_b2luigi_cli.py", "test_b2luigi_cli_test.py",
     "test_docs_paths.py",  # a workflow on each batch system
+    "test_local_runs_on_engine.py",  # workflows without --batch, in local pilots
 })
 #: Single tests elsewhere that run a workflow, a luigid or local jobs.
 PROCESS_TESTS = frozenset({

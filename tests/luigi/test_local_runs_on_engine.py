@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -133,6 +134,26 @@ def test_a_failed_task_shows_its_traceback_fires_failure_here_and_the_run_exits_
     failures = [(pid, rest) for pid, event, rest in events(tmp_path) if event == "FAILURE"]
     assert len(failures) == 1 and failures[0][0] == steering, failures
     assert "Leaf" in failures[0][1] and "leaf 3 is broken" in failures[0][1]
+    # unit_logs auto: the tasks wrote into their pilots' logs (no log folder per task); the failure names the
+    # file and the bytes of the task's part, and quotes the end of that part alone
+    assert not list((tmp_path / "logs").glob("n=*")), sorted(p.name for p in (tmp_path / "logs").iterdir())
+    part = re.search(r"^stderr: (\S+) \(its part: bytes (\d+) to (\d+)\)$", done.stderr, re.M)
+    assert part, done.stderr[-3000:]
+    text = Path(part[1]).read_bytes()[int(part[2]):int(part[3])].decode()
+    assert text.startswith("b2batch: Leaf(n=3) started in job ") and "ValueError: leaf 3 is broken" in text, text
+    failed = [job for job in report(tmp_path)["jobs"] if job["state"] == "failed"]
+    assert [Path(job["stderr"]) for job in failed] == [Path(part[1])], failed  # the report names that file too
+    quoted = done.stderr.split("Last lines of stderr:")[1]
+    assert "Leaf(n=3)" in quoted and not re.search(r"Leaf\(n=[0-245]\)", quoted.split("Luigi Execution")[0])
+
+
+def test_with_unit_logs_own_each_task_has_its_log_files(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_text(json.dumps({"local_runs_on_engine": True, "unit_logs": "own"}))
+    done = run(tmp_path, "--workers", "2", FAIL_N="3")
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "ValueError: leaf 3 is broken" in (tmp_path / "logs" / "n=3" / "Leaf" / "stderr").read_text()
+    assert (tmp_path / "logs" / "n=0" / "Leaf" / "stdout").read_text().startswith("b2batch: Leaf(n=0) started")
+    assert f"stderr: {tmp_path / 'logs' / 'n=3' / 'Leaf' / 'stderr'}\n" in done.stderr
 
 
 def test_with_the_setting_off_luigis_worker_runs_them_in_this_process(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ units of a batch run one after another; the worker notes in its log of the queue
 What a front-end needs loaded (e.g. the workflow script) is loaded once, before :func:`serve`; units then run
 in a child process, a long-lived *runner* that runs one unit after another (or, for a command and a unit that
 asks for it, a child forked for that unit alone): a unit that crashes (a segfault, ``os._exit``) takes
-nothing else down, and each has its own stdout and stderr log, result and exit code
+nothing else down, and each has its own stdout and stderr log (or its part of the worker's, whose first and last
+byte its line of the queue's log names, when the unit's entry gives it no log files), result and exit code
 (:mod:`b2batch.engine.pilots.unit_processes` says what is reset between the units of a runner).
 
 A unit is one of:
@@ -37,6 +38,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
@@ -83,6 +85,8 @@ class Worker(LeasedWorker):
         self.pid = os.getpid()
         self.host = socket.gethostname()
         self.runner = Runner(self.job_id)
+        #: This worker's own stdout and stderr files, where units without log files of their own write.
+        self.logs = own_logs()
         self.next_stop_check = 0.0  # monotonic time of the next look at whether the worker is to stop
         self.holding: Holding | None = None
 
@@ -222,6 +226,7 @@ class Worker(LeasedWorker):
             return "back"
         self.queue.started(self.name, name, started)
         runner = None if needs_fresh_process(unit) else self.runner
+        before = None if "stdout" in files or len(self.logs) < 2 else _sizes()
         if runner is None:
             pid = os.fork()
             if pid == 0:  # the child: never returns
@@ -255,11 +260,18 @@ class Worker(LeasedWorker):
         # The unit's own figures (its process and all it waited for) go into its line of the log, after its exit
         # code's file: every unit has numbers even where the batch system's accounting is off (engine.usage).
         # A result the unit handed over (unit_processes.hand_result) goes into the line too, instead of a file.
+        # A unit that wrote into this worker's logs: which part of them is its own.
         _write(files["exit_code"], f"{code}\n")
+        parts = {}
+        if before is not None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            after = _sizes()
+            parts = {"logs": {name: [self.logs[name], before[name], after[name]] for name in ("stdout", "stderr")}}
         self.queue.finish(self.name, name, {"job_id": self.job_id, "worker": self.name, "started": started,
                                             "ended": time.time(), "exit_code": code,
                                             "usage": figures(time.monotonic() - begin, cpu, max_rss, self.host),
-                                            **(runner.handed if runner is not None else {})})
+                                            **(runner.handed if runner is not None else {}), **parts})
         self.ran += 1
         return "done"
 
@@ -374,6 +386,24 @@ def _reaped(pid: int) -> tuple[int, float, int] | None:
     if not done:
         return None
     return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def own_logs() -> dict[str, str]:
+    """The files this process's stdout and stderr (file descriptors 1 and 2) write to, by name; without the ones
+    that are no regular file (a terminal, a pipe)."""
+    found = {}
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                found[name] = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    return found
+
+
+def _sizes() -> dict[str, int]:
+    """The sizes of this process's stdout and stderr files now."""
+    return {"stdout": os.fstat(1).st_size, "stderr": os.fstat(2).st_size}
 
 
 def _write(path: str, text: str) -> None:

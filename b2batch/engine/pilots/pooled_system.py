@@ -91,6 +91,8 @@ class PooledSystem(WorkerJobs):
         if "job_files" in unit:  # arguments that are the unit's own files (a front-end's unit shared by its jobs)
             unit = {**{k: v for k, v in unit.items() if k != "job_files"},
                     "args": [*unit.get("args", ()), *(files.path_of(name) for name in unit["job_files"])]}
+        if self.run.config.unit_logs == "pilot":  # no log files per unit: its part of its worker's logs
+            return {"key": job.key, "name": job.name, "unit": unit, "files": {"exit_code": exit_code}}
         return {"key": job.key, "name": job.name, "unit": unit,
                 "files": {"exit_code": exit_code, "stdout": stdout, "stderr": stderr}}
 
@@ -170,6 +172,8 @@ class PooledSystem(WorkerJobs):
                 job.files.known_exit_code(line["exit_code"])  # written to its file before this line
             if "result" in line:  # handed over by the unit instead of its result file
                 job.files.known_result(line["result"])
+            if "logs" in line:  # it wrote into its worker's logs, not into files of its own
+                job.files.known_log_parts(line["logs"])
             by_files = status_of_files(job.files)  # a unit's end is its exit code alone
             changes[job] = JobState(JobStatus.aborted if by_files is None else by_files)
 

@@ -88,8 +88,11 @@ def needs_fresh_process(unit: dict[str, Any]) -> bool:
 def _run_logged(entry: dict[str, Any], job_id: str, host: str) -> int:
     """Run the unit of ``entry`` with fds 1 and 2 on its logs (already redirected); its exit code (0-255)."""
     try:
-        print(f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {host} "
-              f"at {datetime.now().astimezone().isoformat(timespec='seconds')}", flush=True)
+        banner = (f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {host} "
+                  f"at {datetime.now().astimezone().isoformat(timespec='seconds')}")
+        print(banner, flush=True)
+        if "stdout" not in entry["files"]:  # in its worker's logs: its part of stderr starts with the line too
+            print(banner, file=sys.stderr, flush=True)
         code = run_unit(entry["unit"])
     except SystemExit as e:
         if e.code is not None and not isinstance(e.code, int):
@@ -108,7 +111,10 @@ def _run_logged(entry: dict[str, Any], job_id: str, host: str) -> int:
 
 
 def _redirect(files: dict[str, str]) -> None:
-    """Point file descriptors 1 and 2 at the unit's stdout and stderr logs (appending; their folder is made)."""
+    """Point file descriptors 1 and 2 at the unit's stdout and stderr logs (appending; their folder is made). A
+    unit whose entry names none writes into its worker's logs (the worker notes which part is the unit's)."""
+    if "stdout" not in files:
+        return
     for fd, path in ((1, files["stdout"]), (2, files["stderr"])):
         try:
             log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -124,6 +124,42 @@ def test_a_result_a_unit_hands_over_comes_back_in_its_line_of_the_log(workers: W
         "a": True, "c": False, "d": True}
 
 
+def test_a_unit_without_log_files_writes_its_part_of_its_workers_logs_which_its_line_names(workers: Workers) -> None:
+    """unit_logs "pilot": an entry that names no stdout and stderr. The unit (in the runner, in a fresh process,
+    or failing) writes into its worker's logs, starting with the line that names it; the worker's line of the
+    queue's log gives the bytes of its part, which JobFiles reads and quotes; no log folder is made."""
+    from b2batch.engine import JobFiles
+
+    seen = workers.folder / "seen.jsonl"
+    units = {"a": {"call": "unitrunner_units:report", "args": [str(seen), "a"]},
+             "b": {"call": "workqueue_units:raises", "args": ["boom-b"]},
+             "c": {"call": "unitrunner_units:report", "args": [str(seen), "c"], "fresh_process": True},
+             "d": {"call": "unitrunner_units:report", "args": [str(seen), "d"]}}
+    for name, unit in units.items():
+        workers.queue.put(name, {"key": name, "name": f"unit {name}", "unit": unit,
+                                 "files": {"exit_code": workers.files(name)["exit_code"]}})
+    workers.start(idle_timeout=0)
+    assert workers.ended(timeout=30) == 0, workers.log()
+    done = workers.queue.take_done()
+    assert {name: workers.exit_code(name) for name in units} == {"a": 0, "b": 1, "c": 0, "d": 0}
+    log = (workers.folder / "w1.log").read_bytes()  # the worker's stdout and stderr (one file here)
+    for name in units:
+        files = JobFiles(folder=workers.folder / "units" / name, log_folder=workers.folder / "logs" / name)
+        files.known_log_parts(done[name]["logs"])
+        path, first, end = files.log_part("stdout")
+        assert path == str(workers.folder / "w1.log") and files.stderr == workers.folder / "w1.log"
+        part = log[first:end].decode()
+        assert part.startswith(f"b2batch: unit {name} started in job "), part
+        others = [other for other in units if other != name]
+        assert not any(f"out:{other}" in part or f"boom-{other}" in part for other in others), part
+        tail = files.stderr_tail()
+        assert (f"err:{name}" in tail) if name != "b" else ("RuntimeError: boom-b" in tail), tail
+    assert not (workers.folder / "logs").exists()  # no unit made a log folder
+    # a JobFiles whose unit said nothing about its logs reads its own files, as before
+    assert JobFiles(folder=workers.folder / "x", log_folder=workers.folder / "nowhere").read_log("stderr", 10) == (
+        b"", 0)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
 def test_a_stop_signal_stops_a_call_unit_which_unwinds(workers: Workers, signum: int) -> None:
     """SIGUSR1 (the batch system's warning) puts the call back; SIGTERM before the allocation's end (scancel from
