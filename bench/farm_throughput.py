@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """``b2batch farm`` against the real PyTaskFarmer, ``xargs -P`` and a raw Slurm job array, in the same run.
 
-Two task lists, each measured in a fresh folder:
+Two task lists, each measured in a fresh folder (all removed when the bench ends, none between rows):
 
 - ``--n-true`` lines of ``true`` (default 10,000): the cost per line of the farm itself;
 - ``--n-sleep`` lines of ``sleep 0.1`` (default 1,000): lines that take some time.
@@ -129,8 +129,9 @@ def local_round(args: argparse.Namespace, base: Path, lists: dict[str, Path], pt
             shown = f"{wall:8.2f} s" if wall is not None else f"  > {timeout:g} s (stopped)"
             log(f"  {what:10s} x{len(source.read_text().splitlines()):<6d} {name:13s} {shown}   CPU {LAST_CPU[0]:6.2f} s   "
                 f"exit {code}, complete {ok}   (load {load:.2f})")
-            if not args.keep:
-                shutil.rmtree(folder, ignore_errors=True)
+            # The row's folder stays until the bench ends (main removes them all): deleting its ~2,000 log files
+            # right after the row made the next row pay for it (ext4 mounted with discard), as in local_runs.py.
+            os.sync()
         results[what] = row
     return results
 

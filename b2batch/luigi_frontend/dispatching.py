@@ -50,6 +50,14 @@ def _in_a_job() -> bool:
     return active_spec() is not None
 
 
+def _writes_to(logs: tuple[Path, Path]) -> bool:
+    """Whether this process's stderr is the file ``logs[1]`` (a unit with log files of its own)."""
+    try:
+        return os.path.samestat(os.fstat(2), os.stat(logs[1]))
+    except OSError:
+        return False
+
+
 def _runs_in_place(task: Any) -> bool:
     """``--test`` (or ``_dispatch_local_execution``): no child process, output to the terminal."""
     if get_setting("_dispatch_local_execution", default=False, task=task):
@@ -71,7 +79,9 @@ def dispatch(run: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _runs_in_place(self):
             return run(self, *args, **kwargs)
-        logs = log_files(self)
+        logs: tuple[Path, Path] | None = log_files(self)
+        if _in_a_job() and not _writes_to(logs):  # its unit writes into its worker's logs (unit_logs "pilot")
+            logs = None
         as_b2luigi = bool(get_setting("b2luigi_texts", task=self))
         try:  # in a job (or a pilot's task process) stdout and stderr are these files already
             environment = _environment_logged(self, logs if as_b2luigi and not _in_a_job() else None)

@@ -208,3 +208,40 @@ def test_a_killed_run_leaves_no_pilot_running_and_the_rerun_redoes_the_half_writ
     assert "its outputs may be partial and do not count: removed" in rerun.stderr, rerun.stderr[:1500]
     assert "* 4 ran successfully" in rerun.stderr, rerun.stderr[-3000:]  # Leaf(n=2) again, the two after it, Sum
     assert (tmp_path / "results" / "n=2" / "leaf.txt").read_text().split()[-1].isdigit()
+
+
+CRASH = '''
+import os
+import signal
+import sys
+
+import b2batch
+
+
+class Crash(b2batch.Task):
+    def output(self):
+        yield self.add_to_output("crash.txt")
+
+    @b2batch.dispatch
+    def run(self):
+        print("the child says hi", file=sys.stderr, flush=True)
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
+if __name__ == "__main__":
+    b2batch.process(Crash())
+'''
+
+
+def test_a_dispatched_run_that_crashes_in_a_local_pilot_names_its_part_of_the_pilots_logs(tmp_path: Path) -> None:
+    """unit_logs auto: the dispatched child writes into its pilot's logs too; its error does not name the task's
+    own log files (there are none), the run's failure names the part, which holds the child's output."""
+    (tmp_path / "crash.py").write_text(CRASH)
+    done = subprocess.run([sys.executable, "crash.py"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True,
+                          timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "the dispatched run() was killed by signal 11 (SIGSEGV); its output is in the job's log files." in done.stderr
+    part = re.search(r"^stderr: (\S+) \(its part: bytes (\d+) to (\d+)\)$", done.stderr, re.M)
+    assert part, done.stderr[-3000:]
+    assert "the child says hi" in Path(part[1]).read_bytes()[int(part[2]):int(part[3])].decode()
+    assert not (tmp_path / "logs" / "Crash").exists()
