@@ -2,7 +2,7 @@
 first exception with its traceback.
 
 A call file holds a cloudpickled list of ``(function, args, kwargs)``; the result file gets a cloudpickled
-:class:`Outcome`. A function of the caller's ``__main__`` (a script or a notebook) travels by value, as
+:class:`Outcome` (a small one, in a pilot's or bundle's runner, goes to the worker instead: :func:`_write`). A function of the caller's ``__main__`` (a script or a notebook) travels by value, as
 cloudpickle does it; other functions are imported by module name, so the caller's ``sys.path`` comes along.
 """
 
@@ -56,7 +56,19 @@ def _add_paths(entries: list[str]) -> None:
             known.add(entry)
 
 
+#: Most bytes of a pickled outcome that a unit in a worker's runner hands to its worker (base64 in the line of the
+#: worker's log, read by the steering process anyway) instead of writing ``result.pkl``.
+HAND_LIMIT = 8192
+
+
 def _write(path: Path, payload: bytes) -> None:
+    """The outcome: handed to the worker when small and in a runner (no file), else written to ``path``."""
+    runner = sys.modules.get("b2batch.engine.pilots.unit_processes")  # loaded where a worker runs units
+    if runner is not None and len(payload) <= HAND_LIMIT:
+        import base64
+
+        if runner.hand_result({"pickled": base64.b64encode(payload).decode("ascii")}):
+            return
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_bytes(payload)
     os.replace(temporary, path)

@@ -23,6 +23,7 @@ calls per job, ``pack=1`` none.
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import itertools
 import logging
@@ -419,6 +420,13 @@ class Executor:
         files = job.outcome.files
         if job.outcome.exit_code is None or files is None:
             return None  # killed or lost: a result file of it could be from a run cut short
+        handed = job.outcome.result  # a small outcome its unit handed to its worker, in the worker's log line
+        if isinstance(handed, dict) and isinstance(handed.get("pickled"), str):
+            try:
+                return pickle.loads(base64.b64decode(handed["pickled"]))
+            except Exception as e:
+                return Outcome(error=CallJobError(f"{job.name}: its result in its worker's log could not be "
+                                                  f"loaded: {type(e).__name__}: {e}"))
         path = files.path_of("result_bytes")  # as text: no Path made per job
         try:
             with open(path, "rb") as f:

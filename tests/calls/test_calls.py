@@ -33,8 +33,9 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
     with Executor("local", name="square", settings=settings) as executor:
         futures = [executor.submit(square, i) for i in (3, -2, 5)]
         batch = executor.submit_calls([(square, (i,), {}) for i in range(4)], label="batch")
+        big = executor.submit(bytes, 20_000)  # its pickled value is over calls_on_node.HAND_LIMIT
         assert futures[0].result(timeout=60) == 9 and futures[2].result(timeout=60) == 25
-        assert batch.result(timeout=60) == [0, 1, 4, 9]
+        assert batch.result(timeout=60) == [0, 1, 4, 9] and big.result(timeout=60) == bytes(20_000)
         error = futures[1].exception(timeout=60)
         work_dir = executor.work_dir
     assert isinstance(error, ValueError) and str(error) == "negative: -2"
@@ -47,6 +48,10 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
     assert units and not list(work_dir.glob("jobs/*/result.json"))
     journals = list(work_dir.glob("jobs/*/submission.json"))
     assert len(journals) == (len(units) if not settings else 0), journals
+    # In a pilot's or bundle's runner a small outcome (a value, an exception) goes to the worker, in its log line,
+    # not into result.pkl; a big one and every job of its own write the file
+    pickles = list(work_dir.glob("jobs/*/result.pkl"))
+    assert len(pickles) == (len(units) if not settings else 1), pickles
 
 
 def test_short_calls_are_packed_with_each_value_and_exception_their_own() -> None:
