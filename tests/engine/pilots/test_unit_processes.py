@@ -213,3 +213,16 @@ def test_a_luigi_task_changes_to_its_class_do_not_reach_the_next_task(tmp_path: 
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_a_result_is_handed_over_only_in_a_runner_and_only_when_it_is_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a runner (a unit in a process of its own, a job of its own) nothing is handed over: the unit writes
+    its file; in a runner, a result that cannot go into a JSON line is refused (the unit writes its file then)."""
+    from b2batch.engine.pilots import unit_processes
+
+    assert unit_processes.hand_result({"status": "DONE"}) is False  # this test process is no runner
+    handed: dict[str, Any] = {}
+    monkeypatch.setattr(unit_processes, "_hand_over", handed)
+    assert unit_processes.hand_result({"values": {1, 2}}) is False and handed == {}
+    assert unit_processes.hand_result({"status": "DONE"}) is True and handed == {"result": {"status": "DONE"}}
+    assert unit_processes.hand_result(None) is True and handed == {"result": None}
