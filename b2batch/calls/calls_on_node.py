@@ -2,8 +2,9 @@
 first exception with its traceback.
 
 A call file holds a cloudpickled list of ``(function, args, kwargs)``; the result file gets a cloudpickled
-:class:`Outcome` (a small one, in a pilot's or bundle's runner, goes to the worker instead: :func:`_write`). A function of the caller's ``__main__`` (a script or a notebook) travels by value, as
-cloudpickle does it; other functions are imported by module name, so the caller's ``sys.path`` comes along.
+:class:`Outcome` (a small one, in a pilot's or bundle's runner, goes to the worker instead: :func:`_write`). A
+function of the caller's ``__main__`` (a script or a notebook) travels by value, as cloudpickle does it; other
+functions are imported by module name, so the caller's ``sys.path`` comes along.
 """
 
 from __future__ import annotations

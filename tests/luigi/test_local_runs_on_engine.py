@@ -240,7 +240,8 @@ def test_a_dispatched_run_that_crashes_in_a_local_pilot_names_its_part_of_the_pi
     done = subprocess.run([sys.executable, "crash.py"], cwd=tmp_path, env=clean_env(), capture_output=True, text=True,
                           timeout=180, stdin=subprocess.DEVNULL)
     assert done.returncode == 1, done.stderr[-3000:]
-    assert "the dispatched run() was killed by signal 11 (SIGSEGV); its output is in the job's log files." in done.stderr
+    said = "the dispatched run() was killed by signal 11 (SIGSEGV); its output is in the job's log files."
+    assert said in done.stderr, done.stderr[-3000:]
     part = re.search(r"^stderr: (\S+) \(its part: bytes (\d+) to (\d+)\)$", done.stderr, re.M)
     assert part, done.stderr[-3000:]
     assert "the child says hi" in Path(part[1]).read_bytes()[int(part[2]):int(part[3])].decode()
