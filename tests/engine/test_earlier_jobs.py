@@ -6,26 +6,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import b2batch
 import pytest
 
 from b2batch.engine import JobState, JobStatus, Run
 from b2batch.engine.outcome import written_exit_code
 from helpers.simulated import Simulated, make_job
+from helpers.made_task import Made
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
 from b2batch.luigi_frontend.task_outputs import task_files
 from luigi.scheduler import DONE
-
-
-class Made(b2batch.Task):
-    n = b2batch.IntParameter()
-    batch_system = "local"
-
-    def output(self):
-        yield self.add_to_output("made.txt")
-
-    def run(self):
-        Path(self.get_output_file_name("made.txt")).write_text("made")
 
 
 def earlier_job(task: Made, exit_code: int) -> None:

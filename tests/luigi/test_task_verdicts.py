@@ -5,24 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import b2batch
 import pytest
 from luigi.scheduler import DONE, FAILED
 
 from b2batch.engine import JobStatus, Run
 from b2batch.engine.outcome import JobOutcome
 from b2batch.luigi_frontend.jobs import RunContext, TaskJobs
-
-
-class Made(b2batch.Task):
-    n = b2batch.IntParameter()
-    batch_system = "local"
-
-    def output(self):
-        yield self.add_to_output("made.txt")
-
-    def run(self):
-        Path(self.get_output_file_name("made.txt")).write_text("made")
+from helpers.made_task import Made
 
 
 def verdict(task: Made, exit_code: int, result: dict[str, Any] | None, written: bool) -> tuple[str, str]:
