@@ -71,7 +71,11 @@ def _write(path: Path, payload: bytes) -> None:
         if runner.hand_result({"pickled": base64.b64encode(payload).decode("ascii")}):
             return
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_bytes(payload)
+    try:
+        temporary.write_bytes(payload)
+    except FileNotFoundError:  # a unit whose input came in its entry has no job folder yet
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(payload)
     os.replace(temporary, path)
 
 
@@ -88,9 +92,20 @@ def _dump_error(error: BaseException, index: int | None, text: str) -> bytes:
         return cloudpickle.dumps(Outcome(error=stand_in, index=index, traceback=text))
 
 
+def _load(source: Path, inline: bytes | None, delete_on_load: bool) -> Any:
+    """The pickled calls: carried in the unit's entry (``inline``), else read from their file."""
+    if inline is not None:
+        return pickle.loads(inline)
+    calls = pickle.loads(source.read_bytes())
+    if delete_on_load:
+        source.unlink(missing_ok=True)
+    return calls
+
+
 def run_calls(call_file: str, result_file: str, import_path: list[str] | None = None,
-              delete_on_load: bool = False, base_dir: str | None = None) -> int:
-    """Run the calls of ``call_file`` and write their :class:`Outcome` to ``result_file``; the exit code.
+              delete_on_load: bool = False, base_dir: str | None = None, inline: bytes | None = None) -> int:
+    """Run the calls of ``call_file`` (or of ``inline``, its bytes carried in a pilot's entry) and write their
+    :class:`Outcome` to ``result_file``; the exit code.
 
     ``base_dir`` is the caller's base folder: relative folders of settings used by calls in the job (a nested
     ``Parallel``'s task files and logs) are relative to it, not to the job entry point's package folder."""
@@ -103,9 +118,7 @@ def run_calls(call_file: str, result_file: str, import_path: list[str] | None = 
     source, target = Path(call_file), Path(result_file)
     index: int | None = None
     try:
-        calls = pickle.loads(source.read_bytes())
-        if delete_on_load:
-            source.unlink(missing_ok=True)
+        calls = _load(source, inline, delete_on_load)
         values = []
         for index, (function, args, kwargs) in enumerate(calls):
             values.append(function(*args, **kwargs))
@@ -178,8 +191,8 @@ def _pack_bytes(pack: PackOutcome) -> bytes:
 
 
 def run_pack(call_file: str, result_file: str, import_path: list[str] | None = None,
-             delete_on_load: bool = False, base_dir: str | None = None) -> int:
-    """Run a pack of submissions (``call_file``: a pickled list of pickled call lists), each on its own: one
+             delete_on_load: bool = False, base_dir: str | None = None, inline: bytes | None = None) -> int:
+    """Run a pack of submissions (``call_file`` or ``inline``: a pickled list of pickled call lists), each on its own: one
     raising does not stop the others. Write their :class:`PackOutcome` to ``result_file``; exit 0 once it is
     written (the calls' exceptions are in it), :data:`RESULT_UNWRITABLE` if it could not be."""
     _no_json_result()
@@ -188,14 +201,12 @@ def run_pack(call_file: str, result_file: str, import_path: list[str] | None = N
     _add_paths(import_path or [])
     source, target = Path(call_file), Path(result_file)
     try:
-        payloads = pickle.loads(source.read_bytes())
+        payloads = _load(source, inline, delete_on_load)
     except BaseException as e:  # noqa: BLE001 - the pack could not even be read: its calls all get this
         text = traceback.format_exc()
         sys.stderr.write(text)
         _write(target, _dump_error(e, None, text))
         return CALL_RAISED
-    if delete_on_load:
-        source.unlink(missing_ok=True)
     pack = PackOutcome(outcomes=[_run_packed(payload) for payload in payloads])
     try:
         _write(target, _pack_bytes(pack))

@@ -203,8 +203,8 @@ class Executor:
         return future
 
     def _job(self, number: int, label: str | None, payload: bytes, last: int | None = None) -> Job:
-        """The job of one submission (``last`` None), or of a pack of calls ``number`` to ``last``, with its call
-        file (and its wrapper when it gets a job of its own)."""
+        """The job of one submission (``last`` None), or of a pack of calls ``number`` to ``last``, with its calls
+        (and its call file and wrapper when it gets a job of its own)."""
         key = f"{number:08d}"
         files = JobFiles.at(self._work_dir_text, "jobs", key, f"{self._log_dir_text}/{key}")
         runner = "run_calls" if last is None else "run_pack"
@@ -215,11 +215,11 @@ class Executor:
         job = Job(key=key, name=f"{label or self.name} {numbers}", family=label or self.name, system=self.system,
                   files=files, config=self.config, params={"call": str(number)}, unit=unit,
                   bootstrap=self._bootstrap, settings_key=self.settings, journaled=False)
-        job.files.make_folders()
-        with open(job.unit["args"][0], "wb") as f:  # the call file
-            f.write(payload)
-        # A shaped run writes the wrapper itself when the call gets a job of its own (not for calls in pilots).
+        # The call file is written when the job needs it: a unit in a pilot or bundle carries it in its entry
+        # (no job folder), a job of its own gets it with its wrapper (here, or from a shaped run).
+        job.inline = (job.unit["args"][0], payload)
         if self.run.needs_job_script(job) and not self.run.writes_job_scripts(job):
+            job.write_inline()
             from b2batch.jobscript import wrapper
 
             wrapper.write_job_script(job.files, self.settings, job.key, self.config,

@@ -225,13 +225,16 @@ class JobFiles:
             self.fresh = True
         self._made = True
 
-    def reset(self) -> None:
+    def reset(self, make: bool = True) -> None:
         """Before a new job: remove what an earlier job left (exit code, result, set-up failure) and keep its
-        logs as ``.previous``, so that each job starts with empty logs."""
-        self.make_folders()
+        logs as ``.previous``, so that each job starts with empty logs. ``make`` False: a job whose folder is
+        made only if it needs one (:attr:`~b2batch.engine.job.Job.inline`): none made yet, nothing to remove."""
         self._exit = None
         self._result = _UNKNOWN
         self._parts = None
+        if not make and not self._made:
+            return
+        self.make_folders()
         if not self.fresh:
             for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled,
                           self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss"):

@@ -44,6 +44,11 @@ class Job:
     #: What a worker loads once before it runs such units (e.g. the workflow script); part of what decides
     #: which units may share a worker.
     bootstrap: dict[str, Any] | None = None
+    #: The unit's input file, ``(path, bytes)``, kept in memory until the unit goes out rather than written at
+    #: once (a calls executor's pickled calls): a pilot's or bundle's unit that no later steering process follows
+    #: gets it in its queue entry and needs no job folder at all (the runner hands it to the unit's function as
+    #: ``inline``); a job of its own, or any other unit, gets the file (:meth:`write_inline`).
+    inline: tuple[str, bytes] | None = None
 
     job_id: str | None = None
     resubmissions: int = 0
@@ -87,6 +92,16 @@ class Job:
 
     def __str__(self) -> str:
         return self.name
+
+    def write_inline(self) -> None:
+        """Make the job's folder and write its :attr:`inline` input to its file, if it is still in memory."""
+        if self.inline is None:
+            return
+        path, data = self.inline
+        self.files.make_folders()
+        with open(path, "wb") as f:
+            f.write(data)
+        self.inline = None
 
     def failure_message(self, error: str = "") -> str:
         """Why the job failed, naming the work, its parameters, the exit code, the batch system's reason,

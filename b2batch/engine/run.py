@@ -169,7 +169,7 @@ class Run:
     def _queue(self, job: Job) -> None:
         job.earlier = False
         job.journal_written = False
-        job.files.reset()
+        job.files.reset(make=job.inline is None)
         job.job_id = None
         submitter = self.submitters[job.system]
         submitter.enqueue(job)
@@ -197,7 +197,7 @@ class Run:
         self.submitters[job.system].done(job)
         job.earlier = False
         job.journal_written = False
-        job.files.reset()
+        job.files.reset(make=job.inline is None)
         job.job_id = None
         self.record.update(job, "waiting")
         self.submitters[job.system].enqueue(job)

@@ -214,7 +214,12 @@ class CallBatch:
         queued = 0
         for unit in units:
             if not unit.loaded and unit.future is not None:
-                unit.loaded = not (unit.future.job.files.folder / "call.pkl").exists()
+                job = unit.future.job
+                if job.inline is not None:  # its calls ride in a pilot's entry (no file): loaded once it runs
+                    seen = self.executor.run.record.jobs.get(job.key)
+                    unit.loaded = seen is not None and seen.started_at is not None
+                else:
+                    unit.loaded = not (job.files.folder / "call.pkl").exists()
             queued += not unit.loaded
         return self.throttle - queued
 

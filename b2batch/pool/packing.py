@@ -114,8 +114,8 @@ class Packer:
                          "answer": answer}, results)
             results.flush()
         if state != "done":
-            try:
-                call = (job.files.folder / "call.pkl").read_bytes()
+            try:  # still in memory (a unit in a pilot never had a file), else its file
+                call = job.inline[1] if job.inline is not None else (job.files.folder / "call.pkl").read_bytes()
             except OSError:
                 call = b""
             calls = self._file(CALLS)

@@ -34,8 +34,10 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
         futures = [executor.submit(square, i) for i in (3, -2, 5)]
         batch = executor.submit_calls([(square, (i,), {}) for i in range(4)], label="batch")
         big = executor.submit(bytes, 20_000)  # its pickled value is over calls_on_node.HAND_LIMIT
+        given = executor.submit(len, bytes(100_000))  # its pickled call is over pooled_system.INLINE_LIMIT
         assert futures[0].result(timeout=60) == 9 and futures[2].result(timeout=60) == 25
         assert batch.result(timeout=60) == [0, 1, 4, 9] and big.result(timeout=60) == bytes(20_000)
+        assert given.result(timeout=60) == 100_000
         error = futures[1].exception(timeout=60)
         work_dir = executor.work_dir
     assert isinstance(error, ValueError) and str(error) == "negative: -2"
@@ -52,6 +54,15 @@ def test_values_come_back_in_order_and_an_exception_with_its_remote_traceback(se
     # not into result.pkl; a big one and every job of its own write the file
     pickles = list(work_dir.glob("jobs/*/result.pkl"))
     assert len(pickles) == (len(units) if not settings else 1), pickles
+    # A unit in a pilot or bundle carries its calls in its queue entry and gets no job folder, no call file and
+    # no exit code file (its exit code and outcome are in its worker's line): only the calls over INLINE_LIMIT
+    # have their call file (and exit code), and the big outcome's folder was made on the node for result.pkl
+    calls, codes = list(work_dir.glob("jobs/*/call.pkl")), list(work_dir.glob("jobs/*/exit_code"))
+    if settings:
+        assert len(calls) == 1 and len(codes) == 1 and codes[0].parent == calls[0].parent, (calls, codes)
+        assert {p.parent for p in [*calls, *pickles]} == set(units), units
+    else:
+        assert len(calls) == len(codes) == len(units), (calls, codes)
 
 
 def test_short_calls_are_packed_with_each_value_and_exception_their_own() -> None:

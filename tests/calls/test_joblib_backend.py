@@ -128,10 +128,13 @@ def test_the_throttle_bounds_the_calls_running_at_once(tmp_path: Path) -> None:
     assert len(times) == 6 and most_overlapping(times) == 2, times
 
 
-def test_delete_task_file_on_load_counts_only_queued_jobs_in_the_throttle(tmp_path: Path) -> None:
+@pytest.mark.parametrize("pilot_jobs", [0, 3], ids=["own", "pilots"])
+def test_delete_task_file_on_load_counts_only_queued_jobs_in_the_throttle(tmp_path: Path, pilot_jobs: int) -> None:
+    # in pilots the calls ride in the queue's entries (no task file): a unit counts as loaded once it runs
     shared = tmp_path / "shared"
-    with parallel_config(backend="b2batch", batch_system="local", throttle=1, pilot_jobs=0, local_slots=4,
-                         delete_task_file_on_load=True, shared_data_dir=str(shared)):
+    with parallel_config(backend="b2batch", batch_system="local", throttle=1, pilot_jobs=pilot_jobs, local_slots=4,
+                         job_shape="pilots" if pilot_jobs else "auto", delete_task_file_on_load=True,
+                         shared_data_dir=str(shared)):
         Parallel()(delayed(interval)(str(shared), i, 2.5) for i in range(3))
     times = [json.loads(p.read_text()) for p in shared.glob("*.json")]
     assert len(times) == 3

@@ -260,7 +260,8 @@ class Worker(LeasedWorker):
         # The unit's own figures (its process and all it waited for) go into its line of the log, after its exit
         # code's file: every unit has numbers even where the batch system's accounting is off (engine.usage).
         # A result the unit handed over (unit_processes.hand_result) goes into the line too, instead of a file.
-        _write(files["exit_code"], f"{code}\n")
+        if "exit_code" in files:  # a unit without a job folder has its exit code in the line alone
+            _write(files["exit_code"], f"{code}\n")
         parts = {}
         if before is not None:  # a unit that wrote into this worker's logs: which part of them is its own
             sys.stdout.flush()

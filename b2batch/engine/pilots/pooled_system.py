@@ -22,6 +22,7 @@ given up: its claims are dropped and its units go back to the run as lost, to be
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import socket
@@ -41,6 +42,19 @@ from b2batch.engine.pilots.worker_jobs import WorkerJobs
 from b2batch.errors import B2BatchError
 
 logger = logging.getLogger(__name__)
+
+
+#: Most bytes of a unit's input (:attr:`~b2batch.engine.job.Job.inline`) carried in its queue entry (base64) rather
+#: than in a file of a job folder of its own.
+INLINE_LIMIT = 64 * 1024
+
+
+def _folderless(job: Job) -> bool:
+    """Whether a unit goes out without a job folder: its input is in memory and small, no later steering process
+    follows it (:attr:`~b2batch.engine.job.Job.journaled`: it reads no journal and no exit code's file of it),
+    and its unit takes no paths of the job's files."""
+    return (job.inline is not None and not job.journaled and len(job.inline[1]) <= INLINE_LIMIT
+            and job.unit is not None and "job_files" not in job.unit)
 
 
 class PooledSystem(WorkerJobs):
@@ -85,16 +99,21 @@ class PooledSystem(WorkerJobs):
             raise B2BatchError(f"{job.name} cannot run in a {self.kind} job: its front-end gives no way to run it "
                                f"there. Set tasks_per_job = 1 and pilot_jobs = 0 for it.")
         files = job.files
-        files.make_folders()
         _logs, stdout, stderr, exit_code, _setup_failed = files.wrapper_paths()
+        logs = {} if self.run.config.unit_logs == "pilot" else {"stdout": stdout, "stderr": stderr}
+        if _folderless(job):
+            # no job folder: its input rides in the entry, its exit code and outcome in its worker's line (no
+            # later steering process looks for its exit code's file), its logs are its worker's or made there
+            unit = {**job.unit, "inline": base64.b64encode(job.inline[1]).decode("ascii")}  # type: ignore[index]
+            return {"key": job.key, "name": job.name, "unit": unit, "files": logs}
+        job.write_inline()
+        files.make_folders()
         unit = job.unit
         if "job_files" in unit:  # arguments that are the unit's own files (a front-end's unit shared by its jobs)
             unit = {**{k: v for k, v in unit.items() if k != "job_files"},
                     "args": [*unit.get("args", ()), *(files.path_of(name) for name in unit["job_files"])]}
-        if self.run.config.unit_logs == "pilot":  # no log files per unit: its part of its worker's logs
-            return {"key": job.key, "name": job.name, "unit": unit, "files": {"exit_code": exit_code}}
-        return {"key": job.key, "name": job.name, "unit": unit,
-                "files": {"exit_code": exit_code, "stdout": stdout, "stderr": stderr}}
+        # unit_logs pilot: no log files per unit, its part of its worker's logs
+        return {"key": job.key, "name": job.name, "unit": unit, "files": {"exit_code": exit_code, **logs}}
 
     def watched(self) -> bool:
         return self.inner.on_this_host  # a cluster's shared file system is not listed every few milliseconds

@@ -231,6 +231,7 @@ class ShapingSystem(BatchSystem):
     def _write_job_script(self, job: Job) -> None:
         """The spec (its bootstrap and unit) and wrapper of a unit that goes to a job of its own, if its front-end
         wrote none."""
+        job.write_inline()  # its input file, if it was kept in memory for a pilot's entry
         job_wrapper = self.run.config.job_wrapper
         if job.unit is None or job_wrapper is None or os.path.exists(job.files.path_of("wrapper")):
             return

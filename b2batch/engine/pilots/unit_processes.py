@@ -76,7 +76,12 @@ def run_unit(unit: dict[str, Any]) -> int:
         os.execvp(command[0], command)
     module, _, name = unit["call"].partition(":")
     function = getattr(importlib.import_module(module), name)
-    code = function(*unit.get("args", []))
+    if "inline" in unit:  # its input, carried in its entry rather than in a file (engine.job.Job.inline)
+        import base64
+
+        code = function(*unit.get("args", []), inline=base64.b64decode(unit["inline"]))
+    else:
+        code = function(*unit.get("args", []))
     return int(code or 0)
 
 
