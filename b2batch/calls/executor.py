@@ -125,7 +125,7 @@ class Executor:
                  import_path: list[str] | None = None, delete_call_file_on_load: bool = False,
                  keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None,
                  log_dir: str | os.PathLike | None = None, preload: list[str] | None = None,
-                 feed: Any = None, pack: int | str = "auto") -> None:
+                 feed: Any = None, pack: int | str = "auto", unit_logs: str = "own") -> None:
         values = dict(settings or {})
         values["batch_system"] = batch_system
         self.name = name
@@ -133,7 +133,10 @@ class Executor:
         #: The settings of every job of this executor, resolved once (the calls front-end's resolver).
         self.config = resolve_job_config(self.settings)
         record = record if record is not None else RunRecord(keep_ended=KEEP_ENDED)
-        self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=run_config(self.settings))
+        config = run_config(self.settings)
+        if config.unit_logs == "auto":  # what auto means for this front-end's calls (Pool: pilot; the rest: own)
+            config = config.replace(unit_logs=unit_logs)
+        self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=config)
         self.run.retry_reason = _retry_reason
         # job_shape (auto by default): the run decides per kind of call, as for luigi tasks (docs/job-shapes.md)
         # (``feed``: how the caller hands its calls over when it holds some back, an engine.pilots.shaping_system.Feed)

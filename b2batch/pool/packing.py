@@ -42,6 +42,10 @@ SWEEP_INTERVAL = 2.0
 def _read_log(files: JobFiles, name: str) -> str:
     data, size = files.read_log(name, LOG_LIMIT)
     text = data.decode(errors="replace")
+    if name == "stderr" and files.log_part(name) and text.startswith("b2batch: "):
+        # a chunk's part of its pilot's stderr starts with the line naming it (its own log file has it in stdout
+        # only): what the chunk wrote is what follows
+        text = text.partition("\n")[2]
     return text if size <= LOG_LIMIT else f"[... {size - LOG_LIMIT} bytes left out ...]\n{text}"
 
 

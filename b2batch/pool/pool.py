@@ -149,9 +149,11 @@ class Pool:
         try:
             # preload: a pilot imports the chunks' runner once, not each unit's child (a trivial unit: 28 -> 5 ms CPU)
             # feed: the chunks of a map not handed over yet count as ready for the run's job shaping
+            # unit_logs auto: a chunk in a pilot writes into its pilot's logs (the packer reads its part into
+            # outputs.jsonl, as it read and removed a chunk's own log files): no log folder per chunk
             self.executor = Executor(batch_system, name=name, work_dir=self.work_dir, settings=values,
                                      max_in_flight=throttle, keep_work_dir=True, preload=[chunk_on_node.__name__],
-                                     feed=Feed(0, self._held))
+                                     feed=Feed(0, self._held), unit_logs="pilot")
         except BaseException:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             raise

@@ -267,8 +267,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("unit_logs", "auto", "Where a task or call that runs in a pilot or bundle job writes its stdout "
                 "and stderr: own (log files of its own under log_dir, as a job of its own), pilot (into its pilot's "
                 "or bundle's logs, its part starting with a line that names it; a failure names that file and "
-                "quotes the unit's part of it: no log folder per unit), auto (pilot in a run without --batch, own "
-                "otherwise).", kind=_choice("auto", "own", "pilot")),
+                "quotes the unit's part of it: no log folder per unit), auto (pilot in a run without --batch and for "
+                "b2batch.Pool's chunks, own otherwise).", kind=_choice("auto", "own", "pilot")),
         Setting("heartbeat_timeout", 60.0, "Seconds without a heartbeat after which a pilot or bundle job counts "
                 "as lost and its task is run again elsewhere.", kind=_number(minimum=1)),
         Setting("max_grouping_size", 1, "b2luigi's parameter grouping: tasks of a class that differ only in its "

@@ -10,6 +10,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -204,6 +205,32 @@ def test_the_work_dir_is_removed_on_success_and_kept_when_asked(tmp_path: Path) 
     assert line["state"] == "done" and line["count"] == 1
     [answer] = packing.read_answers(work_dir)
     assert answer["answer"].values == [1]
+
+
+def talk(x: int) -> int:
+    print(f"out {x}")
+    print(f"err {x}", file=sys.stderr)
+    return x
+
+
+def test_chunks_in_pilots_write_into_their_pilots_logs_and_the_outputs_quote_each_chunks_part(tmp_path: Path) -> None:
+    """unit_logs auto: a chunk in a pilot gets no log folder; outputs.jsonl quotes its part of the pilot's logs
+    (stdout with the line naming it, as its own log file would be; stderr what it wrote alone), and a map that
+    wrote nothing to stderr still removes the work dir (the naming line in the pilot's stderr does not count)."""
+    with local_pool(work_dir=tmp_path / "w", keep_work_dir=True, settings={"job_shape": "pilots"}) as pool:
+        assert pool.map(talk, range(6), chunksize=1) == list(range(6))
+        work_dir, records = pool.work_dir, list(pool.record.jobs.values())
+    assert len(records) == 6 and all("pilots" in Path(r.logs).parts for r in records), [r.logs for r in records]
+    lines = packing.read_outputs(work_dir)
+    assert sorted(line["start"] for line in lines) == list(range(6))
+    for line in lines:
+        x = line["start"]
+        assert line["stdout"].startswith("b2batch: ") and line["stdout"].endswith(f"out {x}\n"), line
+        assert line["stderr"] == f"err {x}\n", line
+    assert not list(work_dir.glob("logs/0*")), "a log folder per chunk"
+    with local_pool(work_dir=tmp_path / "quiet", settings={"job_shape": "pilots"}) as pool:
+        assert pool.map(abs, range(-3, 3), chunksize=1) == [3, 2, 1, 0, 1, 2]
+    assert list((tmp_path / "quiet").iterdir()) == []
 
 
 def files_while_mapping(tmp_path: Path, count: int) -> tuple[int, int]:
