@@ -117,17 +117,37 @@ class PilotSystem(PooledSystem):
                 logger.info("%s: idle, ending it to free its slot for the %s job that waits for one",
                             self._describe(pool, key)[1], self.kind)
 
+    def groups(self, jobs: list[Job]) -> list[list[Job]]:
+        """Units of one queue (the same settings and bootstrap) go in as one group: one flush of the queue and one
+        look at its pilots per group, not per unit. Units whose settings are looked up each (no settings key)
+        go one by one."""
+        by_queue: dict[tuple[Any, int], list[Job]] = {}
+        groups: list[list[Job]] = []
+        for job in jobs:
+            if job.settings_key is None:
+                groups.append([job])
+            else:
+                members = by_queue.get((job.settings_key, id(job.bootstrap)))
+                if members is None:
+                    members = by_queue[(job.settings_key, id(job.bootstrap))] = []
+                    groups.append(members)
+                members.append(job)
+        return groups
+
     def submit(self, group: list[Job]) -> None:
         """Queue the units of ``group``, each unit's journal written before it enters the queue. Units are
-        gathered per pool and go into the queue in batches (:meth:`_flush`)."""
-        touched: dict[int, UnitPool] = {}
+        gathered per pool and go into the queue in batches (:meth:`_flush`). Every unit's pool and entry are
+        made first: a unit that cannot go fails the group before any of it went in."""
+        made = []
         for job in group:
             pool = self._pool(job)
             if pool.given_up:
                 raise B2BatchError(pool.given_up)
+            made.append((job, pool, self._entry(job)))
+        touched: dict[int, UnitPool] = {}
+        for job, pool, entry in made:
             self._drain(pool, False)  # before the unit: a pilot that sees it must not end
             name = unit_name(job, self.run.next_number())
-            entry = self._entry(job)
             self._journal(pool, name, job)
             self._track(pool, name, job)
             job.job_id = ""
