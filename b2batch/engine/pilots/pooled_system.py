@@ -154,7 +154,11 @@ class PooledSystem(WorkerJobs):
         lines = pool.queue.take_log()
         if pool.replay:  # ends of units followed after they ended (attach)
             lines, pool.replay = [*pool.replay, *lines], []
-        for line in lines:
+        # a unit that started and ended since the last poll (most short ones) is judged by its end alone: its
+        # start would be a change to running that its end replaces in the same poll
+        last_start = {line.get("name"): number for number, line in enumerate(lines) if "start" in line}
+        ends = {line.get("name"): number for number, line in enumerate(lines) if is_end(line)}
+        for number, line in enumerate(lines):
             name = line.pop("name")
             job = pool.members.get(name)
             if job is None:
@@ -164,6 +168,8 @@ class PooledSystem(WorkerJobs):
             worker = line.get("worker") or pool.running.get(name, "")
             if "start" in line:
                 pool.pending.discard(pool.queue.batch_of(name))
+                if last_start[name] == number and ends.get(name, -1) > number:
+                    continue  # it ended since the last poll too
                 pool.running[name] = worker
                 self._started(pool, worker)
                 job.job_id, job.carrier = self._describe(pool, worker)

@@ -77,13 +77,19 @@ class Estimate:
 
     samples: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
     seen: int = 0  # units that ended, in all
+    _median: float | None = None  # of the samples, computed when asked after a change (asked per unit)
+    _stale: bool = False
 
     def add(self, seconds: float) -> None:
         self.samples.append(max(0.0, seconds))
         self.seen += 1
+        self._stale = True
 
     def median(self) -> float | None:
-        return statistics.median(self.samples) if self.samples else None
+        if self._stale:
+            self._median = statistics.median(self.samples)
+            self._stale = False
+        return self._median
 
 
 def _s(seconds: float) -> str:

@@ -105,13 +105,16 @@ class ShapingSystem(BatchSystem):
 
     def _rule(self, kind: Kind, extra: int) -> Shape:
         """The shape the rule gives ``kind`` with ``extra`` more units ready than it has live."""
-        now = time.time()
-        # How long a probe has run: units in pilots only. A unit in a job of its own is "running" from the
-        # scheduler's word on, which includes the job's start-up and the scheduler's lag in noticing its end
-        # (seconds on SGE for a trivial call), not the unit's own run time.
-        running = [now - self._started[i] for i in kind.in_pilots if i in self._started]
-        return decide(kind.forced, kind.estimate.median(), max(running, default=0.0),
-                      len(kind.live) + extra + self.feed.held(), self.capacity(), self._pooled(kind), self.feed.window)
+        median = kind.estimate.median()
+        running = 0.0
+        if median is None:  # the rule looks at the probes only while no unit of the kind has ended
+            # How long a probe has run: units in pilots only. A unit in a job of its own is "running" from the
+            # scheduler's word on, which includes the job's start-up and the scheduler's lag in noticing its end
+            # (seconds on SGE for a trivial call), not the unit's own run time.
+            now = time.time()
+            running = max((now - self._started[i] for i in kind.in_pilots if i in self._started), default=0.0)
+        return decide(kind.forced, median, running, len(kind.live) + extra + self.feed.held(), self.capacity(),
+                      self._pooled(kind), self.feed.window)
 
     def _decide(self, kind: Kind, extra: int = 0) -> Shape:
         shape = self._rule(kind, extra)
