@@ -10,11 +10,16 @@ to jobs and back), ``runner`` (what a job runs), ``packing`` (the work dir stays
 (what of the caller's environment the jobs get).
 """
 
-from b2batch.pool.dispatch import PoolJobLostError, PoolTerminatedError
-from b2batch.pool.pool import Pool
-from b2batch.pool.results import AsyncResult, ItemIterator, MapResult
-from b2batch.pool.chunk_on_node import UnpicklableResultError
-from b2batch.pool import slurm, sun_grid_engine  # noqa: E402  (pypoolparty's class paths)
+from b2batch.lazy_names import lazy_names
+
+# Imported when first used: a pilot that imports the chunks' runner (``b2batch.pool.chunk_on_node``) on a node
+# does not import the pool, the executor and the engine's steering with it (~60 ms of every pilot's start).
+_MODULE_OF = {"PoolJobLostError": "b2batch.pool.dispatch", "PoolTerminatedError": "b2batch.pool.dispatch",
+              "Pool": "b2batch.pool.pool", "AsyncResult": "b2batch.pool.results",
+              "ItemIterator": "b2batch.pool.results", "MapResult": "b2batch.pool.results",
+              "UnpicklableResultError": "b2batch.pool.chunk_on_node"}
+_SUBMODULES = {"slurm": "b2batch.pool.slurm", "sun_grid_engine": "b2batch.pool.sun_grid_engine"}
+__getattr__, __dir__ = lazy_names(__name__, globals(), _MODULE_OF, _SUBMODULES)
 
 __all__ = ["AsyncResult", "ItemIterator", "MapResult", "Pool", "PoolJobLostError", "PoolTerminatedError",
            "UnpicklableResultError", "slurm", "sun_grid_engine"]

@@ -36,11 +36,14 @@ def test_names_are_loaded_when_used_and_submodules_do_not_shadow_them() -> None:
 
 
 def test_a_pilot_and_a_unit_of_calls_import_none_of_the_steering_side() -> None:
-    """What every pilot imports on a node (its worker, a unit of calls) loads no run, batch system, job-script
-    template, settings or executor: the package ``__init__`` files import their names when first used."""
-    code = ("import sys, b2batch.engine.pilots.node_worker, b2batch.calls.calls_on_node, b2batch.engine.files; "
+    """What every pilot imports on a node (its worker, a unit of calls, a Pool's chunk runner) loads no run, batch
+    system, job-script template, settings, executor or pool: the package ``__init__`` files import their names
+    when first used."""
+    code = ("import sys, b2batch.engine.pilots.node_worker, b2batch.calls.calls_on_node, b2batch.engine.files, "
+            "b2batch.pool.chunk_on_node; "
             "print(' '.join(sorted(m for m in sys.modules if m.startswith(('b2batch.engine.run', 'b2batch.systems', "
-            "'b2batch.jobscript.templating', 'b2batch.settings', 'b2batch.calls.executor', 'jinja2', 'luigi')))))")
+            "'b2batch.jobscript.templating', 'b2batch.settings', 'b2batch.calls.executor', 'b2batch.pool.pool', "
+            "'b2batch.pool.dispatch', 'b2batch.engine.pilots.shaping_system', 'jinja2', 'luigi')))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == []
     from b2batch.calls import Executor, pickling
