@@ -9,9 +9,9 @@ from __future__ import annotations
 from b2batch.lazy_names import lazy_names
 
 #: Each public name and its module, imported when first used (a job's ``calls_on_node`` needs no executor).
-_MODULE_OF = {"CallFuture": "b2batch.calls.executor", "CallJobError": "b2batch.calls.executor",
-              "Executor": "b2batch.calls.executor", "RemoteTraceback": "b2batch.calls.executor",
-              "as_completed": "b2batch.calls.executor"}
+_MODULE_OF = {"CallFuture": "b2batch.calls.futures", "CallJobError": "b2batch.calls.futures",
+              "Executor": "b2batch.calls.executor", "RemoteTraceback": "b2batch.calls.futures",
+              "as_completed": "b2batch.calls.futures"}
 
 __all__ = ["CallFuture", "CallJobError", "Executor", "RemoteTraceback", "as_completed", "pickling"]
 

@@ -18,7 +18,7 @@ from b2batch.calls.pack_sizing import PROBES, PackSizer
 
 if TYPE_CHECKING:
     from b2batch.calls.calls_on_node import Outcome
-    from b2batch.calls.executor import CallFuture
+    from b2batch.calls.futures import CallFuture
 
 #: A pack smaller than the sizer's size goes out once no call came for this many seconds (or at shutdown).
 LINGER = 0.05

@@ -7,8 +7,9 @@ comes back through a :class:`CallFuture` (a :class:`concurrent.futures.Future`):
         future = executor.submit(fit, 3)
         print(future.result())
 
-The calls are cloudpickled into the job's folder in ``work_dir`` on the shared file system, so functions of
-the caller's ``__main__``, lambdas and closures work. One thread of the executor owns its engine run: it
+The calls are cloudpickled (into the job's folder in ``work_dir`` on the shared file system for a job of its own,
+into the queue's entry for a unit in a pilot or bundle), so functions of the caller's ``__main__``, lambdas and
+closures work. One thread of the executor owns its engine run: it
 submits in bulk within the throttle, polls every batch system once per round, and resolves futures as jobs
 end. The engine submits again the jobs a batch system lost (``max_resubmissions``); a job that ended without
 a result fails its future with :class:`CallJobError`, which names the job, its state and its logs, so that no
@@ -43,33 +44,19 @@ from b2batch import systems
 from b2batch.calls import pickling
 from b2batch.calls.calls_on_node import CALL_RAISED, RESULT_UNWRITABLE, Outcome, PackOutcome
 from b2batch.calls.call_packs import CallPack, WaitingCalls, deliver
+from b2batch.calls.futures import CallFuture, CallJobError, RemoteTraceback, as_completed
 from b2batch.calls.pack_sizing import PackSizer
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
 from b2batch.engine.outcome import COMMAND_NOT_FOUND
 from b2batch.engine.steering import Step, Steering, drive
 from b2batch.settings.runconfig import run_config
-from b2batch.errors import B2BatchError, RunStoppingError, SettingError
+from b2batch.errors import RunStoppingError, SettingError
 from b2batch.settings import SETTINGS, get_setting, unknown_setting_message
 from b2batch.settings.resolve import resolve_job_config
 
 logger = logging.getLogger(__name__)
 
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
-
-
-class CallJobError(B2BatchError):
-    """The job of a call ended without a result: killed, lost beyond ``max_resubmissions``, rejected."""
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a job, as the job printed it (set as the exception's cause)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return f"\n\"\"\"\n{self.text.rstrip()}\n\"\"\""
 
 
 class CallSettings:
@@ -89,29 +76,6 @@ class CallSettings:
 
     def __str__(self) -> str:
         return self._name
-
-
-class CallFuture(concurrent.futures.Future):
-    """The result of one job's calls: a list of values (or the value, for :meth:`Executor.submit`). A call of
-    :meth:`Executor.submit` that waits to be packed has no job yet (``job`` None); ``number`` is its place among
-    the executor's calls."""
-
-    def __init__(self, executor: Executor, job: Job | None, single: bool, number: int = 0) -> None:
-        super().__init__()
-        self.executor = executor
-        self.job = job
-        self.single = single
-        self.number = number
-
-    def cancel(self) -> bool:
-        """Cancel the call if it has not ended: its batch job is cancelled too."""
-        if self.cancelled():
-            return True
-        if not super().cancel():
-            return False
-        self.executor._requests.put(("cancel", [self]))
-        self.executor._wake.set()
-        return True
 
 
 #: Ended jobs whose records a run of calls keeps one by one (the most recent); older ones are only counted, so
@@ -459,11 +423,6 @@ def _retry_reason(job: Job, outcome: JobOutcome) -> str:
         return ""
     ended = "without an exit code" if code is None else f"with exit code {code}"
     return f"the job ended {ended} and gave no result" + (f" ({outcome.reason})" if outcome.reason else "")
-
-
-def as_completed(futures: Iterable[CallFuture], timeout: float | None = None) -> Iterable[CallFuture]:
-    """The futures as they end (those of :class:`Executor` are :mod:`concurrent.futures` futures)."""
-    return concurrent.futures.as_completed(list(futures), timeout=timeout)
 
 
 class _ExecutorSteering(Steering):

@@ -136,8 +136,9 @@ def usage_file(files: Any) -> Path | str:
 def figures(wall: float, cpu: float, max_rss_kb: int, host: str) -> dict[str, Any]:
     """What a wrapper or worker measured of one job or unit (``getrusage`` of its child: ru_maxrss is in KiB on
     Linux), as :meth:`Usage.of` reads it."""
-    return {"wall": round(wall, 3), "cpu": round(cpu, 3), "max_rss": int(max_rss_kb) * 1024, "host": host,
-            "source": "wrapper"}
+    # (a unit's CPU is the difference of two readings of its runner's clock: a tiny negative one is 0, not -0.0)
+    return {"wall": max(0.0, round(wall, 3)), "cpu": max(0.0, round(cpu, 3)), "max_rss": int(max_rss_kb) * 1024,
+            "host": host, "source": "wrapper"}
 
 
 def measured(wall: float, cpu: float, max_rss_kb: int, host: str) -> str:

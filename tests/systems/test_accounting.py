@@ -135,6 +135,15 @@ def test_the_runs_last_accounting_asks_at_its_schedulers_pace(tmp_path: Path, mo
         assert "7" in record.accounted and collector.commands == 4 and waits == expected, (kind, waits)
 
 
+def test_a_units_figures_are_never_negative() -> None:
+    """A unit's CPU time is a difference of two readings of its runner's clock: a tiny negative one reads 0, not
+    -0.0 (the report and the summary print it)."""
+    from b2batch.engine.usage import figures
+
+    said = figures(-0.0004, -0.0001, 1, "node")
+    assert str(said["cpu"]) == str(said["wall"]) == "0.0" and said["max_rss"] == 1024
+
+
 def test_suggested_request_and_summary_lines() -> None:
     assert suggested_mb([300 * MIB] * 19 + [900 * MIB]) == 400  # p95 of 20 = the 19th: 300 MB + 20% -> 400
     family = {"system": "slurm", "jobs": 20, "cpu_efficiency": 0.9, "memory_efficiency": 0.15,
