@@ -6,7 +6,9 @@ append to a file that one process alone writes). Units travel in *batches*: one 
 that queueing, claiming and reporting cost a few file operations per batch, not per unit.
 
 - ``todo/<batch>.json``: units that wait, ``{"units": [[name, entry], ...]}`` in the order they are to run.
-  Batch names sort in the order batches were queued.
+  Batch names sort in the order batches were queued. An entry names the unit's files (its exit code's, its logs)
+  or none of them: a unit without a job folder (a call's, whose input rides in the entry as ``unit["inline"]``)
+  has its exit code in its worker's log alone and writes into its worker's logs or into log files it makes.
 - ``claimed/<worker>/<batch>.json``: a batch a worker claimed, by renaming it out of ``todo/``. Only one
   rename of a file can succeed, so no two workers ever hold the same unit. The worker runs the batch's units
   one after another and removes the file when it ran them all. It holds the units it has not started for
