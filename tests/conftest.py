@@ -136,6 +136,16 @@ def tree(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
+def process_alive(pid: int) -> bool:
+    """Whether the process ``pid`` runs (a zombie, or one that ends while it is looked at, does not)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "the condition",
              interval: float = 0.02) -> Any:
     """Poll until ``predicate()`` is truthy; its value, or an AssertionError naming ``what`` after ``timeout``."""

@@ -7,9 +7,9 @@ import os
 import stat
 from pathlib import Path
 
-import psutil
 import pytest
 
+from tests.conftest import process_alive
 from tests.emulators.conftest import Emu, wait_for
 
 SLEEP = "executable = /bin/sleep\narguments = 30\n"
@@ -137,7 +137,7 @@ def test_condor_rm_kills_and_reports_like_condor(emu: Emu) -> None:
     unknown = emu.call("condor_rm", "77")
     assert (unknown.rc, unknown.err) == (1, "Couldn't find/remove all jobs in cluster 77\n")
     assert emu.call("condor_rm", "1.0").err == "Job 1.0 not found\n"  # already left the queue
-    wait_for(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in pids))
+    wait_for(lambda: not any(process_alive(pid) for pid in pids))
     history = emu.condor_q(history=True)
     assert sorted(ad["JobStatus"] for ad in history) == [3, 3, 3]
     assert all(ad["RemoveReason"].startswith("via condor_rm (by user ") for ad in history)

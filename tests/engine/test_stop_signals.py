@@ -20,10 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
-from conftest import clean_env, wait_for
+from conftest import clean_env, process_alive, wait_for
 
 PARTS = 3
 
@@ -65,8 +64,7 @@ class Steering:
         """Which of ``ids`` the batch system still has queued or running."""
         if self.system == "local":  # the parts' processes (queued ones have none)
             return [pid.stem for pid in (self.flow.folder / "started").glob("*.pid")
-                    if psutil.pid_exists(int(pid.read_text())) and psutil.Process(int(pid.read_text())).status()
-                    != psutil.STATUS_ZOMBIE]
+                    if process_alive(int(pid.read_text()))]
         if self.system == "slurm":
             out = subprocess.run(["squeue", "--noheader", "--array", "--states=PD,R,CF,S", "--format=%i"],
                                  capture_output=True, text=True, check=True).stdout.split()
