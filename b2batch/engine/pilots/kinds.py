@@ -69,8 +69,13 @@ class PilotSystem(PooledSystem):
         self._untrack(job)
         return True
 
+    @staticmethod
+    def _queue_key(job: Job) -> tuple[Any, int]:
+        """Units with the same key (settings and bootstrap) share a queue."""
+        return job.settings_key, id(job.bootstrap)
+
     def _pool(self, job: Job) -> UnitPool:
-        key = (job.settings_key, id(job.bootstrap))
+        key = self._queue_key(job)
         root = self._roots.get(key) if job.settings_key is not None else None
         if root is None:
             root = _pool_root(self.run, job, self.kind, f"{self.inner.name}-{signature(job, self.inner)}")
@@ -127,9 +132,9 @@ class PilotSystem(PooledSystem):
             if job.settings_key is None:
                 groups.append([job])
             else:
-                members = by_queue.get((job.settings_key, id(job.bootstrap)))
+                members = by_queue.get(self._queue_key(job))
                 if members is None:
-                    members = by_queue[(job.settings_key, id(job.bootstrap))] = []
+                    members = by_queue[self._queue_key(job)] = []
                     groups.append(members)
                 members.append(job)
         return groups

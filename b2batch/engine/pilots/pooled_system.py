@@ -156,7 +156,6 @@ class PooledSystem(WorkerJobs):
             lines, pool.replay = [*pool.replay, *lines], []
         # a unit that started and ended since the last poll (most short ones) is judged by its end alone: its
         # start would be a change to running that its end replaces in the same poll
-        last_start = {line.get("name"): number for number, line in enumerate(lines) if "start" in line}
         ends = {line.get("name"): number for number, line in enumerate(lines) if is_end(line)}
         for number, line in enumerate(lines):
             name = line.pop("name")
@@ -168,7 +167,7 @@ class PooledSystem(WorkerJobs):
             worker = line.get("worker") or pool.running.get(name, "")
             if "start" in line:
                 pool.pending.discard(pool.queue.batch_of(name))
-                if last_start[name] == number and ends.get(name, -1) > number:
+                if ends.get(name, -1) > number:
                     continue  # it ended since the last poll too
                 pool.running[name] = worker
                 self._started(pool, worker)
