@@ -68,8 +68,10 @@ class _TemporaryOutputs:
 
     def path_for_remote(self, url: str) -> Path:
         if url not in self._remote:
+            if self._scratch is not None:
+                self._scratch.mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(prefix="b2batch-upload-", dir=self._scratch))
-            self._remote[url] = folder / url.rsplit("/", 1)[-1]
+            self._remote[url] = folder / (url.rstrip("/").rsplit("/", 1)[-1] or "output")
         return self._remote[url]
 
     def path_for(self, final: Path) -> Path:
@@ -90,6 +92,13 @@ class _TemporaryOutputs:
         return self._made[final]
 
     def commit(self) -> None:
+        try:
+            self._commit()
+        except BaseException:  # a failed upload: what was not moved into place is removed, as after run() failed
+            self.discard()
+            raise
+
+    def _commit(self) -> None:
         self._own_contexts.close()
         if self._remote:
             from b2batch.remote import outputs
@@ -97,7 +106,7 @@ class _TemporaryOutputs:
             for url, local in self._remote.items():
                 if local.exists():
                     outputs.upload(str(local), url, self._settings.retry)
-                shutil.rmtree(local.parent, ignore_errors=True)
+            self._remove_uploads()
         for final, temporary in self._made.items():
             if temporary.exists():
                 final.parent.mkdir(parents=True, exist_ok=True)
@@ -106,6 +115,10 @@ class _TemporaryOutputs:
                 shutil.move(str(temporary), str(final))
         self._remove_folders()
 
+    def _remove_uploads(self) -> None:
+        for local in self._remote.values():  # each in a folder of its own (path_for_remote)
+            shutil.rmtree(local.parent, ignore_errors=True)
+
     def _remove_folders(self) -> None:
         for folder in self._folders:
             shutil.rmtree(folder, ignore_errors=True)
@@ -113,8 +126,7 @@ class _TemporaryOutputs:
     def discard(self) -> None:
         failed = RuntimeError("run() failed")
         self._own_contexts.__exit__(RuntimeError, failed, None)  # the targets' contexts do not upload
-        for local in self._remote.values():
-            shutil.rmtree(local.parent, ignore_errors=True)
+        self._remove_uploads()
         for temporary in self._made.values():
             with contextlib.suppress(FileNotFoundError):
                 _remove_path(temporary)

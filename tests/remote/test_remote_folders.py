@@ -93,6 +93,8 @@ def test_failed_or_killed_folder_upload_counts_as_incomplete(result_url: str,  #
                                                              tmp_path: Path) -> None:
     b2batch.set_setting("result_dir", result_url)
     b2batch.set_setting("remote_retries", 1)
+    scratch = tmp_path / "scratch"
+    b2batch.set_setting("scratch_dir", str(scratch))
     fs, root = _fs(result_url), _root(result_url)
     with pytest.raises(RuntimeError, match="half-way"):
         FolderOut(i=2, fail=True).run()  # run() failed: nothing is uploaded
@@ -112,6 +114,7 @@ def test_failed_or_killed_folder_upload_counts_as_incomplete(result_url: str,  #
         FolderOut(i=3).run()  # the upload failed half-way: the temporary folder is removed
     monkeypatch.undo()
     b2batch.set_setting("result_dir", result_url)
+    assert list(scratch.iterdir()) == [], "the local copy of a failed upload was left behind"
     assert len(uploads) == 2 and all("/.plots." in path for path in uploads), uploads
     assert fs.list_tree(f"{root}/i=3") == {}
 
