@@ -94,7 +94,8 @@ def test_job_deleted_from_outside_is_aborted(sge: None, workflow) -> None:
 
 @pytest.mark.sge
 def test_job_in_error_state_is_aborted_with_the_reason_and_removed(sge: None, workflow) -> None:
-    blocker = subprocess.run(["qsub", "-terse", "-b", "y", "-wd", "/tmp", "-N", "blocker", "/bin/sleep", "600"],
+    blocker = subprocess.run(["qsub", "-terse", "-b", "y", "-wd", "/tmp", "-o", "/dev/null", "-e", "/dev/null",
+                              "-N", "blocker", "/bin/sleep", "600"],
                              capture_output=True, text=True, check=True).stdout.strip()
     wf = workflow("scheduler_jobs.py")
     name = f"eqw{uuid.uuid4().hex[:6]}"

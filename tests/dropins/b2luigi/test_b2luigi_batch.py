@@ -58,33 +58,37 @@ def test_a_custom_batch_process_runs_as_under_b2luigi(tmp_path: Path) -> None:
     assert "* 1 failed:" in ours["summary"]
 
 
-def _submit_files(python: str, settings: dict, env: dict[str, str]) -> dict:
-    done = subprocess.run([python, str(WORKFLOWS / "b2luigi_submit_files.py"), json.dumps(settings)], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=WORKFLOWS)
+def _submit_files(python: str, settings: dict, env: dict[str, str], folder: Path) -> dict:
+    """Run the script from a copy in ``folder`` (its task files go next to it), its temporary folder in there."""
+    folder.mkdir()
+    script = shutil.copy(WORKFLOWS / "b2luigi_submit_files.py", folder)
+    done = subprocess.run([python, str(script), json.dumps(settings)], env={**env, "TMPDIR": str(folder)},
+                          capture_output=True, text=True, timeout=120, cwd=folder)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_submit_files_have_b2luigis_contents() -> None:
+def test_submit_files_have_b2luigis_contents(tmp_path: Path) -> None:
     settings = {"job_name": "j1", "slurm_settings": {"mem": "2G", "partition": "short"},
                 "htcondor_settings": {"request_memory": "2 GB", "+Project": '"belle"'}}
-    ours = _submit_files(sys.executable, settings, shim_env())
+    ours = _submit_files(sys.executable, settings, shim_env(), tmp_path / "ours")
     assert ours["slurm"].splitlines() == [
         "#!/usr/bin/bash", "#SBATCH --output=<DIR>/stdout", "#SBATCH --error=<DIR>/stderr", "#SBATCH --mem=2G",
         "#SBATCH --partition=short", "#SBATCH --job-name=j1", "exec <DIR>/executable_wrapper.sh"]
     assert ours["htcondor"] == ["output = <DIR>/stdout", "error = <DIR>/stderr", "log = <DIR>/job.log",
                                 "executable = <DIR>/executable_wrapper.sh", "request_memory = 2 GB",
                                 '+Project = "belle"', "JobBatchName = j1", "queue 1"]
-    assert ours == _submit_files(str(peer_python("b2luigi")), settings, peer_env())
+    assert ours == _submit_files(str(peer_python("b2luigi")), settings, peer_env(), tmp_path / "real")
 
 
-def test_no_setting_adds_a_command_to_a_submit_file() -> None:
-    quoted = _submit_files(sys.executable, {"slurm_settings": {"comment": "a b; touch /tmp/x $(id)"}}, shim_env())
+def test_no_setting_adds_a_command_to_a_submit_file(tmp_path: Path) -> None:
+    quoted = _submit_files(sys.executable, {"slurm_settings": {"comment": "a b; touch /tmp/x $(id)"}}, shim_env(),
+                           tmp_path / "quoted")
     assert "#SBATCH --comment='a b; touch /tmp/x $(id)'" in quoted["slurm"].splitlines()
-    for settings in ({"slurm_settings": {"comment": "x\ntouch /tmp/injected"}},
-                     {"slurm_settings": {"mem; touch /tmp/x": "2G"}}, {"job_name": "j\nqueue 5"},
-                     {"htcondor_settings": {"request_memory": "1\nexecutable = /bin/evil"}}):
-        refused = _submit_files(sys.executable, settings, shim_env())
+    for i, settings in enumerate(({"slurm_settings": {"comment": "x\ntouch /tmp/injected"}},
+                                  {"slurm_settings": {"mem; touch /tmp/x": "2G"}}, {"job_name": "j\nqueue 5"},
+                                  {"htcondor_settings": {"request_memory": "1\nexecutable = /bin/evil"}})):
+        refused = _submit_files(sys.executable, settings, shim_env(), tmp_path / f"refused{i}")
         assert "ValueError" in refused.values(), (settings, refused)
 
 
