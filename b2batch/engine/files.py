@@ -16,7 +16,10 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from b2batch.engine.shared_logs import SharedLogs
 
 
 _HOST = socket.gethostname()
@@ -404,13 +407,16 @@ class JobFiles:
         when the job has log files of its own."""
         return self._parts[name] if self._parts else None
 
-    def read_log(self, name: str, limit: int) -> tuple[bytes, int]:
+    def read_log(self, name: str, limit: int, shared: SharedLogs | None = None) -> tuple[bytes, int]:
         """The last ``limit`` bytes of the job's log ``name`` (its part of its worker's log, for a unit that
-        wrote there) and how many bytes it has in all; (b"", 0) when there is none."""
+        wrote there: read through ``shared`` when given) and how many bytes it has in all; (b"", 0) when there
+        is none."""
         part = self.log_part(name)
         try:
             if part:
                 path, first, size = part[0], part[1], max(0, part[2] - part[1])
+                if size and shared is not None:
+                    return shared.read(path, first + max(0, size - limit), min(size, limit)), size
             else:  # most jobs write little or nothing: one system call for an empty log
                 path, first, size = self.log_path(name), 0, os.stat(self.log_path(name)).st_size
             if not size:
@@ -420,6 +426,15 @@ class JobFiles:
                 return f.read(min(size, limit)), size
         except OSError:
             return b"", 0
+
+    def had_own_logs(self) -> bool:
+        """Whether the job's unit may have written log files of its own (it did not write into its worker's)."""
+        return self._parts is None
+
+    def may_have_folder(self) -> bool:
+        """Whether the job folder may exist: made here, or on the node for a result too big for the unit's line
+        (a unit that handed its result in its worker's log line made none)."""
+        return self._made or self._result is _UNKNOWN
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of the job's stderr (of at most its last 64 KiB)."""

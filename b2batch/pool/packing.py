@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from b2batch.engine import Job, JobFiles
+from b2batch.engine.shared_logs import SharedLogs
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +40,8 @@ LOG_LIMIT = 1 << 20
 SWEEP_INTERVAL = 2.0
 
 
-def _read_log(files: JobFiles, name: str) -> str:
-    data, size = files.read_log(name, LOG_LIMIT)
+def _read_log(files: JobFiles, name: str, shared: SharedLogs) -> str:
+    data, size = files.read_log(name, LOG_LIMIT, shared)
     text = data.decode(errors="replace")
     if name == "stderr" and files.log_part(name) and text.startswith("b2batch: "):
         # a chunk's part of its pilot's stderr starts with the line naming it (its own log file has it in stdout
@@ -96,6 +97,7 @@ class Packer:
         self._files: dict[str, BinaryIO] = {}
         self._arrays: dict[Path, list[Path]] = {}
         self._swept_at = 0.0
+        self._shared = SharedLogs()  # the pilots' logs, which hold the parts of the units that ran in them
 
     def _file(self, name: str) -> BinaryIO:
         if name not in self._files:
@@ -105,7 +107,7 @@ class Packer:
     def pack(self, job: Job, meta: dict[str, Any], answer: bytes | None, state: str, error: str = "") -> None:
         """Append what ``job`` left (``meta``: its chunk; ``answer``: its pickled answer; ``state``: done,
         failed or lost; ``error``: its message and traceback), then remove its folders."""
-        stdout, stderr = _read_log(job.files, "stdout"), _read_log(job.files, "stderr")
+        stdout, stderr = _read_log(job.files, "stdout", self._shared), _read_log(job.files, "stderr", self._shared)
         self.wrote_stderr = self.wrote_stderr or bool(stderr.strip())
         line = {**meta, "system": job.system, "job_id": job.job_id, "resubmissions": job.resubmissions,
                 "state": state, "error": error, "stdout": stdout, "stderr": stderr}
@@ -125,8 +127,10 @@ class Packer:
             calls = self._file(CALLS)
             pickle.dump({**meta, "job_id": job.job_id, "call": call}, calls)
             calls.flush()
-        _remove_folder(job.files.folder_text)
-        _remove_folder(job.files.log_folder_text)
+        if job.files.may_have_folder():
+            _remove_folder(job.files.folder_text)
+        if job.files.had_own_logs():
+            _remove_folder(job.files.log_folder_text)
 
     def sweep(self, force: bool = False) -> None:
         """Remove the folders of arrays none of whose jobs is left (at most every SWEEP_INTERVAL s)."""
@@ -150,6 +154,7 @@ class Packer:
                 self._arrays.pop(folder, None)
 
     def close(self) -> None:
+        self._shared.close()
         for f in self._files.values():
             f.close()
         self._files.clear()

@@ -16,6 +16,8 @@ import pytest
 from conftest import wait_for
 from test_work_queue import Workers
 
+from b2batch.engine import JobFiles
+from b2batch.engine.shared_logs import SharedLogs
 from b2batch.luigi_frontend import task_on_node
 
 
@@ -158,6 +160,34 @@ def test_a_unit_without_log_files_writes_its_part_of_its_workers_logs_which_its_
     # a JobFiles whose unit said nothing about its logs reads its own files, as before
     assert JobFiles(folder=workers.folder / "x", log_folder=workers.folder / "nowhere").read_log("stderr", 10) == (
         b"", 0)
+
+
+def test_units_parts_of_shared_logs_are_read_through_files_kept_open(tmp_path: Path) -> None:
+    """A steering process that reads many units' parts of a few pilots' logs opens each log once (SharedLogs); a
+    log that reads short (replaced meanwhile) is opened again; at most SharedLogs.OPEN stay open."""
+    logs = [tmp_path / f"pilot{i}.log" for i in range(3)]
+    for i, log in enumerate(logs):
+        log.write_bytes(b"".join(f"p{i}u{k}\n".encode() for k in range(4)))
+    shared = SharedLogs()
+    shared.OPEN = 2
+
+    def part(log: Path, unit: int, limit: int = 100) -> bytes:
+        files = JobFiles(folder=tmp_path / "units" / "x", log_folder=tmp_path / "logs" / "x")
+        first = 5 * unit  # each line is 5 bytes
+        files.known_log_parts({"stdout": [str(log), first, first + 5], "stderr": [str(log), first, first]})
+        assert files.read_log("stderr", limit, shared) == (b"", 0) and not files.had_own_logs()
+        data, size = files.read_log("stdout", limit, shared)
+        assert size == 5 and (data, size) == files.read_log("stdout", limit)  # the same as read by open()
+        return data
+
+    assert [part(log, k) for k in (3, 0) for log in logs] == [b"p0u3\n", b"p1u3\n", b"p2u3\n", b"p0u0\n",
+                                                                   b"p1u0\n", b"p2u0\n"]
+    assert len(shared._fds) == 2
+    logs[2].unlink()  # replaced by a longer log: its cached descriptor reads short, the new file is opened
+    logs[2].write_bytes(b"".join(f"q2u{k}\n".encode() for k in range(6)))
+    assert part(logs[2], 5) == b"q2u5\n" and part(logs[2], 1, limit=2) == b"1\n"
+    shared.close()
+    assert shared._fds == {}
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
