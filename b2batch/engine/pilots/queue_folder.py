@@ -90,8 +90,17 @@ def log_lines(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
     except OSError:
         return [], offset
     complete = data.rfind(b"\n") + 1
+    if not complete:
+        return [], offset
+    lines = [line for line in data[:complete].splitlines() if line.strip()]
+    try:  # every line one JSON object (as workers write them): one call into the decoder for all of them
+        found = json.loads(b"[" + b",".join(lines) + b"]")
+        if len(found) == len(lines) and all(type(value) is dict for value in found):
+            return found, offset + complete
+    except ValueError:
+        pass
     found = []
-    for line in data[:complete].splitlines():
+    for line in lines:  # a line that is not JSON (cut short: its worker was killed while writing it) is left out
         try:
             found.append(json.loads(line))
         except ValueError:

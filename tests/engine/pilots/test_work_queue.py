@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from conftest import wait_for
 
 from b2batch.engine.pilots.worker_lease import JOB_ID_VARIABLES
-from b2batch.engine.pilots.queue_folder import write_batch
+from b2batch.engine.pilots.queue_folder import log_lines, write_batch
 from b2batch.engine.pilots.unit_pool import BATCH_SECONDS, MAX_BATCH, UnitPool
 from b2batch.engine.pilots.work_queue import WorkQueue
 
@@ -126,6 +126,21 @@ def test_concurrent_claims_take_every_unit_exactly_once(initial: int, late: int,
         # The file system agrees with what each process says it claimed.
         assert queue.waiting() == [] and queue.waiting_batches() == []
         assert queue.claims() == {name: worker for worker, got, _, _ in reports for name in got}
+
+
+def test_log_lines_are_read_whole_and_a_line_cut_short_is_left_out(tmp_path: Path) -> None:
+    """A worker's log is read in one decoder call while every line is one JSON value; a line cut short (its worker
+    killed while writing it), or lines that are JSON only when joined, fall back to line by line."""
+    log = tmp_path / "w.jsonl"
+    log.write_bytes(b'{"a": 1}\n\n{"b": 2}\n{"c": 3')  # the last line is still being written
+    found, offset = log_lines(log, 0)
+    assert found == [{"a": 1}, {"b": 2}] and offset == len(b'{"a": 1}\n\n{"b": 2}\n')
+    assert log_lines(log, offset) == ([], offset)
+    with open(log, "ab") as f:
+        f.write(b'}\n{"d": [1\n2]}\n1, 2\n{"e": 5}\n')
+    found, end = log_lines(log, offset)
+    assert found == [{"c": 3}, {"e": 5}] and end == log.stat().st_size
+    assert log_lines(tmp_path / "none.jsonl", 0) == ([], 0)
 
 
 def test_queue_steering_and_worker_sides(tmp_path: Path) -> None:
