@@ -44,8 +44,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -266,13 +268,16 @@ def _mark_farm(sampler: Sampler, tasklist: Path, quarter: int) -> None:
 
 
 def row(kind: str, n: int, system: str, pilots: int, folder: Path, timeout: float,
-        chunksize: int | None) -> dict[str, Any]:
-    work = folder / kind
-    work.mkdir()
+        chunksize: int | None, base: str | None = None) -> dict[str, Any]:
+    """One row in a child process (in a fresh folder); ``base``: with b2batch imported from that source tree."""
+    work = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=folder))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [base, os.environ.get("PYTHONPATH")]))} \
+        if base else None
     done = subprocess.run([sys.executable, __file__, "--child", kind, "--n", str(n), "--system", system,
                            "--pilots", str(pilots), "--work", str(work),
                            *(["--chunksize", str(chunksize)] if chunksize else [])], cwd=work, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
+    shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0 or not done.stdout.strip():
         print(done.stderr[-3000:], file=sys.stderr)
         return {"kind": kind, "n": n, "ok": False}
@@ -292,6 +297,10 @@ def main() -> int:
                         help="calls of the percall row, one unit each (default 1000)")
     parser.add_argument("--only", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--timeout", type=float, default=7200)
+    parser.add_argument("--repeat", type=int, default=1, help="rounds (the rows of a round interleaved); medians "
+                        "are printed at the end")
+    parser.add_argument("--base", default=None, help="also run each row with b2batch from this source tree (e.g. "
+                        "`git archive <commit> | tar -x -C DIR`), interleaved: before and after in one sitting")
     parser.add_argument("--child", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--system", default="local", help=argparse.SUPPRESS)
     parser.add_argument("--work", default=None, help=argparse.SUPPRESS)
@@ -303,19 +312,24 @@ def main() -> int:
     system = "slurm" if args.slurm else "local"
     folder = Path(tempfile.mkdtemp(prefix="b2bench-million-"))
     rows, ok = [], True
+    sides = [None, args.base] if args.base else [None]
+    per_unit: dict[str, list[float]] = {}
     try:
-        for kind in args.only:
+        for kind, side in ((kind, side) for _round in range(args.repeat) for kind in args.only for side in sides):
             units = (args.farm_n if kind == "farm" and args.farm_n else args.per_call_n
                      if kind in ("percall", "floor") else n)
-            result = row(kind, units, system, args.pilots, folder, args.timeout, args.chunksize)
+            label = f"{kind}@base" if side else kind
+            result = row(kind, units, system, args.pilots, folder, args.timeout, args.chunksize, side)
+            result["label"] = label
             rows.append(result)
             ok = ok and result.get("ok", False)
             if "cpu" not in result:
-                print(f"{kind:<16} FAILED", flush=True)
+                print(f"{label:<16} FAILED", flush=True)
                 continue
+            per_unit.setdefault(label, []).append(1000 * result["cpu"] / units)
             growth = ((result["rss_end"] - result["rss_quarter"]) / 2**20 if result.get("rss_quarter") else
                       float("nan"))
-            print(f"{kind:<16} N={units:>9,}  wall {result['wall']:7.1f} s  steering CPU {result['cpu']:7.2f} s = "
+            print(f"{label:<16} N={units:>9,}  wall {result['wall']:7.1f} s  steering CPU {result['cpu']:7.2f} s = "
                   f"{1000 * result['cpu'] / units:7.4f} ms/unit  peak RSS {result['peak_rss'] / 2**20:7.1f} MB  "
                   f"RSS growth 1/4 -> end {growth:+7.1f} MB", flush=True)
             if kind in ("percall", "floor"):
@@ -328,6 +342,13 @@ def main() -> int:
                       f"{'met' if per_call is not None and per_call <= 0.001 else 'NOT met'}", flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    if args.repeat > 1 or args.base:
+        for label, values in per_unit.items():
+            line = f"median {label:<16} steering CPU {statistics.median(values):.4f} ms/unit over {len(values)} run(s)"
+            before = per_unit.get(f"{label}@base")
+            if before:
+                line += f"; / base {statistics.median(values) / statistics.median(before):.2f}"
+            print(line, flush=True)
     print(json.dumps({"system": system, "rows": rows}))
     return 0 if ok else 1
 

@@ -199,15 +199,18 @@ class RunRecord:
             if state == "failed":
                 record.stderr_tail = job.files.stderr_tail(10)
             measured = getattr(job, "measured", None)  # a unit's, from its worker's log; else its wrapper's file
-            wrapper = Usage.of(measured) if measured else read_usage(usage_file(job.files))
             outcome = getattr(job, "outcome", None)  # the batch system's cause and node of the job's end
             cause, node = getattr(outcome, "cause", "") or "", getattr(outcome, "node", "") or None
-            if cause or node:  # (most units of pilots have neither: no Usage to make and merge)
-                said = Usage(cause=cause, host=node)
-                wrapper = said.merged(wrapper) if wrapper is not None else said
-            if wrapper is not None:
-                known = Usage.of(record.usage)
-                record.usage = (known.merged(wrapper) if known else wrapper).as_dict()
+            if measured and not (cause or node or record.usage):  # most units of pilots: their figures as said
+                record.usage = Usage.clean(measured)
+            else:
+                wrapper = Usage.of(measured) if measured else read_usage(usage_file(job.files))
+                if cause or node:
+                    said = Usage(cause=cause, host=node)
+                    wrapper = said.merged(wrapper) if wrapper is not None else said
+                if wrapper is not None:
+                    known = Usage.of(record.usage)
+                    record.usage = (known.merged(wrapper) if known else wrapper).as_dict()
         elif state == "resubmitted":
             record.resubmissions = [*record.resubmissions, reason]
             record.usage = None

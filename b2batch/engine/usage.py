@@ -57,6 +57,11 @@ class Usage:
         # (the fields are flat values: dataclasses.asdict's deep copy is not needed, and costs per job)
         return {name: value for name in _NAMES if (value := getattr(self, name)) is not None and value != ""}
 
+    @staticmethod
+    def clean(data: dict[str, Any]) -> dict[str, Any]:
+        """``Usage.of(data).as_dict()`` without making the Usage (a unit's figures, recorded as they came)."""
+        return {name: value for name in _NAMES if (value := data.get(name)) is not None and value != ""}
+
     @classmethod
     def of(cls, data: dict[str, Any] | None) -> Usage | None:
         if not data:

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from b2batch.display.efficiency import suggested_mb, summary_lines
 from b2batch.engine import Run
@@ -283,3 +285,12 @@ def test_emulated_accounting_and_its_absence(system: str, workflow, tmp_path: Pa
     for usage in _usage(report, "Hold"):  # the job wrappers' own figures
         assert usage["source"] == "wrapper" and 200 * MIB <= usage["max_rss"] <= 320 * MIB, usage
         assert usage["cpu"] >= 0.5 and usage["wall"] >= 1 and usage["host"], usage
+
+
+@given(st.dictionaries(st.sampled_from(["wall", "cpu", "max_rss", "host", "source", "cause", "state", "other"]),
+                       st.one_of(st.none(), st.just(""), st.floats(allow_nan=False), st.integers(), st.text()),
+                       min_size=1))
+def test_a_units_figures_are_recorded_as_a_usage_would_record_them(data: dict) -> None:
+    """RunRecord's shortcut for a unit's figures (Usage.clean) gives what Usage.of(...).as_dict() gives."""
+    assert Usage.clean(data) == Usage.of(data).as_dict()
+    assert list(Usage.clean(data)) == list(Usage.of(data).as_dict())

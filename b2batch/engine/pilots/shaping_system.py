@@ -218,8 +218,12 @@ class ShapingSystem(BatchSystem):
             for job in group:
                 job.placement = {}  # not a pilot's unit (any more): a later run must not look for it in a queue
                 self._write_job_script(job)
-        for job in group:
-            self._follow(job, target)  # first: the pilots' first top-up asks how many this kind wants
+        kinds: dict[int, Kind] = {}
+        for job in group:  # first: the pilots' first top-up asks how many this kind wants
+            kind = self._follow(job, target, note=False)
+            kinds[id(kind)] = kind
+        for kind in kinds.values():
+            self._note(kind)
         try:
             target.submit(group)
         except Exception:
@@ -241,7 +245,9 @@ class ShapingSystem(BatchSystem):
         job.files.write_spec({**(job.bootstrap or {}), "unit": job.unit})
         job.files.write_wrapper(job_wrapper(job.name, job.key, job.config, job.files, [job.files.path_of("spec")]))
 
-    def _follow(self, job: Job, target: BatchSystem) -> None:
+    def _follow(self, job: Job, target: BatchSystem, note: bool = True) -> Kind:
+        """Track ``job`` as gone to ``target``; its kind (whose shape goes into the record, unless ``note`` is
+        False: the caller notes each kind of a group once)."""
         kind = self._kind(job)
         kind.live[id(job)] = job
         self._route[id(job)] = target
@@ -250,7 +256,9 @@ class ShapingSystem(BatchSystem):
             kind.in_pilots[id(job)] = job
         elif target is self.inner:
             self._own[id(job)] = job
-        self._note(kind)
+        if note:
+            self._note(kind)
+        return kind
 
     def _shape_name(self, target: BatchSystem) -> str:
         return {id(self.pilots): "pilots", id(self.bundles): "bundles"}.get(id(target), "job_per_task")
