@@ -39,6 +39,9 @@ class Outcome:
     #: Seconds the calls ran (in a pack: this call's own time).
     seconds: float = 0.0
 
+    def __reduce__(self) -> tuple[Any, ...]:  # the fields in order, not by name: a third of the bytes
+        return Outcome, (self.values, self.error, self.index, self.traceback, self.seconds)
+
 
 @dataclass
 class PackOutcome:

@@ -11,8 +11,10 @@ summary, and packs the job's files (:mod:`b2batch.pool.packing`).
 from __future__ import annotations
 
 import collections
+import hashlib
 import itertools
 import logging
+import os
 import pickle
 import queue
 import threading
@@ -231,8 +233,12 @@ class Dispatcher:
     def _submit(self, batch: Batch, start: int, items: list[Any]) -> None:
         number = batch.submitted
         batch.submitted += 1
-        function, initializer, initargs = self._shipped(batch)
-        call = (chunk_on_node.run_chunk, (function, items, start, batch.how, self.mode, initializer, initargs), {})
+        shipped = self._shipped(batch)
+        if shipped:  # the function and the rest of the call in a file of their own, pickled once
+            call = (chunk_on_node.run_shipped_chunk, (*shipped, items, start), {})
+        else:  # as they are: a chunk that cannot be pickled fails, naming what cannot be
+            call = (chunk_on_node.run_chunk, (batch.function, items, start, batch.how, self.mode, self.initializer,
+                                              self.initargs), {})
         try:
             future = self.executor.submit_calls([call], label=batch.label)
         except pickle.PicklingError as e:  # the function, an item or the initializer cannot be sent
@@ -245,17 +251,26 @@ class Dispatcher:
         self._chunks[id(future)] = _Chunk(batch, number, start, len(items), future, meta)
         future.add_done_callback(self._ended.put)
 
-    def _shipped(self, batch: Batch) -> tuple[Any, ...]:
-        """The function, initializer and initargs as each chunk's call carries them: pickled once per call of the
-        pool (a function of ``__main__`` goes by value: pickling it for every chunk was the front-end's largest
-        cost per unchunked item), or as they are when that failed."""
+    def _shipped(self, batch: Batch) -> tuple[str, str] | tuple[()]:
+        """The file (and its SHA-256) that holds the function, how, mode, initializer and initargs of a call of the
+        pool, written into the work dir at its first chunk: a chunk names it instead of carrying them (a function
+        of ``__main__`` goes by value: pickling it for every chunk was the front-end's largest cost per unchunked
+        item; its bytes in every chunk, the queue's). Empty when they cannot be pickled."""
         if batch.shipped is None:
             try:
-                batch.shipped = (pickling.Pickled(batch.function), pickling.Pickled(self.initializer),
-                                 pickling.Pickled(self.initargs))
+                data = pickling.dumps((batch.function, batch.how, self.mode, self.initializer, self.initargs))
+                digest = hashlib.sha256(data).hexdigest()
+                folder = self.packer.work_dir / "shipped"
+                folder.mkdir(exist_ok=True)
+                path = folder / f"{digest[:16]}.pkl"
+                if not path.exists():
+                    temporary = folder / f".{digest[:16]}.{os.getpid()}.tmp"
+                    temporary.write_bytes(data)
+                    os.replace(temporary, path)
+                batch.shipped = (str(path), digest)
             except Exception:  # noqa: BLE001 - each chunk then fails naming what cannot be pickled
                 batch.shipped = ()
-        return batch.shipped or (batch.function, self.initializer, self.initargs)
+        return batch.shipped
 
     def _unpicklable(self, batch: Batch, start: int, items: list[Any], error: Exception) -> pickle.PicklingError:
         """What of the call cannot be pickled, named as the caller wrote it: the function, an item or the

@@ -10,6 +10,8 @@ and removes its folders; an array's folder goes once none of its jobs is left. T
     results.pickles    one pickle per ended job: {"chunk", "start", "count", "answer"} (the job's answer,
                        as b2batch.pool.chunk_on_node pickled it)
     calls.pickles      the call of each job that did not end well, to run it again by hand
+    shipped/           one file per call of the pool (map, imap, apply ...): its function, initializer and
+                       initargs, pickled once; each job's call names it (b2batch.pool.chunk_on_node)
     jobs/ logs/ arrays/   the folders of the jobs still in flight
 
 :func:`read_outputs` and :func:`read_answers` read them back.

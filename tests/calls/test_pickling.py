@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import copyreg
 import pickle
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from b2batch.calls import pickling
+from b2batch.pool import chunk_on_node
 from b2batch.pool.dispatch import Batch, Dispatcher
 
 
@@ -35,14 +39,26 @@ def _eight(_value: Late) -> tuple[object, ...]:
     return int, (8,)
 
 
-def test_a_pool_call_pickles_its_function_once_for_all_its_chunks() -> None:
+def test_a_pool_call_pickles_its_function_once_for_all_its_chunks(tmp_path: Path) -> None:
+    """The function (with how, mode, initializer and initargs) goes into one file of the work dir; each chunk
+    names that file and its digest, and a node loads it once per process."""
     Counted.pickled = 0
     batch = Batch("map(Counted)", Counted(), "one", None, iter(()))
-    dispatcher = SimpleNamespace(initializer=None, initargs=())
-    calls = [pickling.dumps([(len, Dispatcher._shipped(dispatcher, batch), {})]) for _ in range(5)]  # type: ignore[arg-type]
-    assert Counted.pickled == 1
-    function, initializer, initargs = pickle.loads(calls[-1])[0][1]
-    assert function(21) == 42 and initializer is None and initargs == ()
+    dispatcher = SimpleNamespace(initializer=None, initargs=(), mode="raise", packer=SimpleNamespace(work_dir=tmp_path))
+    calls = [pickling.dumps([(chunk_on_node.run_shipped_chunk, (*Dispatcher._shipped(dispatcher, batch), [i], i), {})])
+             for i in range(5)]  # type: ignore[arg-type]
+    assert Counted.pickled == 1 and len(list((tmp_path / "shipped").iterdir())) == 1
+    assert all(len(call) < 300 for call in calls), [len(call) for call in calls]
+    answers = []
+    for call in calls:
+        [(function, args, kwargs)] = pickle.loads(call)
+        answers.append(pickle.loads(function(*args, **kwargs)).values)
+    assert answers == [[0], [2], [4], [6], [8]] and Counted.pickled == 1
+    path, digest = batch.shipped
+    chunk_on_node._LOADED.clear()
+    Path(path).write_bytes(pickle.dumps((len, "one", "raise", None, ())))  # changed since the chunk was sent
+    with pytest.raises(RuntimeError, match="is not the file this chunk was sent with"):
+        chunk_on_node.run_shipped_chunk(path, digest, [1], 0)
 
 
 def test_a_reducer_registered_or_replaced_after_the_first_call_is_used() -> None:

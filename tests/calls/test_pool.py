@@ -200,7 +200,8 @@ def test_the_work_dir_is_removed_on_success_and_kept_when_asked(tmp_path: Path) 
     with local_pool(work_dir=tmp_path / "b", keep_work_dir=True) as pool:
         pool.map(abs, [-1])
         work_dir = pool.work_dir
-    assert sorted(p.name for p in work_dir.iterdir()) == ["jobs", "logs", "outputs.jsonl", "results.pickles"]
+    assert sorted(p.name for p in work_dir.iterdir()) == ["jobs", "logs", "outputs.jsonl", "results.pickles",
+                                                          "shipped"]
     [line] = packing.read_outputs(work_dir)
     assert line["state"] == "done" and line["count"] == 1
     [answer] = packing.read_answers(work_dir)
@@ -250,8 +251,8 @@ def files_while_mapping(tmp_path: Path, count: int) -> tuple[int, int]:
 
 def test_the_work_dir_file_count_does_not_grow_with_the_items(tmp_path: Path) -> None:
     small, large = files_while_mapping(tmp_path, 4), files_while_mapping(tmp_path, 24)
-    assert large[1] == small[1] == 5, ("after the map: outputs.jsonl, results.pickles, empty jobs/, and logs/ with "
-                                       "the pool's live state (b2batch monitor)")
+    assert large[1] == small[1] == 7, ("after the map: outputs.jsonl, results.pickles, empty jobs/, logs/ with the "
+                                       "pool's live state (b2batch monitor), and shipped/ with the map's function")
     assert large[0] <= 40, f"at most the window's jobs (4) in flight, not 24: {large[0]} files"
 
 
