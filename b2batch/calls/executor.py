@@ -160,14 +160,24 @@ class Executor:
 
     def submit_calls(self, calls: list[Call], label: str | None = None, single: bool = False) -> CallFuture:
         """Run ``calls`` one after another in one job; a future of the list of their values."""
+        future = self.prepare_calls(calls, label, single)
+        self.send([future])
+        return future
+
+    def prepare_calls(self, calls: list[Call], label: str | None = None, single: bool = False) -> CallFuture:
+        """:meth:`submit_calls` without the submission: the future, its calls pickled and its job made, for
+        :meth:`send` (a caller that submits many at once hands them to the executor's thread in one request)."""
         if self._closing:
             raise RuntimeError(f"{self.name}: cannot submit calls after shutdown")
         payload = self._pickled(calls)
         number = next(self._numbers)
-        future = CallFuture(self, self._job(number, label, payload), single, number)
-        self._requests.put(("submit", future))
-        self._wake.set()
-        return future
+        return CallFuture(self, self._job(number, label, payload), single, number)
+
+    def send(self, futures: list[CallFuture]) -> None:
+        """Submit the jobs of futures :meth:`prepare_calls` made, in their order."""
+        if futures:
+            self._requests.put(("submit", futures))
+            self._wake.set()
 
     def _job(self, number: int, label: str | None, payload: bytes, last: int | None = None) -> Job:
         """The job of one submission (``last`` None), or of a pack of calls ``number`` to ``last``, with its calls
@@ -260,10 +270,10 @@ class Executor:
                     self.run.cancel(cancelled, reason="cancelled by the caller")
                 return closing
             if kind == "submit":
-                if future.cancelled():
-                    continue
-                self._futures[id(future.job)] = CallPack([future], packed=False)
-                self.run.submit(future.job)
+                for one in future:
+                    if not one.cancelled():
+                        self._futures[id(one.job)] = CallPack([one], packed=False)
+                        self.run.submit(one.job)
             elif kind == "cancel":
                 cancelled += self._cancelled_jobs(future)
             else:  # "close", or "cancel-all"

@@ -207,6 +207,13 @@ class Dispatcher:
         return sizer.probing and len(probes) >= PROBES
 
     def _fill(self) -> None:
+        prepared: list[CallFuture] = []  # handed to the executor's thread at once
+        try:
+            self._fill_into(prepared)
+        finally:
+            self.executor.send(prepared)
+
+    def _fill_into(self, prepared: list[CallFuture]) -> None:
         while len(self._chunks) < self.window and self._batches:
             batch = self._batches[0]
             if not batch.result.wants_more:
@@ -228,9 +235,13 @@ class Dispatcher:
                 continue
             start, items = found
             batch.read = start + len(items)
-            self._submit(batch, start, items)
+            future = self._prepare(batch, start, items)
+            if future is not None:
+                prepared.append(future)
 
-    def _submit(self, batch: Batch, start: int, items: list[Any]) -> None:
+    def _prepare(self, batch: Batch, start: int, items: list[Any]) -> CallFuture | None:
+        """The future of one chunk's job, not submitted yet; None when the chunk failed already (its place in the
+        result holds the error)."""
         number = batch.submitted
         batch.submitted += 1
         shipped = self._shipped(batch)
@@ -240,16 +251,17 @@ class Dispatcher:
             call = (chunk_on_node.run_chunk, (batch.function, items, start, batch.how, self.mode, self.initializer,
                                               self.initargs), {})
         try:
-            future = self.executor.submit_calls([call], label=batch.label)
+            future = self.executor.prepare_calls([call], label=batch.label)
         except pickle.PicklingError as e:  # the function, an item or the initializer cannot be sent
             batch.result.fail(start, start + len(items), self._unpicklable(batch, start, items, e))
-            return
+            return None
         except Exception as e:  # noqa: BLE001 - e.g. the job's folder cannot be written
             batch.result.fail(start, start + len(items), e)
-            return
+            return None
         meta = {"call": batch.label, "chunk": number, "start": start, "count": len(items)}
         self._chunks[id(future)] = _Chunk(batch, number, start, len(items), future, meta)
         future.add_done_callback(self._ended.put)
+        return future
 
     def _shipped(self, batch: Batch) -> tuple[str, str] | tuple[()]:
         """The file (and its SHA-256) that holds the function, how, mode, initializer and initargs of a call of the
