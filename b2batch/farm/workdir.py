@@ -39,6 +39,7 @@ import psutil
 
 from b2batch.engine.processes import note_lives
 from b2batch.farm.definitions import FarmError
+from b2batch.farm.id_files import append_to_list, count_lines, ids_of, ids_text, lines_of, replace_file, tail_ids
 from b2batch.farm.tasklist import tasks_hash
 
 logger = logging.getLogger(__name__)
@@ -56,37 +57,6 @@ def lock_path(workdir: str | Path, lock_dir: str | Path | None = None) -> Path:
         return Path(workdir) / "lock"
     digest = hashlib.md5(os.path.abspath(workdir).encode()).hexdigest()
     return Path(lock_dir) / f"{digest}_lock"
-
-
-def _ids_of(path: Path) -> list[int]:
-    """The ids of a ``<id> <line>`` file (none if it does not exist)."""
-    try:
-        with open(path, "rb") as f:
-            return [int(line.split(b" ", 1)[0]) for line in f if line.strip()]
-    except FileNotFoundError:
-        return []
-    except ValueError as e:
-        raise FarmError(f"{path} has a line that does not start with a task id ({e}); it is not a farm work-dir "
-                        f"file. Fix or remove it.") from None
-
-
-def _lines_of(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            for line in f:
-                head, _, command = line.rstrip("\n").partition(" ")
-                if head.strip():
-                    yield int(head), command
-    except FileNotFoundError:
-        return
-
-
-def count_lines(path: Path) -> int:
-    try:
-        with open(path, "rb") as f:
-            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-    except FileNotFoundError:
-        return 0
 
 
 class WorkDir:
@@ -192,7 +162,7 @@ class WorkDir:
         else:
             self._check_status_files(tasks, source)
             if not self.toprocess.exists():
-                done = set(_ids_of(self.finished)) | set(_ids_of(self.failed)) | self._claimed_by_anyone()
+                done = set(ids_of(self.finished)) | set(ids_of(self.failed)) | self._claimed_by_anyone()
                 self.write_toprocess_locked((i for i in range(len(tasks)) if i not in done), tasks)
         self._write_record(tasks, source)
         return note
@@ -201,7 +171,7 @@ class WorkDir:
         """A work dir without b2batch's record (e.g. PyTaskFarmer's): each of its lines must name the same
         command under the same id."""
         for path in (self.toprocess, self.finished, self.failed):
-            for task_id, command in _lines_of(path):
+            for task_id, command in lines_of(path):
                 if task_id >= len(tasks) or tasks[task_id] != command:
                     now = repr(tasks[task_id]) if task_id < len(tasks) else "no such task"
                     raise FarmError(
@@ -232,17 +202,11 @@ class WorkDir:
         except FileNotFoundError:
             existing = b""
         head = "".join(f"{i} {tasks[i]}\n" for i in sorted(ids, reverse=True)).encode("utf-8", "surrogateescape")
-        self._replace(self.toprocess, head + existing)
+        replace_file(self.toprocess, head + existing)
 
     def write_toprocess_locked(self, ids: Iterable[int], tasks: Sequence[str]) -> None:
         text = "".join(f"{i} {tasks[i]}\n" for i in sorted(set(ids), reverse=True))
-        self._replace(self.toprocess, text.encode("utf-8", "surrogateescape"))
-
-    @staticmethod
-    def _replace(path: Path, data: bytes) -> None:
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
+        replace_file(self.toprocess, text.encode("utf-8", "surrogateescape"))
 
     # --- farmers --------------------------------------------------------------------------------------------
 
@@ -289,7 +253,7 @@ class WorkDir:
             return []
         try:
             size = os.fstat(fd).st_size
-            ids, cut = _tail_ids(fd, size, count, self.toprocess)
+            ids, cut = tail_ids(fd, size, count, self.toprocess)
             os.ftruncate(fd, cut)
         finally:
             os.close(fd)
@@ -346,7 +310,7 @@ class WorkDir:
         dead = self.dead_farmers(me)
         if not dead:
             return []
-        done = set(_ids_of(self.finished)) | set(_ids_of(self.failed)) | set(_ids_of(self.toprocess))
+        done = set(ids_of(self.finished)) | set(ids_of(self.failed)) | set(ids_of(self.toprocess))
         recovered: list[int] = []
         for name in dead:
             held, _ = self._held(name)
@@ -357,7 +321,7 @@ class WorkDir:
             back = sorted(i for i in held if i < len(tasks))
             if back:
                 logger.warning("Farmer %s (pid %s on %s) is gone: putting its %d running line(s) back: %s", name,
-                               info.get("pid", "?"), info.get("host", "?"), len(back), _ids_text(back))
+                               info.get("pid", "?"), info.get("host", "?"), len(back), ids_text(back))
                 self.release_locked(name, back, tasks)
             recovered.extend(back)
             done.update(back)
@@ -412,11 +376,11 @@ class WorkDir:
                 if not j.name.endswith(".json") and not j.name.startswith(".")} if self.claims.is_dir() else {}
 
     def failed_lines(self) -> list[tuple[int, str]]:
-        return list(_lines_of(self.failed))
+        return list(lines_of(self.failed))
 
     def read_exit_codes(self) -> dict[int, int]:
         codes: dict[int, int] = {}
-        for task_id, code in _lines_of(self.exit_codes):
+        for task_id, code in lines_of(self.exit_codes):
             try:
                 codes[task_id] = int(code)
             except ValueError:
@@ -436,60 +400,7 @@ class WorkDir:
 
     def append_timeline_locked(self, events: Sequence[dict[str, Any]]) -> None:
         """Add events to the JSON list in ``timeline.json`` in place (PyTaskFarmer rewrites it per line)."""
-        if not events:
-            return
-        body = ", ".join(json.dumps(e) for e in events).encode()
-        try:
-            fd = os.open(self.timeline, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            logger.warning("Cannot write %s: %s", self.timeline, e)
-            return
-        with os.fdopen(fd, "r+b") as f:
-            size = f.seek(0, os.SEEK_END)
-            tail_start = max(0, size - 64)
-            f.seek(tail_start)
-            tail = f.read()
-            close = tail.rfind(b"]")
-            if size == 0 or close < 0:
-                if size:
-                    os.replace(self.timeline, self.timeline.with_name("timeline.json.unreadable"))
-                    self._replace(self.timeline, b"[" + body + b"]")
-                    return
-                f.write(b"[" + body + b"]")
-                return
-            before = tail[:close].rstrip()
-            empty = before.endswith(b"[") and (tail_start > 0 or before.strip() == b"[")
-            f.seek(tail_start + close)
-            f.truncate()
-            f.write((b"" if empty else b", ") + body + b"]")
-
-
-def _tail_ids(fd: int, size: int, count: int, path: Path) -> tuple[list[int], int]:
-    """The ids of the last ``count`` lines of the file (blank lines skipped), and where they begin."""
-    chunk = 8192
-    while True:
-        start = max(0, size - chunk)
-        data = os.pread(fd, size - start, start)
-        ids: list[int] = []
-        cut = len(data)
-        end = len(data) - 1 if data.endswith(b"\n") else len(data)
-        whole = True
-        while len(ids) < count and end >= 0:
-            newline = data.rfind(b"\n", 0, end)
-            if newline < 0 and start > 0:
-                whole = False  # this line may begin before the chunk
-                break
-            line = data[newline + 1:end]
-            cut, end = newline + 1, newline
-            if line.strip():
-                try:
-                    ids.append(int(line.split(b" ", 1)[0]))
-                except ValueError:
-                    raise FarmError(f"{path} has a line that does not start with a task id: {line[:200]!r}. Fix or "
-                                    f"remove that line.") from None
-        if len(ids) == count or whole:
-            return ids, start + cut
-        chunk *= 4
+        append_to_list(self.timeline, events)
 
 
 def _kill_orphans(ids: set[int], workdir: str) -> None:
@@ -508,6 +419,3 @@ def _kill_orphans(ids: set[int], workdir: str) -> None:
             continue
 
 
-def _ids_text(ids: Sequence[int], most: int = 10) -> str:
-    text = ", ".join(str(i) for i in ids[:most])
-    return text + (f" and {len(ids) - most} more" if len(ids) > most else "")
