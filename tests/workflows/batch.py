@@ -29,7 +29,9 @@ class Part(b2batch.Task):
     def run(self):
         start = time.time()
         STARTED.mkdir(exist_ok=True)
-        (STARTED / f"{self.n}.pid").write_text(str(os.getpid()))
+        written = STARTED / f".{self.n}.pid.tmp"  # whole when it appears: a test reads it as soon as it is there
+        written.write_text(str(os.getpid()))
+        os.replace(written, STARTED / f"{self.n}.pid")
         print(f"part {self.n} runs in {os.getcwd()}")
         if self.n == args.fail:
             for i in range(30):
