@@ -55,7 +55,7 @@ class Usage:
 
     def as_dict(self) -> dict[str, Any]:
         # (the fields are flat values: dataclasses.asdict's deep copy is not needed, and costs per job)
-        return {name: value for name in _NAMES if (value := getattr(self, name)) is not None and value != ""}
+        return Usage.clean(vars(self))
 
     @staticmethod
     def clean(data: dict[str, Any]) -> dict[str, Any]:

@@ -132,11 +132,11 @@ class PilotSystem(PooledSystem):
             if job.settings_key is None:
                 groups.append([job])
             else:
-                members = by_queue.get(self._queue_key(job))
-                if members is None:
-                    members = by_queue[self._queue_key(job)] = []
-                    groups.append(members)
-                members.append(job)
+                key = self._queue_key(job)
+                if key not in by_queue:
+                    by_queue[key] = []
+                    groups.append(by_queue[key])
+                by_queue[key].append(job)
         return groups
 
     def submit(self, group: list[Job]) -> None:
