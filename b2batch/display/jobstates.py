@@ -21,6 +21,7 @@ from b2batch.display.intended import find_intended, take_intent
 from b2batch.display.queues import QueueViews, UnitState, WorkerJob, age
 from b2batch.engine.files import JobFiles, job_folders
 from b2batch.engine.outcome import JobOutcome, last_outcome
+from b2batch.engine.processes import noted_process
 
 #: States of a job that is not over: ``cancel`` cancels these.
 ACTIVE = ("queued", "running", "held")
@@ -291,6 +292,10 @@ def wrapper_processes(group: list[RecordedJob]) -> dict[str, Any]:
                     found[wrappers[arg]] = process
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
+    for folder in set(wrappers.values()) - set(found):  # a job forked without its wrapper notes its process
+        process = noted_process(folder)
+        if process is not None:
+            found[folder] = process
     return found
 
 

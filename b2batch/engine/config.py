@@ -27,7 +27,7 @@ SETTING_FIELDS = ("batch_system", "job_shape", "poll_interval", "max_poll_interv
                   "max_scheduler_calls_per_second", "max_array_size", "submission_window",
                   "scheduler_unreachable_timeout", "scheduler_call_timeout", "local_slots", "htcondor_settings",
                   "retry_memory_factor", "retry_time_factor", "max_retry_memory", "max_retry_time",
-                  "max_node_failures", "unit_logs")
+                  "max_node_failures", "unit_logs", "local_start")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +56,11 @@ class RunConfig:
     scheduler_call_timeout: float = 60.0
     #: Jobs the local batch system runs at once (0 or None: the number of CPUs).
     local_slots: int | None = None
+    #: How the local batch system starts a job whose wrapper only sets the environment and runs this interpreter
+    #: on the entry point: ``fork`` it from a copy of the steering process made when the run starts, ``wrapper``
+    #: (its wrapper, a fresh interpreter, as on a cluster), ``auto`` (fork while the steering process has one
+    #: thread when the run starts). :mod:`b2batch.systems.local_forks`.
+    local_start: str = "auto"
     #: The global htcondor_settings (a job's own overlay them).
     htcondor_settings: Mapping[str, Any] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     #: Escalation (docs/policies.md): a job killed for memory (time) goes again asking for this factor times

@@ -16,7 +16,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from b2batch.engine.shared_logs import SharedLogs
@@ -53,7 +53,19 @@ def _write_new(path: str, text: str, mode: int = 0o644) -> None:
 FILE_NAMES = {"spec": "job.json", "wrapper": "executable_wrapper.sh", "exit_code": "exit_code", "result": "result.json",
               "result_bytes": "result.pkl", "submission": "submission.json", "setup_failed": "setup_failed",
               "cancelled": "cancelled", "checkpointed": "checkpointed", "usage": "usage.json",
-              "intent": "submitting.json"}
+              "intent": "submitting.json", "process": "process"}
+
+
+class Launch(NamedTuple):
+    """What a job's wrapper does when it does no more than export ``env``, change into ``working_dir`` and run
+    ``command`` (the interpreter running the steering process on the node-side entry point, so ``command`` leaves
+    the interpreter out): what the local batch system does itself for a job it forks
+    (:mod:`b2batch.systems.local_forks`). Its ``label`` is the wrapper's name for the job."""
+
+    label: str
+    working_dir: str
+    env: tuple[tuple[str, str], ...]
+    command: tuple[str, ...]
 
 
 def job_folders(root: str | os.PathLike[str], marker: str = FILE_NAMES["spec"]) -> list[Path]:
@@ -117,7 +129,7 @@ class JobFiles:
     :meth:`path_of`'s text.
     """
 
-    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit", "_result", "_parts")
+    __slots__ = ("_folder", "_log_folder", "fresh", "_made", "_exit", "_result", "_parts", "launch")
 
     def __init__(self, folder: str | os.PathLike[str], log_folder: str | os.PathLike[str]) -> None:
         # as Path would print them (no doubled or trailing slash), kept as text
@@ -134,6 +146,9 @@ class JobFiles:
         #: Where a unit that wrote into its worker's logs (the run's ``unit_logs`` "pilot") put its stdout and
         #: stderr: name -> (the worker's log file, first byte, end); None: the job's own log files.
         self._parts: dict[str, tuple[str, int, int]] | None = None
+        #: What the job's wrapper does, when the local system may do it itself (set with the wrapper; None: the
+        #: wrapper does more, or none was written by this process).
+        self.launch: Launch | None = None
 
     @classmethod
     def at(cls, task_file_dir: str | os.PathLike[str], family: str, key: str,
@@ -240,7 +255,8 @@ class JobFiles:
         self.make_folders()
         if not self.fresh:
             for stale in (self.exit_code, self.result, self.result_bytes, self.setup_failed, self.cancelled,
-                          self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss"):
+                          self.checkpointed, self.folder / "usage.json", self.folder / "peak_rss",
+                          self.folder / "process"):
                 stale.unlink(missing_ok=True)
         self.fresh = False
         for name in ("stdout", "stderr"):

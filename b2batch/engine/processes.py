@@ -10,6 +10,7 @@ heartbeat's age or its queue's idle timeout decides instead.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from typing import Any
@@ -57,6 +58,23 @@ def note_lives(about: dict[str, Any], started: str = "started") -> bool:
         return abs(now - float(expected)) < SAME_START
     except (TypeError, ValueError):
         return False
+
+
+def noted_process(folder: str | os.PathLike[str]) -> Any:
+    """The running process (psutil) that the ``process`` note in a job folder names: a local job forked without
+    a wrapper (:mod:`b2batch.systems.local_forks`), found by it as a wrapper is by its command line. None when
+    there is no note, or its process ended (or is another one now)."""
+    import psutil
+
+    try:
+        with open(os.path.join(folder, "process")) as f:
+            note = json.load(f)
+        if not note_lives(note) or note.get("host") != socket.gethostname():
+            return None
+        process = psutil.Process(int(note["pid"]))
+        return None if process.status() == psutil.STATUS_ZOMBIE else process
+    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+        return None
 
 
 def signal_group(pid: int, signum: int) -> None:

@@ -103,5 +103,9 @@ class BatchSystem(abc.ABC):
     def forget(self, job: Job) -> None:
         """The run no longer follows ``job`` (it ended, or was cancelled)."""
 
+    def wake(self, jobs: list[Job]) -> None:
+        """Worker jobs of the run (pilots) may have new units, or are told to stop: a system whose jobs run on
+        this host wakes them from their idle pause (default: they see it after their pause)."""
+
     def close(self) -> None:
         """The run ends: let go of anything kept for more work (e.g. worker jobs)."""

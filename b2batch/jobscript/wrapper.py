@@ -7,6 +7,7 @@ the job's exit code to a file, so a job that has left the scheduler's queue can 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import secrets
@@ -17,6 +18,7 @@ from typing import Any
 
 from b2batch.jobscript import base_folder
 from b2batch.jobscript import containers
+from b2batch.engine.files import Launch
 from b2batch.errors import SettingError
 from b2batch.jobscript.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
 
@@ -99,6 +101,10 @@ def render_job_wrapper(owner: Any, label: str, config: Any, job_files: Any, comm
     container = containers.container_of(owner, config, job_files, working_dir, env_script)
     values = (label, *job_files.wrapper_paths())
     if container is None:  # the common case: the job's own values go into the wrapper its settings make
+        if env_script is None and not checkpoint and command[:2] == [sys.executable, str(ENTRY_POINT)]:
+            # a wrapper the local system may stand in for (it forks the job: b2batch.systems.local_forks)
+            with contextlib.suppress(AttributeError):  # (a stand-in for JobFiles may have no place for it)
+                job_files.launch = Launch(label, str(working_dir), tuple(env), tuple(command[1:]))
         parts = _skeleton(shell, str(working_dir), env_script and str(env_script), tuple(env), checkpoint)
         words = [quote(value) for value in values]
         words.append(" ".join(quote(word) for word in command))

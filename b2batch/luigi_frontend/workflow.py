@@ -143,7 +143,9 @@ def config_of_flags(args: Any, batch_system: str | None = None, workers: int | N
     process()'s ``batch_system`` and ``workers`` set over it. The flag is this run's, not a setting: the next process() in the
     same script starts from the settings again."""
     given = {"batch_system": args.batch_system or batch_system, "workers": args.workers or workers}
-    return run_config(batch_system=given["batch_system"],
+    # local_start: a task's job runs the workflow script again to rebuild its task, which a fork of this process
+    # has run already (its task classes would be registered twice): every local job starts from its wrapper
+    return run_config(batch_system=given["batch_system"], local_start="wrapper",
                       flags={name: value for name, value in given.items() if value is not None})
 
 

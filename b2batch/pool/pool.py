@@ -20,7 +20,6 @@ import inspect
 import itertools
 import logging
 import math
-import multiprocessing
 import os
 import shutil
 import sys
@@ -112,6 +111,8 @@ class Pool:
     def __new__(cls, processes: int | None = None, initializer: Callable[..., Any] | None = None,
                 initargs: Iterable[Any] = (), maxtasksperchild: int | None = None, **options: Any) -> Any:
         if _wants_multiprocessing(options.get("batch_system", "auto"), options.get("fallback")):
+            import multiprocessing
+
             return multiprocessing.Pool(processes, initializer, tuple(initargs), maxtasksperchild)
         return super().__new__(cls)
 
@@ -185,10 +186,12 @@ class Pool:
         return DEFAULT_SLOTS
 
     def _show(self, verbose: bool | None) -> tuple[Any, Any]:
+        if verbose is False:
+            return None, None
         from b2batch.display.progress import Progress, _is_terminal
         from b2batch.display.report import RunReport
 
-        if verbose is False or (verbose is None and not _is_terminal(sys.stderr)):
+        if verbose is None and not _is_terminal(sys.stderr):
             return None, None
         progress = Progress(self.record)
         progress.start()

@@ -14,7 +14,6 @@ from its own thread; callbacks run in that thread, as they run in the result han
 from __future__ import annotations
 
 import collections
-import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -48,7 +47,7 @@ class AsyncResult:
         """The value; the call's exception raises here; ``multiprocessing.TimeoutError`` after ``timeout``."""
         self.wait(timeout)
         if not self.ready():
-            raise multiprocessing.TimeoutError
+            raise _timeout_error()
         if self._error is not None:
             raise self._error
         return self._value
@@ -140,7 +139,7 @@ class ItemIterator:
                 if self._length is not None and self._next >= self._length and not self._arrived:
                     raise StopIteration
                 if not self._condition.wait(timeout):
-                    raise multiprocessing.TimeoutError
+                    raise _timeout_error()
 
     def _take(self) -> tuple[bool, Any] | None:
         if not self.ordered:
@@ -181,3 +180,10 @@ class ItemIterator:
                 self._arrived.append((False, error))
                 self._next += end - start
             self._condition.notify_all()
+
+
+def _timeout_error() -> Exception:
+    """``multiprocessing.TimeoutError`` (imported when raised: a pool that never times out needs none of it)."""
+    import multiprocessing
+
+    return multiprocessing.TimeoutError()

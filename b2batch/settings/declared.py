@@ -134,6 +134,13 @@ SETTINGS: dict[str, Setting] = {
                 "--workers and process(workers=...) win).", kind=_number(integer=True, minimum=1)),
         Setting("local_slots", None, "Jobs the local batch system runs at once; 0 or null: the number of "
                 "CPUs.", kind=_number(integer=True, minimum=0, none=True)),
+        Setting("local_start", "auto", "How the local batch system starts a job whose wrapper would only set "
+                "the environment and run this Python on the job: fork (from a copy of the steering process made as "
+                "the run starts, with b2batch imported: a pilot runs its first task within milliseconds), wrapper "
+                "(the job's wrapper, a fresh interpreter, as a cluster node runs it), auto (fork if the steering "
+                "process has no other thread when the run starts, else wrapper; the jobs of luigi tasks always start "
+                "from their wrappers; docs/local.md).",
+                kind=_choice("auto", "fork", "wrapper")),
         Setting("poll_interval", 1.0, "Seconds between status queries of a batch system at the start of a "
                 "run.", kind=SECONDS),
         Setting("max_poll_interval", 30.0, "Longest wait between status queries while nothing changes.",

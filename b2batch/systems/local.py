@@ -16,16 +16,18 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.engine.files import atomic_write
 from b2batch.engine.outcome import written_exit_code
-from b2batch.engine.processes import signal_group
+from b2batch.engine.processes import noted_process, signal_group
 from b2batch.engine.usage import measured, usage_file
 from b2batch.systems.job_settings import WRAPPER_SETTINGS
+from b2batch.systems.local_forks import ForkedProcess, Zygote, wanted
+
+if TYPE_CHECKING:
+    import psutil  # (imported where used: a run of new jobs needs none of it)
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +66,13 @@ class _Pool:
 
     UPDATE_INTERVAL = 0.2
 
-    def __init__(self, slots: int) -> None:
+    def __init__(self, slots: int, zygote: Zygote | None = None) -> None:
         #: Jobs run at once: the run's local_slots.
         self._slots = slots
+        #: Where jobs that need no wrapper are forked from (None: every job starts from its wrapper).
+        self.zygote = zygote
         self.waiting: collections.OrderedDict[str, Job] = collections.OrderedDict()
-        self.running: dict[str, subprocess.Popen[bytes]] = {}
+        self.running: dict[str, subprocess.Popen[bytes] | ForkedProcess] = {}
         self.ended: dict[str, int] = {}
         self.lock = threading.Lock()
         self.counter = 0
@@ -125,8 +129,24 @@ class _Pool:
             while self.waiting and len(self.running) + len(self.adopted) < slots:
                 job_id, job = self.waiting.popitem(last=False)
                 self.changed.add(job_id)
-                self.running[job_id] = _start(job.files.wrapper)
+                self.running[job_id] = self._start(job_id, job)
                 self.started[job_id] = (job, time.monotonic())
+
+    def _start(self, job_id: str, job: Job) -> subprocess.Popen[bytes] | ForkedProcess:
+        """Fork the job from the zygote when its wrapper would only set the environment and run this Python on
+        the entry point; else (or when the zygote is gone) start its wrapper."""
+        launch = getattr(job.files, "launch", None)
+        if self.zygote is not None and launch is not None and not self.zygote.gone:
+            log_folder, stdout, stderr, exit_code, setup_failed = job.files.wrapper_paths()
+            try:
+                return self.zygote.launch(job_id, launch, {
+                    "log_folder": log_folder, "stdout": stdout, "stderr": stderr, "exit_code": exit_code,
+                    "setup_failed": setup_failed, "folder": str(job.files.folder)})
+            except OSError as e:
+                logger.warning("local: could not fork job %s (%s); it and the run's later jobs start from their "
+                               "wrappers", job_id, e)
+                self.zygote.gone = True
+        return _start(job.files.wrapper)
 
     def any_ended(self) -> bool:
         """Whether a running job's process ended (looked at without reaping it); its next :meth:`update` then
@@ -138,8 +158,9 @@ class _Pool:
                 if popen.pid in self._told:
                     continue  # news once: a process not reaped by the next poll makes no busy wait
                 try:
-                    ended = popen.returncode is not None or os.waitid(
-                        os.P_PID, popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+                    ended = popen.returncode is not None or (
+                        popen.poll() is not None if isinstance(popen, ForkedProcess) else
+                        os.waitid(os.P_PID, popen.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None)
                 except ChildProcessError:
                     ended = True  # reaped elsewhere: update() finds its code
                 if ended:
@@ -148,23 +169,32 @@ class _Pool:
                     return True
         return False
 
-    def _reap(self, job_id: str, popen: subprocess.Popen[bytes]) -> int | None:
+    def _reap(self, job_id: str, popen: subprocess.Popen[bytes] | ForkedProcess) -> int | None:
         """The wrapper's exit code if it ended (else None); what it used (the wrapper and everything it waited
-        for: os.wait4) goes into the job's usage.json, as a batch system's accounting would give it."""
-        if popen.returncode is not None:
-            return popen.returncode
-        try:
-            pid, status, used = os.wait4(popen.pid, os.WNOHANG)
-        except ChildProcessError:
-            return popen.poll()
-        if not pid:
-            return None
-        popen.returncode = os.waitstatus_to_exitcode(status)
+        for: os.wait4, or what the zygote's wait4 said of a forked job) goes into the job's usage.json, as a batch
+        system's accounting would give it."""
+        if isinstance(popen, ForkedProcess):
+            if popen.returncode is None and popen.poll() is None:
+                return None
+            if job_id not in self.started:
+                return popen.returncode
+            cpu, max_rss = popen.cpu, popen.max_rss_kb
+        else:
+            if popen.returncode is not None:
+                return popen.returncode
+            try:
+                pid, status, used = os.wait4(popen.pid, os.WNOHANG)
+            except ChildProcessError:
+                return popen.poll()
+            if not pid:
+                return None
+            popen.returncode = os.waitstatus_to_exitcode(status)
+            cpu, max_rss = used.ru_utime + used.ru_stime, used.ru_maxrss
         job, began = self.started.pop(job_id, (None, time.monotonic()))
         if job is not None and getattr(job.files, "exit_code", None) is not None:
             try:
-                atomic_write(Path(usage_file(job.files)), measured(time.monotonic() - began, used.ru_utime + used.ru_stime,
-                                                             used.ru_maxrss, socket.gethostname()))
+                atomic_write(Path(usage_file(job.files)), measured(time.monotonic() - began, cpu, max_rss,
+                                                                   socket.gethostname()))
             except OSError as e:
                 logger.warning("Job %s: could not write its usage figures: %s", job_id, e)
         return popen.returncode
@@ -216,6 +246,8 @@ class _Pool:
         answers for every job of a restarted run)."""
         now = time.monotonic()
         if self._wrappers is None or now - self._wrappers_at > 5.0:
+            import psutil
+
             self._wrappers, self._wrappers_at = {}, now
             for process in psutil.process_iter(["cmdline"]):
                 for arg in process.info["cmdline"] or ():
@@ -227,6 +259,8 @@ class _Pool:
 
 def _wait(process: Any, timeout: float) -> bool:
     """Wait for a child (Popen) or an adopted process (psutil) to end; whether it did."""
+    import psutil
+
     try:
         process.wait(timeout=timeout)
         return True
@@ -235,6 +269,8 @@ def _wait(process: Any, timeout: float) -> bool:
 
 
 def _running(process: psutil.Process) -> bool:
+    import psutil
+
     try:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
@@ -258,8 +294,26 @@ class LocalSystem(BatchSystem):
 
     def __init__(self, run: Any) -> None:
         super().__init__(run)
-        self.pool = _Pool(run.config.local_slot_count())
+        self.pool = _Pool(run.config.local_slot_count(), self._zygote(run.config.local_start))
         self._by_id: dict[str, Job] = {}
+
+    @staticmethod
+    def _zygote(mode: str) -> Zygote | None:
+        """The zygote the run's jobs are forked from (made now, while the run has not started a thread), if the
+        setting ``local_start`` wants one."""
+        if not wanted(mode):
+            return None
+        try:
+            return Zygote.start()
+        except OSError as e:
+            logger.warning("local: could not fork a zygote for this run's jobs (%s); they start from their "
+                           "wrappers", e)
+            return None
+
+    def close(self) -> None:
+        """The run ends: its zygote ends too (jobs it forked that still run go on, as wrappers would)."""
+        if self.pool.zygote is not None:
+            self.pool.zygote.close()
 
     def capacity(self) -> int:
         """Jobs that run at once: the run's local_slots."""
@@ -292,6 +346,15 @@ class LocalSystem(BatchSystem):
     def cancel(self, jobs: list[Job]) -> None:
         self.pool.kill(jobs)
 
+    def wake(self, jobs: list[Job]) -> None:
+        """SIGCONT to the running jobs' process groups: a pilot ends its idle pause at once (and a process that
+        was not stopped ignores it)."""
+        with self.pool.lock:
+            processes = [self.pool.running.get(str(job.job_id)) for job in jobs]
+        for process in processes:
+            if process is not None and process.returncode is None:
+                signal_group(process.pid, signal.SIGCONT)
+
     def forget(self, job: Job) -> None:
         self.pool.ended.pop(str(job.job_id), None)
         self._by_id.pop(str(job.job_id), None)
@@ -301,7 +364,7 @@ class LocalSystem(BatchSystem):
         own. Jobs that were still waiting for a slot were lost with that process, and are started again."""
         if journal.get("host") != socket.gethostname():
             return False
-        process = self.pool.wrapper_process(job.files.wrapper)
+        process = self.pool.wrapper_process(job.files.wrapper) or noted_process(job.files.folder)
         if process is None and written_exit_code(job.files) != 0:
             return False  # gone without ending well: it goes again
         job.job_id = str(journal.get("job_id"))

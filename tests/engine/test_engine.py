@@ -132,7 +132,7 @@ def test_the_engine_imports_no_luigi() -> None:
 NOT_JOB_SHAPING = {
     "result_dir", "log_dir", "task_file_dir", "job_folder_layout", "scratch_dir", "parameter_separator",
     "use_parameter_name_in_output",
-    "batch_system", "local_slots", "poll_interval", "max_poll_interval", "max_resubmissions",
+    "batch_system", "local_slots", "local_start", "poll_interval", "max_poll_interval", "max_resubmissions",
     "resubmit_failed_tasks", "exit_on_failure", "max_jobs_in_flight", "max_scheduler_calls_per_second",
     "max_array_size", "submission_window", "scheduler_unreachable_timeout", "scheduler_call_timeout", "unit_logs",
     "output_wait_timeout", "remote_retries", "tasks_per_job", "pilot_jobs", "max_grouping_size", "job_shape",

@@ -178,11 +178,14 @@ class PilotSystem(PooledSystem):
             return
         staged, pool.staged = pool.staged, []
         size = pool.batch_size(len(staged), wanted)
+        idle = not pool.pending  # its pilots may be in their idle pause
         for start in range(0, len(staged), size):
             units = staged[start:start + size]
             batch = units[0][0] if len(units) == 1 else f"{units[0][0]}+{len(units)}"
             pool.queue.put_batch(batch, units)
             pool.pending.add(batch)
+        if idle:
+            self.inner.wake([carrier for key, carrier in pool.carriers.items() if key in pool.started])
 
     def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         now = time.monotonic()

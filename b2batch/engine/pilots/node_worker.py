@@ -93,6 +93,7 @@ class Worker(LeasedWorker):
     def serve(self) -> int:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
+        wake = _Wake()
         self.queue.join(self.name)
         self.heartbeat(force=True)
         logger.info("Worker %s (job %s) serves %s", self.name, self.job_id, self.queue.root)
@@ -112,7 +113,7 @@ class Worker(LeasedWorker):
                     if (self.queue.stopping(self.name) or idle >= self.config.idle_timeout
                             or (idle >= DRAIN_GRACE and self.queue.is_drained())):
                         break
-                    time.sleep(max(0.0, min(pause, self.config.idle_timeout - idle)))
+                    wake.wait(max(0.0, min(pause, self.config.idle_timeout - idle)))
                     pause = min(pause * 2, self.config.idle_pause, self.beat_interval)
                     continue
                 pause = FIRST_PAUSE
@@ -127,13 +128,15 @@ class Worker(LeasedWorker):
         finally:
             self.close()
             self.queue.close_log()
+            wake.close()
             for signum in STOP_SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
         # Its heartbeat goes (a later run must not take it for a live worker and wait on what it held); a unit a
         # signal interrupted stays in its claim, for the steering process to count lost.
         self.queue.forget_worker(self.name)
         logger.info("Worker %s ends after %d unit(s)", self.name, self.ran)
-        return 0
+        # stopped by a signal: the exit code a shell gives a job it stops (its wrapper's, and a forked job's own)
+        return 0 if self.stop_signal is None else 128 + self.stop_signal
 
     def run_batch(self, batch: str, units: list[tuple[str, dict[str, Any]]]) -> str:
         """Run the units of a claimed batch one after another: "go" on, "end" the worker (its allocation ends;
@@ -399,6 +402,44 @@ def own_logs() -> dict[str, str]:
         except OSError:
             pass
     return found
+
+
+class _Wake:
+    """The idle pause of a worker, which any signal ends at once: the steering process of local pilots sends
+    SIGCONT when it queued units while they were idle, or told them to stop (``BatchSystem.wake``); a worker
+    elsewhere waits out its pause. (A signal's handler runs after the pause too; SIGCONT's does nothing.)"""
+
+    def __init__(self) -> None:
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.read, False)
+        os.set_blocking(self.write, False)
+        try:
+            self.previous: int | None = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+            signal.signal(signal.SIGCONT, _woken)
+        except ValueError:  # not the main thread (a worker served in tests): plain pauses
+            self.previous = None
+
+    def wait(self, seconds: float) -> None:
+        if self.previous is None:
+            time.sleep(seconds)
+            return
+        if select.select([self.read], [], [], seconds)[0]:
+            try:
+                while os.read(self.read, 512):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self) -> None:
+        if self.previous is not None:
+            signal.set_wakeup_fd(self.previous)
+            signal.signal(signal.SIGCONT, signal.SIG_DFL)
+        os.close(self.read)
+        os.close(self.write)
+
+
+def _woken(signum: int, frame: Any) -> None:
+    """SIGCONT's handler: its byte in the wake-up pipe ends the pause."""
 
 
 def _sizes() -> dict[str, int]:

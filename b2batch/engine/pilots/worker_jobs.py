@@ -24,9 +24,11 @@ from b2batch.errors import B2BatchError
 
 logger = logging.getLogger(__name__)
 
-#: The longest idle pause of a worker on the steering host (its queue is a local folder), and the step by which
-#: a closing run looks whether its workers left: a run's end waits for them no longer than that.
+#: The longest idle pause of a worker on the steering host (its queue is a local folder); the local system wakes
+#: an idle pilot at once when units come or the run closes (``BatchSystem.wake``).
 LOCAL_IDLE_PAUSE = 0.05
+#: Seconds between two looks, as a run closes, at whether its local pilots have ended.
+CLOSE_STEP = 0.005
 
 
 class WorkerJobs(BatchSystem):
@@ -200,6 +202,7 @@ class WorkerJobs(BatchSystem):
         self._closed = True
         for pool in self.pools.values():
             pool.queue.finish_all()
+            self.inner.wake([c for c in pool.carriers.values() if c.key in pool.started])
             # A bundle job whose units all ended has run and ends by itself; only pilots may wait for nothing.
             waiting = [c for c in pool.carriers.values()
                        if c.key not in pool.started and (self.kind == "pilot" or pool.members)]
@@ -211,7 +214,7 @@ class WorkerJobs(BatchSystem):
                            if key in pool.started and (pool.queue.workers / f"{key}.json").exists()}
                 if not running or time.monotonic() >= deadline:
                     break
-                time.sleep(LOCAL_IDLE_PAUSE if self.inner.on_this_host else 0.1)
+                time.sleep(CLOSE_STEP if self.inner.on_this_host else 0.1)  # (woken, local pilots end within ms)
             for pool in self.pools.values():
                 self._cancel_carriers(pool, [pool.carriers[key] for key in running if running[key] is pool],
                                       "still running")
