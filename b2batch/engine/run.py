@@ -46,6 +46,9 @@ def _ended_badly(files: JobFiles) -> bool:
 
 #: How often a run waiting between two polls asks its batch systems for news (:meth:`Run.wait`), in seconds.
 NEWS_STEP = 0.02
+#: The first step of a wait of a run with at most :data:`FEW_JOBS` jobs in flight (then doubled up to NEWS_STEP).
+FIRST_NEWS_STEP = 0.002
+FEW_JOBS = 64
 
 
 class Run:
@@ -375,13 +378,17 @@ class Run:
                 time.sleep(pause)
             return
         deadline = time.monotonic() + pause
+        # A run of few jobs looks first after FIRST_NEWS_STEP, the step doubling up to NEWS_STEP: its polls cost
+        # little, and its few jobs' ends are what its caller waits for (a Pool.map of a few chunks). Many jobs:
+        # every NEWS_STEP, each poll taking what came meanwhile (a poll per unit would cost more than the units).
+        step = FIRST_NEWS_STEP if len(self.live) <= FEW_JOBS else NEWS_STEP
         while (left := deadline - time.monotonic()) > 0:
-            step = min(NEWS_STEP, left)
             if wake is not None:
-                if wake.wait(step):
+                if wake.wait(min(step, left)):
                     return
             else:
-                time.sleep(step)
+                time.sleep(min(step, left))
+            step = min(2 * step, NEWS_STEP)
             if any(system.news() for system in watched):
                 return
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.jobscript import base_folder
-from b2batch.jobscript import containers
+from b2batch.jobscript import containers, skeletons
 from b2batch.engine.files import Launch
 from b2batch.errors import SettingError
 from b2batch.jobscript.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
@@ -149,7 +149,11 @@ _SLOT_WORD = re.compile(re.escape(_SLOT) + r"(\d+)")
 def _skeleton(shell: Any, working_dir: str, env_script: str | None, env: tuple[tuple[str, str], ...],
               checkpoint: bool) -> tuple[tuple[str, int], ...]:
     """The wrapper of the jobs with these settings, as text parts and the numbers of the job's own values between
-    them (-1: text): the template is rendered once per distinct settings, not once per job."""
+    them (-1: text): put together from the template's shapes rendered ahead (:mod:`b2batch.jobscript.skeletons`),
+    or the template rendered once per distinct settings (not once per job) when they do not fit it."""
+    ahead = skeletons.skeleton(str(shell), working_dir, env_script, env, checkpoint)
+    if ahead is not None:
+        return ahead
     slots = tuple(f"{_SLOT}{i}" for i in range(7))
     text = _render(shell, slots[:6], env_script, env, working_dir, None, [slots[6]], checkpoint)
     parts: list[tuple[str, int]] = []

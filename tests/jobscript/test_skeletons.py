@@ -1,0 +1,44 @@
+"""The job wrapper put together without jinja (b2batch.jobscript.skeletons) is the template's rendering."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import pytest
+
+from b2batch.jobscript import skeletons, wrapper
+
+
+def test_the_stored_shapes_are_the_templates() -> None:
+    stored = json.loads(skeletons.STORED.read_text())
+    assert stored == skeletons.generate(), ("the job wrapper's template changed: make its shapes again with "
+                                            "python -m b2batch.jobscript.skeletons > " + str(skeletons.STORED))
+
+
+def test_a_wrapper_put_together_from_strings_is_the_rendered_one() -> None:
+    slots = tuple(f"{wrapper._SLOT}{i}" for i in range(7))
+    envs = [(), (("A", "1"),), (("A", "it's $(not run) `either`"), ("B_2", ""), ("C", "a\nb"))]
+    settings = itertools.product(["bash", "/bin/sh"], ["/plain", "/a b/'q'", "/x;rm -rf y"],
+                                 [None, "/s/e nv.sh", "/s/it's.sh"], envs, [False, True])
+    for shell, working_dir, env_script, env, checkpoint in settings:
+        parts = skeletons.skeleton(shell, working_dir, env_script, env, checkpoint)
+        assert parts is not None
+        ahead = "".join(text if slot < 0 else slots[slot] for text, slot in parts)
+        rendered = wrapper._render(shell, slots[:6], env_script, env, working_dir, None, [slots[6]], checkpoint)
+        assert ahead == rendered, (shell, working_dir, env_script, env, checkpoint)
+
+
+@pytest.mark.slow
+def test_a_local_pool_puts_its_wrappers_together_without_jinja() -> None:
+    script = ("import sys, b2batch\n"
+              "def f(x): return x\n"
+              "if __name__ == '__main__':\n"
+              "    with b2batch.Pool(batch_system='local', verbose=False) as pool:\n"
+              "        assert pool.map(f, range(3)) == [0, 1, 2]\n"
+              "    print('jinja2' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "False"
