@@ -10,6 +10,7 @@ heartbeat's age or its queue's idle timeout decides instead.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -21,13 +22,31 @@ SAME_START = 1.0
 
 
 def process_started(pid: int) -> float | None:
-    """When the process ``pid`` of this host started (None: there is none)."""
+    """When the process ``pid`` of this host started (None: there is none): psutil's ``create_time``, read
+    from ``/proc`` on Linux as psutil computes it (the boot time plus the start's clock ticks), so that a
+    steering process or a job that notes itself needs no psutil (~8 ms to import)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        ticks = int(stat[stat.rindex(b")") + 2:].split()[19])
+        return _boot_time() + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
     import psutil
 
     try:
         return psutil.Process(pid).create_time()
     except (psutil.Error, OSError, ValueError):
         return None
+
+
+@functools.cache
+def _boot_time() -> float:
+    with open("/proc/stat", "rb") as f:
+        for line in f:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    raise OSError("no btime in /proc/stat")
 
 
 def note_lives(about: dict[str, Any], started: str = "started") -> bool:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 
 from b2batch.engine import preemption
@@ -70,7 +70,7 @@ class Run:
         #: calls that raised).
         self.retry_reason: Callable[[Job, JobOutcome], str] | None = None
         #: Tags this run's jobs (part of job names and HTCondor's JobBatchName).
-        self.tag = uuid.uuid4().hex[:8]
+        self.tag = os.urandom(4).hex()
         self.systems: dict[str, BatchSystem] = {}
         self.submitters: dict[str, Submitter] = {}
         #: Jobs submitted or waiting to be, not yet ended, by id().

@@ -15,8 +15,6 @@ remote traceback. ``batch_system="multiprocessing"`` gives a real ``multiprocess
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import itertools
 import logging
 import math
@@ -24,7 +22,6 @@ import os
 import shutil
 import sys
 import time
-import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -80,6 +77,9 @@ def _check_settings(values: dict[str, Any], name: str) -> None:
     for key in values:
         if key in SETTINGS:
             continue
+        import difflib
+        import inspect
+
         own = [p for p in inspect.signature(Pool.__init__).parameters if p not in ("self", "settings")]
         close = difflib.get_close_matches(key, [*SETTINGS, *own], n=3, cutoff=0.75)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -134,7 +134,7 @@ class Pool:
         self.slurm_call_timeout = slurm_call_timeout
         _check_settings(dict(settings or {}), name)
         parent = Path(work_dir) if work_dir is not None else base_folder.resolve(get_setting("task_file_dir"))
-        self.work_dir = _new_folder(parent, folder or f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}")
+        self.work_dir = _new_folder(parent, folder or f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}")
         values = dict(settings or {})
         values["env"] = environment.exported(extra=values.get("env", get_setting("env")))
         values.setdefault("resubmit_failed_tasks", True)  # a job that exited non-zero was killed: see runner

@@ -41,9 +41,8 @@ logger = logging.getLogger(__name__)
 
 #: Seconds the steering process waits for the zygote to say it forked a job.
 START_TIMEOUT = 10.0
-#: What the zygote imports before its first job: the node side of a pilot, what a unit of calls loads, and
-#: psutil (a job notes its start time with it).
-PRELOAD = ("b2batch.engine.pilots.node_worker", "cloudpickle", "psutil")
+#: What the zygote imports before its first job: the node side of a pilot, and what a unit of calls loads.
+PRELOAD = ("b2batch.engine.pilots.node_worker", "cloudpickle")
 #: The signals a job starts with their defaults for (SIGINT: Python's KeyboardInterrupt, as in a fresh interpreter).
 _DEFAULT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD, signal.SIGQUIT)
 

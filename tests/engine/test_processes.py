@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from b2batch.engine.processes import note_lives
 
@@ -52,3 +53,12 @@ def test_the_farm_judges_its_farmers_by_the_same_rule(tmp_path: Path) -> None:
     old = time.time() - 120
     os.utime(workdir.claims / "stale.json", (old, old))
     assert sorted(workdir.dead_farmers("steering")) == ["replaced", "stale"]
+
+
+def test_a_process_start_time_read_from_proc_is_psutils() -> None:
+    """Notes compare the start time a process wrote (read from /proc, without psutil) with psutil's reading."""
+    from b2batch.engine.processes import process_started
+
+    for pid in (1, os.getpid(), os.getppid()):
+        assert process_started(pid) == pytest.approx(psutil.Process(pid).create_time(), abs=0.02)
+    assert process_started(2 ** 22 + 12345) is None  # no such process
