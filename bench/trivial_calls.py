@@ -12,7 +12,10 @@ shut down (``with`` block left), so start-up and shut-down count, as a user wait
   b2batch submit     ``Executor(S).submit(f, i)`` N times, then every ``result()`` (calls packed by the
                      executor; ``--no-submit`` leaves it out);
   pilot floor        (local) ``python -c "import <what a pilot imports>"``: an interpreter with the modules a
-                     pilot and a unit of calls need; a pilot's start-up cannot be below it;
+                     pilot and a unit of calls need (what a pilot started from its wrapper cannot go below;
+                     local pilots forked from the steering process, ``local_start``, start without it);
+  import joblib      (local) ``import joblib`` alone: what any joblib call pays before its backend does anything;
+  joblib loky        (local) ``Parallel(n_jobs=2)`` with joblib's own default backend: joblib's local reference;
   raw array          (``--parts slurm``) ONE ``sbatch --array=1-N`` of ``echo`` jobs, until squeue lists none
                      of them: what Slurm itself needs for N jobs.
 
@@ -55,6 +58,12 @@ RUNNER = textwrap.dedent('''
         import b2batch
         with b2batch.Pool(batch_system=system, verbose=False) as pool:
             values = pool.map(trivial, range(n))
+    elif kind == "joblib loky":
+        from joblib import Parallel, delayed
+        values = Parallel(n_jobs=2)(delayed(trivial)(i) for i in range(n))
+    elif kind == "import joblib":
+        import joblib
+        values = [2 * x for x in range(n)]
     elif kind == "joblib":
         import b2batch.joblib
         from joblib import Parallel, delayed, parallel_config
@@ -172,7 +181,7 @@ def main() -> int:
         for round_number in range(args.repeat):
             log(f"round {round_number + 1}")
             if "local" in args.parts:
-                for kind in ["multiprocessing", "pilot floor", *kinds]:
+                for kind in ["multiprocessing", "pilot floor", "import joblib", "joblib loky", *kinds]:
                     rows.append(measure(folder, kind, args.n, "local", args.timeout))
             if "slurm" in args.parts:
                 for kind in ["raw array", *kinds]:
@@ -180,7 +189,7 @@ def main() -> int:
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    summary(rows, ["pilot floor", *kinds])
+    summary(rows, ["pilot floor", "import joblib", "joblib loky", *kinds])
     print(json.dumps(rows))
     return 0 if all(r["ok"] for r in rows) else 1
 

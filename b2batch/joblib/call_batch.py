@@ -107,6 +107,8 @@ class CallBatch:
         self.failed = False
         self._pending: collections.deque[Pending] = collections.deque()
         self._units: dict[int, Unit] = {}  # id(unit) -> unit, submitted and not ended
+        #: The call's functions, each pickled once for all its batches (b2batch.calls.pickling.dumps).
+        self._shipped: dict[int, tuple[Any, bytes]] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = False
@@ -245,7 +247,7 @@ class CallBatch:
             member = self._pending.popleft()
             if member.payload is None:
                 try:
-                    member.payload = pickling.dumps(member.batch)
+                    member.payload = pickling.dumps(member.batch, shipped=self._shipped)
                 except Exception as e:
                     _fail(member.future, self._unpicklable(member, e))
                     continue

@@ -71,3 +71,21 @@ def test_a_reducer_registered_or_replaced_after_the_first_call_is_used() -> None
     finally:
         copyreg.dispatch_table.pop(Late, None)
         pickling.dumps(None)  # (the table made again without it)
+
+
+def test_a_function_shipped_with_every_batch_of_a_call_is_pickled_and_unpickled_once() -> None:
+    from b2batch.calls.pickling import dumps, load_once
+
+    offset = 7
+
+    def add(x: int) -> int:  # a closure: cloudpickle sends it by value
+        return x + offset
+
+    shipped: dict = {}
+    first, second = dumps([(add, 1)], shipped=shipped), dumps([(add, 2)], shipped=shipped)
+    assert list(shipped) == [id(add)] and shipped[id(add)][1] in first and shipped[id(add)][1] in second
+    load_once.cache_clear()
+    (f1, a1), = pickle.loads(first)
+    (f2, a2), = pickle.loads(second)
+    assert f1 is f2 and (f1(a1), f2(a2)) == (8, 9)  # made once on the node too
+    assert pickle.loads(dumps([(add, 3)]))[0][0](3) == 10  # without shipped: as before
