@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 #: an idle pilot at once when units come or the run closes (``BatchSystem.wake``).
 LOCAL_IDLE_PAUSE = 0.05
 #: Seconds between two looks, as a run closes, at whether its local pilots have ended.
-CLOSE_STEP = 0.005
+CLOSE_STEP = 0.001
 
 
 class WorkerJobs(BatchSystem):

@@ -256,3 +256,27 @@ def test_a_result_is_handed_over_only_in_a_runner_and_only_when_it_is_json(monke
     assert unit_processes.hand_result({"values": {1, 2}}) is False and handed == {}
     assert unit_processes.hand_result({"status": "DONE"}) is True and handed == {"result": {"status": "DONE"}}
     assert unit_processes.hand_result(None) is True and handed == {"result": None}
+
+
+def test_sigcont_ends_a_workers_idle_pause_at_once() -> None:
+    """The steering process of local pilots wakes them (BatchSystem.wake: SIGCONT) when units come or the run
+    closes: the pause ends then, not when its time is up."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from b2batch.engine.pilots.node_worker import _Wake
+
+    wake = _Wake()
+    try:
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGCONT))
+        timer.start()
+        began = time.monotonic()
+        wake.wait(30.0)
+        waited = time.monotonic() - began
+        timer.join()
+        assert 0.15 < waited < 10.0, waited
+    finally:
+        wake.close()
+    assert signal.getsignal(signal.SIGCONT) is signal.SIG_DFL
