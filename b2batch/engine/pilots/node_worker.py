@@ -49,6 +49,7 @@ from b2batch.engine.processes import signal_group
 from b2batch.engine.pilots.unit_processes import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
 from b2batch.engine.usage import figures
 from b2batch.engine.pilots.work_queue import DRAIN_GRACE, HOLD_SECONDS
+from b2batch.engine.pilots.idle_wait import IdleWait
 from b2batch.engine.pilots.worker_lease import LeasedWorker, WorkerConfig
 
 logger = logging.getLogger(__name__)
@@ -93,7 +94,7 @@ class Worker(LeasedWorker):
     def serve(self) -> int:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_signal)
-        wake = _Wake()
+        wake = IdleWait()
         self.queue.join(self.name)
         self.heartbeat(force=True)
         logger.info("Worker %s (job %s) serves %s", self.name, self.job_id, self.queue.root)
@@ -402,44 +403,6 @@ def own_logs() -> dict[str, str]:
         except OSError:
             pass
     return found
-
-
-class _Wake:
-    """The idle pause of a worker, which any signal ends at once: the steering process of local pilots sends
-    SIGCONT when it queued units while they were idle, or told them to stop (``BatchSystem.wake``); a worker
-    elsewhere waits out its pause. (A signal's handler runs after the pause too; SIGCONT's does nothing.)"""
-
-    def __init__(self) -> None:
-        self.read, self.write = os.pipe()
-        os.set_blocking(self.read, False)
-        os.set_blocking(self.write, False)
-        try:
-            self.previous: int | None = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
-            signal.signal(signal.SIGCONT, _woken)
-        except ValueError:  # not the main thread (a worker served in tests): plain pauses
-            self.previous = None
-
-    def wait(self, seconds: float) -> None:
-        if self.previous is None:
-            time.sleep(seconds)
-            return
-        if select.select([self.read], [], [], seconds)[0]:
-            try:
-                while os.read(self.read, 512):
-                    pass
-            except BlockingIOError:
-                pass
-
-    def close(self) -> None:
-        if self.previous is not None:
-            signal.set_wakeup_fd(self.previous)
-            signal.signal(signal.SIGCONT, signal.SIG_DFL)
-        os.close(self.read)
-        os.close(self.write)
-
-
-def _woken(signum: int, frame: Any) -> None:
-    """SIGCONT's handler: its byte in the wake-up pipe ends the pause."""
 
 
 def _sizes() -> dict[str, int]:

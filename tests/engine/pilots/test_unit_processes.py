@@ -266,9 +266,9 @@ def test_sigcont_ends_a_workers_idle_pause_at_once() -> None:
     import threading
     import time
 
-    from b2batch.engine.pilots.node_worker import _Wake
+    from b2batch.engine.pilots.idle_wait import IdleWait
 
-    wake = _Wake()
+    wake = IdleWait()
     try:
         timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGCONT))
         timer.start()
