@@ -5,158 +5,90 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import psutil
 import pytest
 from conftest import wait_for
 
-from b2batch.display.jobstates import wrapper_processes
-from b2batch.engine import Job, Run
+from b2batch.engine import Run
 from b2batch.engine.config import RunConfig
-from b2batch.engine.files import Launch
-from b2batch.engine.processes import noted_process
-from b2batch.jobscript.templating import ENTRY_POINT
 from b2batch.systems.local import LocalSystem
-from helpers.simulated import make_job
 
-HELPERS = str(Path(__file__).resolve().parents[1])
+DRIVER = Path(__file__).resolve().parents[1] / "helpers" / "forked_driver.py"
 
 
-def local_run(mode: str = "fork") -> Run:
+def local_run(mode: str) -> Run:
     run = Run(config=RunConfig(local_start=mode), poll_pause=0.02)
     run.add_system("local", LocalSystem)
     return run
 
 
-def unit_job(tmp_path: Path, key: str, call: str, *args: object, cwd: Path | None = None,
-             env: tuple[tuple[str, str], ...] = ()) -> Job:
-    """A local job of one unit whose wrapper would fail (exit 99): only a forked start runs the unit."""
-    job = make_job(tmp_path, key, system="local")
-    job.files.make_folders()
-    job.files.write_spec({"unit": {"call": f"helpers.forked_units:{call}", "args": list(args)}})
-    job.files.write_wrapper(f"#!/bin/bash\necho 99 > {job.files.path_of('exit_code')}\nexit 99\n")
-    job.files.launch = Launch(f"label of {key}", str(cwd or tmp_path), env, (str(ENTRY_POINT), job.files.path_of("spec")))
-    return job
+def scenario(name: str, folder: Path) -> dict:
+    """Run a scenario in a steering process of its own (helpers/forked_driver.py): what it saw."""
+    done = subprocess.run([sys.executable, str(DRIVER), name, str(folder)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "log": done.stderr}
 
 
-def run_until_ended(run: Run, jobs: list[Job], timeout: float = 30.0) -> list[Job]:
-    ended: list[Job] = []
-    deadline = time.monotonic() + timeout
-    while len(ended) < len(jobs):
-        assert time.monotonic() < deadline, f"jobs still running: {[j.key for j in jobs if j not in ended]}"
-        ended += run.poll()
-        run.wait(0.02)
-    return ended
-
-
-def system_of(run: Run) -> LocalSystem:
-    return run.systems["local"]
-
-
-def test_a_forked_job_does_what_its_wrapper_would_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = local_run()
-    zygote = system_of(run).pool.zygote
-    assert zygote is not None
-    monkeypatch.setenv("B2BATCH_TEST_SET_AFTER_THE_ZYGOTE", "seen")  # the environment of the moment goes along
-    monkeypatch.setenv("PYTHONPATH", HELPERS)
-    (tmp_path / "work").mkdir()
-    seen = tmp_path / "seen.json"
-    job = unit_job(tmp_path, "a", "report", str(seen), cwd=tmp_path / "work", env=(("FROM_ENV", "it's $(not run)"),))
-    try:
-        run.submit(job)
-        assert run_until_ended(run, [job]) == [job]
-        assert job.outcome.exit_code == 0
-    finally:
-        run.close()
-    facts = json.loads(seen.read_text())
+@pytest.mark.slow
+def test_a_forked_job_does_what_its_wrapper_would_do(tmp_path: Path) -> None:
+    seen = scenario("does", tmp_path)
+    assert seen["zygote"] and seen["exit_code"] == 0 and seen["exit_code_file"] == "0\n"  # (its wrapper: 99)
+    facts = seen["facts"]
     assert facts["cwd"] == str(tmp_path / "work")
     assert facts["env"]["FROM_ENV"] == "it's $(not run)"
     assert facts["env"]["B2BATCH_TEST_SET_AFTER_THE_ZYGOTE"] == "seen"
-    assert facts["argv"][1:] == [job.files.path_of("spec")]
-    assert facts["session"] == facts["pid"] or facts["session"] != os.getsid(0)  # a session of its own
+    assert facts["argv"][1:] == [seen["spec"]]
+    assert facts["session"] == facts["pid"] != seen["steering"]["session"]  # a session of its own
     assert facts["stdin"] == ""  # stdin: /dev/null
-    stdout = Path(job.files.log_path("stdout")).read_text()
-    assert stdout.startswith("b2batch: job of task label of a started on ")
-    assert "a line of the unit on stdout" in stdout
-    assert "a line of the unit on stderr" in Path(job.files.log_path("stderr")).read_text()
-    assert (job.files.folder / "exit_code").read_text() == "0\n"
-    usage = json.loads((job.files.folder / "usage.json").read_text())
-    assert usage["source"] == "wrapper" and usage["max_rss"] > 0
-    note = json.loads((job.files.folder / "process").read_text())
-    assert note["pid"] != zygote.pid and noted_process(job.files.folder) is None  # it ended
-    assert not psutil.pid_exists(zygote.pid) or psutil.Process(zygote.pid).status() == psutil.STATUS_ZOMBIE
+    assert seen["stdout"].startswith("b2batch: job of task label of a started on ")
+    assert "a line of the unit on stdout" in seen["stdout"]
+    assert "a line of the unit on stderr" in seen["stderr"]
+    assert seen["usage"]["source"] == "wrapper" and seen["usage"]["max_rss"] > 0
+    assert seen["note"]["pid"] == facts["pid"] and not seen["noted_now"]  # noted, and it ended
+    assert not seen["zygote_left"]  # it ends with the run
 
 
+@pytest.mark.slow
 def test_a_forked_job_that_cannot_enter_its_working_dir_fails_its_set_up(tmp_path: Path) -> None:
-    run = local_run()
-    job = unit_job(tmp_path, "b", "fail", 0, cwd=tmp_path / "missing")
-    try:
-        run.submit(job)
-        run_until_ended(run, [job])
-    finally:
-        run.close()
-    assert (job.files.folder / "exit_code").read_text() == "3\n"
+    seen = scenario("setup", tmp_path)
     reason = f"cannot change into working_dir {tmp_path / 'missing'}"
-    assert (job.files.folder / "setup_failed").read_text() == reason + "\n"
-    assert f"b2batch: {reason}" in Path(job.files.log_path("stderr")).read_text()
-    assert job.outcome.exit_code == 3
+    assert (seen["exit_code"], seen["exit_code_file"], seen["setup_failed"]) == (3, "3\n", reason + "\n")
+    assert f"b2batch: {reason}" in seen["stderr"]
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGKILL, 137)])
-def test_a_forked_job_killed_by_a_signal_has_the_wrappers_exit_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                    signum: int, code: int) -> None:
-    monkeypatch.setenv("PYTHONPATH", HELPERS)
-    run = local_run()
-    job = unit_job(tmp_path, "c", "sleep", 60)
-    try:
-        run.submit(job)
-        process = wait_for(lambda: run.poll() is not None and noted_process(job.files.folder),
-                           what="the forked job's process note")
-        # b2batch status and cancel find it as they find a wrapper by its command line
-        assert wrapper_processes([SimpleNamespace(folder=job.files.folder)]) == {str(job.files.folder): process}
-        os.killpg(process.pid, signum)
-        run_until_ended(run, [job])
-    finally:
-        run.close()
-    assert (job.files.folder / "exit_code").read_text() == f"{code}\n"
-    assert job.outcome.exit_code == code
+@pytest.mark.slow
+@pytest.mark.parametrize("name, code", [("SIGTERM", 143), ("SIGKILL", 137)])
+def test_a_forked_job_killed_by_a_signal_has_the_wrappers_exit_code(tmp_path: Path, name: str, code: int) -> None:
+    seen = scenario(name, tmp_path)
+    assert seen["found by status"]  # b2batch status and cancel find it as they find a wrapper by its command line
+    assert (seen["exit_code"], seen["exit_code_file"]) == (code, f"{code}\n")
 
 
-def test_a_run_whose_zygote_is_gone_starts_its_jobs_from_their_wrappers(tmp_path: Path,
-                                                                        caplog: pytest.LogCaptureFixture) -> None:
-    run = local_run()
-    zygote = system_of(run).pool.zygote
-    os.kill(zygote.pid, signal.SIGKILL)
-    os.waitpid(zygote.pid, 0)
-    job = unit_job(tmp_path, "d", "fail", 0)
-    try:
-        run.submit(job)
-        run_until_ended(run, [job])
-    finally:
-        run.close()
-    assert job.outcome.exit_code == 99  # its wrapper ran
-    assert "could not fork job" in caplog.text and "start from their wrappers" in caplog.text
+@pytest.mark.slow
+def test_a_run_whose_zygote_is_gone_starts_its_jobs_from_their_wrappers(tmp_path: Path) -> None:
+    seen = scenario("gone", tmp_path)
+    assert (seen["exit_code"], seen["facts"]) == (99, {})  # its wrapper ran
+    assert "could not fork job" in seen["log"] and "start from their wrappers" in seen["log"]
 
 
-def test_wrapper_mode_and_a_threaded_steering_process_make_no_zygote(tmp_path: Path) -> None:
+def test_wrapper_mode_and_a_threaded_steering_process_make_no_zygote() -> None:
     import threading
 
-    assert system_of(local_run("wrapper")).pool.zygote is None
+    from b2batch.systems.local_forks import wanted
+
+    assert local_run("wrapper").systems["local"].pool.zygote is None
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait)
     thread.start()
-    try:
-        assert system_of(local_run("auto")).pool.zygote is None
-        forced = local_run("fork")
-        assert system_of(forked := forced).pool.zygote is not None
-        forked.close()
+    try:  # a fork copies only the thread that calls it: auto forks no zygote while another thread runs
+        assert not wanted("auto") and local_run("auto").systems["local"].pool.zygote is None
+        assert wanted("fork")
     finally:
         stop.set()
         thread.join()
