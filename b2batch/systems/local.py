@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 #: Seconds a killed job has to end after SIGTERM (its task unwinds, removing temporary outputs) before its
 #: process group gets SIGKILL.
 KILL_GRACE = 10.0
+#: Seconds a closing run waits for its local jobs that are ending (see :meth:`LocalSystem.close`).
+CLOSE_GRACE = 5.0
 #: How often a wrapper's start is tried when its file is busy (see :func:`_start`).
 ETXTBSY_TRIES = 20
 
@@ -258,13 +260,19 @@ class _Pool:
 
 
 def _wait(process: Any, timeout: float) -> bool:
-    """Wait for a child (Popen) or an adopted process (psutil) to end; whether it did."""
+    """Wait for a child (Popen, ForkedProcess) or an adopted process (psutil) to end; whether it did."""
+    if isinstance(process, (subprocess.Popen, ForkedProcess)):
+        try:
+            process.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
     import psutil
 
     try:
         process.wait(timeout=timeout)
         return True
-    except (subprocess.TimeoutExpired, psutil.TimeoutExpired):
+    except psutil.TimeoutExpired:
         return False
 
 
@@ -311,7 +319,14 @@ class LocalSystem(BatchSystem):
             return None
 
     def close(self) -> None:
-        """The run ends: its zygote ends too (jobs it forked that still run go on, as wrappers would)."""
+        """The run ends: jobs that are ending (pilots told to stop, whose heartbeat is gone) are waited for, up to
+        :data:`CLOSE_GRACE` seconds, so that their last files (exit code, usage) are written before the front-end
+        removes its work dir; then the zygote ends (a forked job that still runs goes on, as a wrapper would)."""
+        deadline = time.monotonic() + CLOSE_GRACE
+        with self.pool.lock:
+            processes = list(self.pool.running.values())
+        for process in processes:
+            _wait(process, max(0.0, deadline - time.monotonic()))
         if self.pool.zygote is not None:
             self.pool.zygote.close()
 
