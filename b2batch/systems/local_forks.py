@@ -109,13 +109,22 @@ class Zygote:
             while job_id not in self._started:
                 left = deadline - time.monotonic()
                 if self.gone or left <= 0:
-                    self.gone = True
+                    self._give_up()
                     raise OSError("the zygote of this run's local jobs did not answer")
                 self._read(left)
             answer = self._started.pop(job_id)
         if isinstance(answer, str):
             raise OSError(answer)
         return ForkedProcess(self, answer, files["exit_code"])
+
+    def _give_up(self) -> None:
+        """The zygote did not answer (a fork hook of another library waiting on a thread the copy does not have,
+        say): it is killed, so that it cannot fork the job later, which then starts from its wrapper once."""
+        self.gone = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def collect(self, timeout: float = 0.0) -> None:
         """Read what the zygote reported (waiting up to ``timeout`` seconds for a first message)."""

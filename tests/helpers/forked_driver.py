@@ -47,6 +47,14 @@ def until_ended(run: Run, job: Job, timeout: float = 30.0) -> None:
         run.wait(0.02)
 
 
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def read(path: Path) -> str | None:
     return path.read_text() if path.exists() else None
 
@@ -59,9 +67,14 @@ def main(scenario: str, folder: Path) -> dict:
     if scenario == "gone":
         os.kill(zygote.pid, signal.SIGKILL)
         os.waitpid(zygote.pid, 0)
+    if scenario == "stuck":  # a zygote that does not answer (as one whose fork hook waits) is given up and killed
+        import b2batch.systems.local_forks
+
+        b2batch.systems.local_forks.START_TIMEOUT = 0.5
+        os.kill(zygote.pid, signal.SIGSTOP)
     os.environ["B2BATCH_TEST_SET_AFTER_THE_ZYGOTE"] = "seen"  # the environment of the moment goes along
     (folder / "work").mkdir(exist_ok=True)
-    if scenario in ("does", "gone"):
+    if scenario in ("does", "gone", "stuck"):
         job = unit_job(folder, "a", "report", str(folder / "seen.json"), cwd=folder / "work",
                        env=(("FROM_ENV", "it's $(not run)"),))
     elif scenario == "setup":
@@ -79,6 +92,12 @@ def main(scenario: str, folder: Path) -> dict:
                 [SimpleNamespace(folder=job.files.folder)]).get(str(job.files.folder)) == process)
             os.killpg(process.pid, getattr(signal, scenario))
         until_ended(run, job)
+        if scenario == "stuck":  # were it still there, the zygote would now fork the job a second time
+            try:
+                os.kill(zygote.pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            time.sleep(1.0)
     finally:
         run.close()
     files = job.files
@@ -90,6 +109,7 @@ def main(scenario: str, folder: Path) -> dict:
         "facts": json.loads(read(folder / "seen.json") or "{}"), "spec": files.path_of("spec"),
         "steering": {"pid": os.getpid(), "session": os.getsid(0)},
         "zygote_left": zygote is not None and os.path.exists(f"/proc/{zygote.pid}"),
+        "zygote_state": _state(zygote.pid) if zygote is not None else None,
     })
     return seen
 

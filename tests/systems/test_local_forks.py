@@ -77,6 +77,13 @@ def test_a_run_whose_zygote_is_gone_starts_its_jobs_from_their_wrappers(tmp_path
     assert "could not fork job" in seen["log"] and "start from their wrappers" in seen["log"]
 
 
+@pytest.mark.slow
+def test_a_zygote_that_does_not_answer_is_killed_and_the_job_runs_once_from_its_wrapper(tmp_path: Path) -> None:
+    seen = scenario("stuck", tmp_path)
+    assert (seen["exit_code"], seen["facts"]) == (99, {})  # its wrapper ran; the zygote forked nothing
+    assert "did not answer" in seen["log"] and seen["zygote_state"] is None  # killed and reaped with the run
+
+
 def test_wrapper_mode_and_a_threaded_steering_process_make_no_zygote() -> None:
     import threading
 
