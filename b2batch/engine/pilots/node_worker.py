@@ -136,8 +136,11 @@ class Worker(LeasedWorker):
         # signal interrupted stays in its claim, for the steering process to count lost.
         self.queue.forget_worker(self.name)
         logger.info("Worker %s ends after %d unit(s)", self.name, self.ran)
-        # stopped by a signal: the exit code a shell gives a job it stops (its wrapper's, and a forked job's own)
-        return 0 if self.stop_signal is None else 128 + self.stop_signal
+        # stopped by a signal: the exit code a shell gives a job it stops (its wrapper's, and a forked job's own);
+        # a worker that ended because its steering process is gone ends well, as before (a rerun judges its units)
+        if self.stop_signal is None or self.steering_gone_at is not None:
+            return 0
+        return 128 + self.stop_signal
 
     def run_batch(self, batch: str, units: list[tuple[str, dict[str, Any]]]) -> str:
         """Run the units of a claimed batch one after another: "go" on, "end" the worker (its allocation ends;
