@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.job import Job
-from b2batch.engine.processes import process_started
+from b2batch.engine.processes import note_lives, process_started
 from b2batch.engine.outcome import status_of_files, written_exit_code
 from b2batch.engine.jobstate import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
@@ -48,6 +48,10 @@ logger = logging.getLogger(__name__)
 #: than in a file of a job folder of its own.
 INLINE_LIMIT = 64 * 1024
 
+#: Seconds a restarted run waits for the workers of an earlier run that stop because their steering process is
+#: gone (a worker SIGKILLs its unit 10 s after it found that; some more for a loaded node).
+ENDING_WAIT = 30.0
+
 
 def _folderless(job: Job) -> bool:
     """Whether a unit goes out without a job folder: its input is in memory and small, no later steering process
@@ -55,6 +59,31 @@ def _folderless(job: Job) -> bool:
     and its unit takes no paths of the job's files."""
     return (job.inline is not None and not job.journaled and len(job.inline[1]) <= INLINE_LIMIT
             and job.unit is not None and "job_files" not in job.unit)
+
+
+def _wait_for_ending(pool: UnitPool) -> None:
+    """Wait for the live workers of the pool that end with a steering process that is gone (the local pilots
+    of a killed run without ``--batch``): they stop the units they run, which would be followed here to that
+    failure. Once they ended, what they held goes again as the run decides. One that is still there after
+    :data:`ENDING_WAIT` seconds is followed as any live worker."""
+    ending = {worker for worker, (_text, _seen, beat) in pool.beats.items()
+              if beat.get("ends_with") and not note_lives(beat["ends_with"])}
+    if not ending:
+        return
+    logger.info("Waiting for %d worker(s) of an earlier run to end: their steering process is gone",
+                len(ending))
+    deadline = time.monotonic() + ENDING_WAIT
+    while ending and time.monotonic() < deadline:
+        time.sleep(0.05)
+        beats = pool.queue.heartbeats()
+        for worker in list(ending):
+            beat = pool.beats[worker][2]
+            if worker not in beats or not note_lives({"host": beat.get("host"), "pid": beat.get("pid")}):
+                ending.discard(worker)
+                del pool.beats[worker]
+    if ending:
+        logger.warning("%d worker(s) of an earlier run still run %.0f s after their steering process was found "
+                       "gone: following them", len(ending), ENDING_WAIT)
 
 
 class PooledSystem(WorkerJobs):
@@ -308,6 +337,7 @@ class PooledSystem(WorkerJobs):
         back into the queue first, but for the units whose run started (they are not run again here: their
         tasks go out anew, as the run decides)."""
         if pool.earlier is None:
+            _wait_for_ending(pool)
             queue = pool.queue
             # ``todo/`` is listed before the claims and after: a batch a live worker claims (todo -> claimed) or
             # puts back (claimed -> todo) between the listings is in one of them, never in neither (its units

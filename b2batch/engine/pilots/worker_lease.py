@@ -133,7 +133,8 @@ class LeasedWorker:
         try:
             self.queue.beat(self.name, {"worker": self.name, "job_id": self.job_id, "host": socket.gethostname(),
                                         "pid": os.getpid(), "beat": self.beats, "unit": self.current,
-                                        "ran": self.ran, "started": self.started, "retiring": self.retiring()})
+                                        "ran": self.ran, "started": self.started, "retiring": self.retiring(),
+                                        "ends_with": self.config.steering})
             self.last_beat = now
         except OSError as e:
             logger.warning("Cannot write the heartbeat: %s", e)

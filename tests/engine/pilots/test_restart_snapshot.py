@@ -4,6 +4,11 @@ time."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +125,35 @@ def test_a_unit_that_ends_while_the_restarted_run_polls_others_is_followed_to_it
     assert system.attach(job, {"queue": str(root), "unit": "u1"})
     changes = system.states([job, other])
     assert job in changes and changes[job].status == JobStatus.successful, changes
+
+
+def test_a_unit_whose_worker_ends_with_a_gone_steering_process_is_not_followed_but_run_again(
+        tmp_path: Path) -> None:
+    """The earlier run had no ``--batch``: its pilot ends with its steering process, which was killed, so the
+    pilot stops the unit it runs. The restarted run waits for that worker to end rather than follow the unit
+    to that failure (CI BC, BE: a rerun reported the task "stopped by SIGTERM"); the unit then goes again."""
+    root = tmp_path / "q"
+    earlier_queue(root)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    steering = {"host": socket.gethostname(), "pid": gone.pid, "started": 1.0}
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    WorkQueue(root).beat("w", {"worker": "w", "job_id": "7", "host": socket.gethostname(), "pid": worker.pid,
+                               "ends_with": steering})
+
+    def stop_unit() -> None:  # what the worker does once it found its steering process gone
+        time.sleep(0.5)
+        queue = WorkQueue(root)
+        queue.finish("w", "u1", {"job_id": "7", "worker": "w", "started": 1.0, "ended": 2.0, "exit_code": 143})
+        queue.forget_worker("w")
+        worker.kill()
+        worker.wait()
+
+    stopper = threading.Thread(target=stop_unit)
+    stopper.start()
+    try:
+        system, job = restarted(tmp_path, "late")
+        assert not system.attach(job, {"queue": str(root), "unit": "u1"}), "followed a unit that is being stopped"
+    finally:
+        stopper.join()
+    assert not stopper.is_alive() and worker.poll() is not None
