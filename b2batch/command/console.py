@@ -13,7 +13,6 @@ import json
 import os
 import shlex
 import signal
-import socket
 import sys
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from b2batch.display.jobstates import (ACTIVE, RecordedJob, ask_batch_systems, c
                                        steering_process, wrapper_processes)
 from b2batch.display.queues import QueueViews, age
 from b2batch.settings import get_setting
+from b2batch.engine.processes import host_name
 
 
 def run(script: str, args: list[str]) -> int:
@@ -276,7 +276,7 @@ def _cancel_local(group: list[RecordedJob]) -> int:
     alive = _wait_for_end(list(steering.values()), timeout=30)
     for process in alive:
         print(f"local: steering process {process.pid} did not stop within 30 s", file=sys.stderr)
-    orphans = [job for job in group if job.steering_pid not in steering and job.host == socket.gethostname()]
+    orphans = [job for job in group if job.steering_pid not in steering and job.host == host_name()]
     for folder, process in wrapper_processes(orphans).items():
         print(f"local: killing the job in {folder} (process {process.pid} and its children)")
         with contextlib.suppress(ProcessLookupError, PermissionError):

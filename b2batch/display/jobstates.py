@@ -11,7 +11,6 @@ from its pilot's batch job.
 from __future__ import annotations
 
 import json
-import socket
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ from b2batch.display.intended import find_intended, take_intent
 from b2batch.display.queues import QueueViews, UnitState, WorkerJob, age
 from b2batch.engine.files import JobFiles, job_folders
 from b2batch.engine.outcome import JobOutcome, last_outcome
-from b2batch.engine.processes import noted_process
+from b2batch.engine.processes import host_name, noted_process
 
 #: States of a job that is not over: ``cancel`` cancels these.
 ACTIVE = ("queued", "running", "held")
@@ -267,7 +266,7 @@ def _local_states(group: list[RecordedJob]) -> None:
     not but the steering process still runs, lost if neither."""
     running = wrapper_processes(group)
     for job in group:
-        if job.host != socket.gethostname():
+        if job.host != host_name():
             job.detail = f"a local job of host {job.host}: ask there"
         elif str(job.folder) in running:
             job.state, job.detail = "running", f"process {running[str(job.folder)].pid}"
@@ -303,7 +302,7 @@ def steering_process(job: RecordedJob) -> Any:
     """The job's steering process if it still runs on this host (not another process with its pid)."""
     import psutil
 
-    if job.host != socket.gethostname() or not job.steering_pid:
+    if job.host != host_name() or not job.steering_pid:
         return None
     try:
         process = psutil.Process(int(job.steering_pid))

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from b2batch.engine.livestate import HEARTBEAT, PATTERN
+from b2batch.engine.processes import host_name
 
 #: "b2batch: job of task X started on HOST at ..." (the wrapper) and "b2batch: X started in job N on HOST ..."
 #: (a pilot's or bundle's worker).
@@ -40,7 +40,7 @@ class LiveRun:
         process any more; elsewhere, no heartbeat for three heartbeats."""
         if self.ended:
             return False
-        if self.state.get("host") == socket.gethostname():
+        if self.state.get("host") == host_name():
             return not _alive(int(self.state.get("pid") or 0), self.started_at)
         return (now or time.time()) - float(self.state.get("updated_at") or 0.0) > 3 * HEARTBEAT
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+from b2batch.engine.processes import host_name
 
 if TYPE_CHECKING:
     from b2batch.engine.shared_logs import SharedLogs
 
 
-_HOST = socket.gethostname()
+_HOST = host_name()
 
 
 def atomic_write(path: Path, text: str, mode: int = 0o644) -> None:

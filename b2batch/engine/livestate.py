@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
 import threading
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import atomic_write
+from b2batch.engine.processes import host_name
 from b2batch.engine.record import JobRecord, RunRecord
 
 logger = logging.getLogger(__name__)
@@ -241,7 +241,7 @@ class LiveState:
         with self._lock:
             cpu = time.thread_time()
             now = time.time()
-            state = {"format": FORMAT, **self.info, "host": socket.gethostname(), "pid": os.getpid(),
+            state = {"format": FORMAT, **self.info, "host": host_name(), "pid": os.getpid(),
                      "tag": self.info.get("tag", ""), "started_at": self.record.started_at, "updated_at": now,
                      "writes": self.writes + 1, "write_cpu_seconds": round(self.cpu_seconds, 4), "ended": ended,
                      "ended_at": now if ended else None, "result": result or None, **self._tally.snapshot()}

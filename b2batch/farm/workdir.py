@@ -29,7 +29,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -37,14 +36,14 @@ from typing import Any
 
 import psutil
 
-from b2batch.engine.processes import note_lives
+from b2batch.engine.processes import host_name, note_lives
 from b2batch.farm.definitions import FarmError
 from b2batch.farm.id_files import append_to_list, count_lines, ids_of, ids_text, lines_of, replace_file, tail_ids
 from b2batch.farm.tasklist import tasks_hash
 
 logger = logging.getLogger(__name__)
 
-HOST = socket.gethostname()
+HOST = host_name()
 #: Seconds a farmer waits for the work dir's lock before it gives up with an error.
 LOCK_TIMEOUT = 300.0
 #: The environment variable that marks the processes of a work dir's tasks (to find those a dead farmer left).

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from b2batch.jobscript import base_folder
+from b2batch.jobscript.container_choice import system_name, wanted  # noqa: F401  (wanted: as containers.wanted)
 from b2batch.jobscript.container_command import ContainerCommand, apptainer_engine
 from b2batch.errors import SettingError
 
@@ -83,18 +84,6 @@ class Container:
                 *(f"{name}={value}" for name, value in env), "--", *command]
 
 
-def _system_name(value: Any) -> str:
-    if isinstance(value, type):
-        return str(getattr(value, "name", "") or getattr(value, "system_name", "") or value.__name__)
-    return str(value)
-
-
-def wanted(config: Any) -> bool:
-    """Whether the settings ``config`` (a JobConfig) run jobs in a container (without checking them)."""
-    return bool(config["container"] or config["apptainer_image"]
-                or _system_name(config["batch_system"]) == "apptainer")
-
-
 def _fail(owner: Any, setting: str, value: Any, problem: str, fix: str) -> SettingError:
     return SettingError(f"Task {owner}: the setting {setting!r} is {value!r}: {problem}. {fix}")
 
@@ -141,7 +130,7 @@ def _from_settings(owner: Any, config: Any) -> tuple[dict[str, Any], str] | None
             raise _fail(owner, "container", value, f"it has the unknown key(s) {', '.join(map(repr, unknown))}",
                         f"Known keys: {known}.")
         return dict(value), "container"
-    is_system = _system_name(config["batch_system"]) == "apptainer"
+    is_system = system_name(config["batch_system"]) == "apptainer"
     image = config["apptainer_image"]
     if not image and not is_system:
         return None
@@ -206,7 +195,7 @@ def container_of(owner: Any, config: Any, job_files: Any, working_dir: Path,
     if engine not in ENGINES:
         problem = "it names no engine" if engine is None else f"its engine {engine!r} is not one b2batch knows"
         raise _fail(owner, setting, spec, problem, f"Set \"engine\" to one of {', '.join(ENGINES)}.")
-    if _system_name(config["batch_system"]) == "apptainer" and engine not in ("apptainer", "singularity"):
+    if system_name(config["batch_system"]) == "apptainer" and engine not in ("apptainer", "singularity"):
         raise _fail(owner, setting, spec, f"the batch_system 'apptainer' cannot run {engine} containers",
                     "Use the engine apptainer or singularity, or the batch_system local.")
     image = spec.get("image")

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
-import secrets
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
 from b2batch.jobscript import base_folder
-from b2batch.jobscript import containers, skeletons
+from b2batch.jobscript import skeletons
+from b2batch.jobscript.container_choice import wanted as wants_container
 from b2batch.engine.files import Launch
 from b2batch.errors import SettingError
 from b2batch.jobscript.templating import ENTRY_POINT, quote, render  # noqa: F401  (the wrapper's quoting and templates)
@@ -30,7 +31,7 @@ def executable_of(task: Any, config: Any) -> list[str]:
     ``python3`` of the image when the job runs in a container."""
     value = config["executable"]
     if value is None:
-        return ["python3"] if containers.wanted(config) else [sys.executable]
+        return ["python3"] if wants_container(config) else [sys.executable]
     if isinstance(value, str):
         value = shlex.split(value)
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) for v in value):
@@ -98,7 +99,11 @@ def render_job_wrapper(owner: Any, label: str, config: Any, job_files: Any, comm
     configured = config["working_dir"]
     working_dir = base_folder.resolve(configured) if configured else base_folder.base_dir()
     env_script, env = env_script_of(owner, config), env_of(owner, config)
-    container = containers.container_of(owner, config, job_files, working_dir, env_script)
+    container = None
+    if wants_container(config):  # (containers is imported for a job that has one)
+        from b2batch.jobscript import containers
+
+        container = containers.container_of(owner, config, job_files, working_dir, env_script)
     values = (label, *job_files.wrapper_paths())
     if container is None:  # the common case: the job's own values go into the wrapper its settings make
         if env_script is None and not checkpoint and command[:2] == [sys.executable, str(ENTRY_POINT)]:
@@ -141,7 +146,7 @@ def _render(shell: Any, values: tuple[Any, ...], env_script: Any, env: Any, work
 
 #: Stand-ins for a job's own values in a wrapper rendered once for every job with the same settings: shell-safe
 #: words (quoting leaves them as they are) that no value holds (a random part per process).
-_SLOT = f"b2batchslot{secrets.token_hex(8)}x"
+_SLOT = f"b2batchslot{os.urandom(8).hex()}x"
 _SLOT_WORD = re.compile(re.escape(_SLOT) + r"(\d+)")
 
 

@@ -20,7 +20,6 @@ import getpass
 import os
 import queue
 import random
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +28,8 @@ import luigi.parameter
 import luigi.rpc
 import luigi.scheduler
 import luigi.worker
+
+from b2batch.engine.processes import host_name
 
 #: The private attributes of luigi's Worker that its execution summary reads.
 SUMMARY_ATTRIBUTES = ("_add_task_history", "_get_work_response_history", "_scheduled_tasks", "_id")
@@ -39,7 +40,7 @@ class SummaryView:
 
     def __init__(self, workers: int = 1) -> None:
         # luigi's worker id, as its log lines show it ("[pid 12] Worker Worker(salt=..., ...) running   Task()")
-        self._id = (f"Worker(salt={random.randrange(10 ** 9)}, workers={workers}, host={socket.gethostname()}, "
+        self._id = (f"Worker(salt={random.randrange(10 ** 9)}, workers={workers}, host={host_name()}, "
                     f"username={getpass.getuser()}, pid={os.getpid()})")
         self._add_task_history: list[tuple[Any, str, bool]] = []
         self._get_work_response_history: list[dict[str, Any]] = []

@@ -14,7 +14,6 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.pool import MaybeEncodingError
 from typing import Any
 
 #: What the chunk does when the function raises: stop and hand the exception back (``multiprocessing.Pool``)
@@ -22,16 +21,38 @@ from typing import Any
 RAISE, NONE = "raise", "none"
 
 
-class UnpicklableResultError(MaybeEncodingError):
-    """A value returned by the function could not be pickled to send it back (``multiprocessing.Pool`` raises
-    its base class, :class:`multiprocessing.pool.MaybeEncodingError`, for the same reason)."""
+def _unpicklable_result_error() -> type[Exception]:
+    from multiprocessing.pool import MaybeEncodingError  # (made when first used: a steering process needs no pool)
 
-    def __init__(self, message: str) -> None:  # noqa: D107 - one message, so that it pickles as it is
-        Exception.__init__(self, message)
-        self.exc = self.value = message
+    class UnpicklableResultError(MaybeEncodingError):
+        """A value returned by the function could not be pickled to send it back (``multiprocessing.Pool``
+        raises its base class, :class:`multiprocessing.pool.MaybeEncodingError`, for the same reason)."""
 
-    def __str__(self) -> str:
-        return str(self.args[0])
+        __qualname__ = "UnpicklableResultError"
+        __module__ = __name__
+
+        def __init__(self, message: str) -> None:  # noqa: D107 - one message, so that it pickles as it is
+            Exception.__init__(self, message)
+            self.exc = self.value = message
+
+        def __str__(self) -> str:
+            return str(self.args[0])
+
+    return UnpicklableResultError
+
+
+def _error_class() -> type[Exception]:
+    made = globals().get("UnpicklableResultError")
+    if made is None:
+        made = globals()["UnpicklableResultError"] = _unpicklable_result_error()
+    return made
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`UnpicklableResultError`, made on its first use (pickle finds it here too)."""
+    if name == "UnpicklableResultError":
+        return _error_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -146,7 +167,7 @@ def run_chunk(function: Callable[..., Any], items: Sequence[Any], start: int, ho
     text = f"b2batch pool: {message}\n"
     sys.stderr.write(text)
     if mode == RAISE:
-        return _error_answer(ChunkAnswer(values=answer.values[:index]), UnpicklableResultError(message),
+        return _error_answer(ChunkAnswer(values=answer.values[:index]), _error_class()(message),
                              index, text)
     import cloudpickle
 

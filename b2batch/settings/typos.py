@@ -3,7 +3,6 @@ look like a misspelt setting (``htcondor_setings``) but are not the task's own."
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,6 +15,8 @@ TYPO_CUTOFF = 0.8
 
 def closest_name(name: str, known: Iterable[str], cutoff: float = TYPO_CUTOFF) -> str | None:
     """The known name that ``name`` most likely misspells, or None when none is that close."""
+    import difflib  # (only for a name that is not known)
+
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)
     return close[0] if close else None
 

@@ -12,7 +12,6 @@ import functools
 import importlib
 import logging
 import shutil
-import subprocess
 from typing import Any
 
 from b2batch.errors import SettingError
@@ -65,6 +64,8 @@ def known_systems() -> list[str]:
 
 def _is_grid_engine_qsub() -> bool:
     """Whether the ``qsub`` on PATH is Grid Engine's (PBS, Torque and Slurm ship commands of that name too)."""
+    import subprocess
+
     try:
         out = subprocess.run(["qsub", "-help"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):

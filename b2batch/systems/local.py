@@ -10,8 +10,6 @@ import errno
 import logging
 import os
 import signal
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterable
@@ -21,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 from b2batch.engine import BatchSystem, Job, JobState, JobStatus
 from b2batch.engine.files import atomic_write
 from b2batch.engine.outcome import written_exit_code
-from b2batch.engine.processes import noted_process, signal_group
+from b2batch.engine.processes import host_name, noted_process, signal_group
 from b2batch.engine.usage import measured, usage_file
 from b2batch.systems.job_settings import WRAPPER_SETTINGS
 from b2batch.systems.local_forks import ForkedProcess, Zygote, wanted
 
 if TYPE_CHECKING:
+    import subprocess
+
     import psutil  # (imported where used: a run of new jobs needs none of it)
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,8 @@ def _start(wrapper: Path) -> subprocess.Popen[bytes]:
     that another thread of this process forked in the instant this wrapper's file was still open (until that
     child's own exec closes it). That lasts at most a few milliseconds, so the start is tried again after a short
     pause."""
+    import subprocess  # (only here: the jobs a zygote forks need none)
+
     for attempt in range(ETXTBSY_TRIES):
         try:
             return subprocess.Popen([str(wrapper)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -196,7 +198,7 @@ class _Pool:
         if job is not None and getattr(job.files, "exit_code", None) is not None:
             try:
                 atomic_write(Path(usage_file(job.files)), measured(time.monotonic() - began, cpu, max_rss,
-                                                                   socket.gethostname()))
+                                                                   host_name()))
             except OSError as e:
                 logger.warning("Job %s: could not write its usage figures: %s", job_id, e)
         return popen.returncode
@@ -261,7 +263,11 @@ class _Pool:
 
 def _wait(process: Any, timeout: float) -> bool:
     """Wait for a child (Popen, ForkedProcess) or an adopted process (psutil) to end; whether it did."""
-    if isinstance(process, (subprocess.Popen, ForkedProcess)):
+    if isinstance(process, ForkedProcess):
+        return process.ends_within(timeout)
+    if type(process).__module__ == "subprocess":  # Popen (a wrapper this process started)
+        import subprocess
+
         try:
             process.wait(timeout=timeout)
             return True
@@ -377,7 +383,7 @@ class LocalSystem(BatchSystem):
     def attach(self, job: Job, journal: dict[str, Any]) -> bool:
         """Follow the job of a steering process that was killed: its wrapper runs on in a session of its
         own. Jobs that were still waiting for a slot were lost with that process, and are started again."""
-        if journal.get("host") != socket.gethostname():
+        if journal.get("host") != host_name():
             return False
         process = self.pool.wrapper_process(job.files.wrapper) or noted_process(job.files.folder)
         if process is None and written_exit_code(job.files) != 0:

@@ -26,15 +26,13 @@ import logging
 import os
 import select
 import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
 from typing import Any
 
 from b2batch.engine.files import Launch
-from b2batch.engine.processes import note_lives
+from b2batch.engine.processes import host_name, note_lives
 from b2batch.systems import zygote
 
 logger = logging.getLogger(__name__)
@@ -193,7 +191,7 @@ class ForkedProcess:
         ended = self.zygote.ended.pop(self.pid, None)
         if ended is not None:
             self.returncode, self.cpu, self.max_rss_kb = ended
-        elif self.zygote.gone and not note_lives({"host": socket.gethostname(), "pid": self.pid,
+        elif self.zygote.gone and not note_lives({"host": host_name(), "pid": self.pid,
                                                   "started": self.started}):
             # its zygote ended first, so no one reported how: its exit-code file says (none: it was killed)
             try:
@@ -203,13 +201,21 @@ class ForkedProcess:
                 self.returncode = -1
 
     def wait(self, timeout: float | None = None) -> int:
+        if not self.ends_within(timeout):
+            import subprocess  # (Popen's exception; a steering process of forked jobs need not import subprocess)
+
+            raise subprocess.TimeoutExpired(f"local job (pid {self.pid})", timeout or 0.0)
+        return self.returncode  # type: ignore[return-value]
+
+    def ends_within(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds (None: until it ends) for the job to end; whether it did."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
             if left <= 0:
-                raise subprocess.TimeoutExpired(f"local job (pid {self.pid})", timeout or 0.0)
+                return False
             if self.zygote.gone:
                 time.sleep(left)
             else:
                 self.zygote.collect(left)
-        return self.returncode  # type: ignore[return-value]
+        return True

@@ -13,7 +13,6 @@ import logging
 import os
 import select
 import signal
-import socket
 import sys
 import time
 import traceback
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from b2batch.engine.files import atomic_write
-from b2batch.engine.processes import process_started
+from b2batch.engine.processes import host_name, process_started
 
 #: What the zygote imports before its first job: the node side of a pilot, and what a unit of calls loads.
 PRELOAD = ("b2batch.engine.pilots.node_worker", "cloudpickle")
@@ -149,7 +148,7 @@ def _run_job(request: dict[str, Any], inherited: tuple[int, ...]) -> NoReturn:
         _note_process(request["folder"])
         _own_logs(request)
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        print(f"b2batch: job of task {request['label']} started on {socket.gethostname()} at "
+        print(f"b2batch: job of task {request['label']} started on {host_name()} at "
               f"{stamp[:-2]}:{stamp[-2:]}", flush=True)
         os.environ.clear()
         os.environ.update(request["environ"])
@@ -196,7 +195,7 @@ def _exit_code(value: Any) -> int:
 
 
 def _note_process(folder: str) -> None:
-    note = {"host": socket.gethostname(), "pid": os.getpid(), "started": process_started(os.getpid())}
+    note = {"host": host_name(), "pid": os.getpid(), "started": process_started(os.getpid())}
     try:
         atomic_write(Path(folder) / "process", json.dumps(note) + "\n")
     except OSError:

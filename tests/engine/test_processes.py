@@ -62,3 +62,10 @@ def test_a_process_start_time_read_from_proc_is_psutils() -> None:
     for pid in (1, os.getpid(), os.getppid()):
         assert process_started(pid) == pytest.approx(psutil.Process(pid).create_time(), abs=0.02)
     assert process_started(2 ** 22 + 12345) is None  # no such process
+
+
+def test_the_host_name_is_sockets() -> None:
+    """Notes written by a process that took its host name from socket are judged by one that does not."""
+    from b2batch.engine.processes import host_name
+
+    assert host_name() == socket.gethostname()

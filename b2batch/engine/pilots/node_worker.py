@@ -37,7 +37,6 @@ import logging
 import os
 import select
 import signal
-import socket
 import stat
 import sys
 import time
@@ -45,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from b2batch.engine.processes import signal_group
+from b2batch.engine.processes import host_name, signal_group
 from b2batch.engine.pilots.unit_processes import STOP_SIGNALS, Runner, needs_fresh_process, run_forked, run_unit
 from b2batch.engine.usage import figures
 from b2batch.engine.pilots.work_queue import DRAIN_GRACE, HOLD_SECONDS
@@ -84,7 +83,7 @@ class Worker(LeasedWorker):
         #: Whether the running unit's process was sent a signal (a runner is then replaced after the unit).
         self.signalled = False
         self.pid = os.getpid()
-        self.host = socket.gethostname()
+        self.host = host_name()
         self.runner = Runner(self.job_id)
         #: This worker's own stdout and stderr files, where units without log files of their own write.
         self.logs = own_logs()

@@ -25,14 +25,13 @@ from __future__ import annotations
 import base64
 import logging
 import os
-import socket
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from b2batch.engine.job import Job
-from b2batch.engine.processes import note_lives, process_started
+from b2batch.engine.processes import host_name, note_lives, process_started
 from b2batch.engine.outcome import status_of_files, written_exit_code
 from b2batch.engine.jobstate import IDLE, RUNNING, JobState, JobStatus
 from b2batch.engine.system import BatchSystem
@@ -369,8 +368,8 @@ class PooledSystem(WorkerJobs):
             pool.queue.cancel_note.unlink(missing_ok=True)  # a cancel of an earlier run's work is not this run's
             pool.queue.drain(False)
             pool.steering_note = pool.queue.add_steering(
-                f"{socket.gethostname()}-{os.getpid()}-{self.run.tag}",
-                {"host": socket.gethostname(), "pid": os.getpid(), "started": process_started(os.getpid()),
+                f"{host_name()}-{os.getpid()}-{self.run.tag}",
+                {"host": host_name(), "pid": os.getpid(), "started": process_started(os.getpid()),
                  "tag": self.run.tag})
             pool.ended_before = pool.queue.take_done()  # their exit codes are in their own files too
             pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})

@@ -33,7 +33,6 @@ import os
 import pickle
 import resource
 import signal
-import socket
 import struct
 import sys
 import threading
@@ -42,6 +41,7 @@ import traceback
 from datetime import datetime
 from typing import Any
 
+from b2batch.engine.processes import host_name
 from b2batch.engine.unwinding import unwind_on_sigterm
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -146,7 +146,7 @@ def run_forked(entry: dict[str, Any], job_id: str, parent: int, mask: set[int]) 
         unwind_on_sigterm()
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         _redirect(entry["files"])
-        code = _run_logged(entry, job_id, socket.gethostname())
+        code = _run_logged(entry, job_id, host_name())
     except BaseException:  # noqa: BLE001 - whatever happens, the child ends here
         traceback.print_exc()
     finally:
@@ -223,7 +223,7 @@ def _serve(requests: int, replies: int, job_id: str, parent: int, mask: set[int]
     baseline = _Baseline()
     saved = os.dup(1), os.dup(2)
     reader = os.fdopen(requests, "rb", buffering=0)
-    host = socket.gethostname()
+    host = host_name()
     for served in range(1, RUNNER_UNITS + 1):
         entry = _receive(reader)
         if entry is None:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
 
 from b2batch.engine.files import JobFiles
 from b2batch.engine.job import Job
-from b2batch.engine.processes import process_started
+from b2batch.engine.processes import host_name, process_started
 from b2batch.engine.outcome import JobOutcome, has_ended
 from b2batch.engine.jobstate import JobState
 from b2batch.engine.system import BatchSystem
@@ -68,7 +67,7 @@ class WorkerJobs(BatchSystem):
                           "unit_seconds": template.config["pilot_task_seconds"], "worker": key,
                           "idle_pause": LOCAL_IDLE_PAUSE if self.inner.on_this_host else 1.0}
         if self.run.config.workers_end_with_steering:  # a run without --batch: its pilots end with it
-            spec["worker"]["steering"] = {"host": socket.gethostname(), "pid": os.getpid(),
+            spec["worker"]["steering"] = {"host": host_name(), "pid": os.getpid(),
                                           "started": process_started(os.getpid())}
         files.write_spec(spec)
         files.write_wrapper(job_wrapper(template.name, key, template.config, files, [str(files.spec)]))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -24,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from b2batch.engine.preemption import WARNING_SIGNALS
-from b2batch.engine.processes import note_lives, signal_group
+from b2batch.engine.processes import host_name, note_lives, signal_group
 from b2batch.engine.pilots.work_queue import WorkQueue
 
 logger = logging.getLogger(__name__)
@@ -52,7 +51,7 @@ class WorkerConfig:
     unit_seconds: float | None = None
     #: The batch job's id, if known; else taken from the environment.
     job_id: str | None = None
-    worker: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}")
+    worker: str = field(default_factory=lambda: f"{host_name()}-{os.getpid()}-{uuid.uuid4().hex[:6]}")
     #: The steering process the worker ends with (its host, pid and start time), stopping its unit as a stop
     #: signal does: a run without --batch (None: the worker outlives it, for a restarted run to follow).
     steering: dict[str, Any] | None = None
@@ -78,7 +77,7 @@ def batch_job_id() -> str:
             if name == "LSB_JOBID" and os.environ.get("LSB_JOBINDEX", "0") != "0":
                 return f"{value}[{os.environ['LSB_JOBINDEX']}]"
             return value
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return f"{host_name()}:{os.getpid()}"
 
 
 def allocation_end(walltime: float | None, started: float) -> float | None:
@@ -131,7 +130,7 @@ class LeasedWorker:
             return True
         self.beats += 1
         try:
-            self.queue.beat(self.name, {"worker": self.name, "job_id": self.job_id, "host": socket.gethostname(),
+            self.queue.beat(self.name, {"worker": self.name, "job_id": self.job_id, "host": host_name(),
                                         "pid": os.getpid(), "beat": self.beats, "unit": self.current,
                                         "ran": self.ran, "started": self.started, "retiring": self.retiring(),
                                         "ends_with": self.config.steering})
