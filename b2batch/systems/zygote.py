@@ -22,8 +22,9 @@ from typing import Any, NoReturn
 from b2batch.engine.files import atomic_write
 from b2batch.engine.processes import host_name, process_started
 
-#: What the zygote imports before its first job: the node side of a pilot, and what a unit of calls loads.
-PRELOAD = ("b2batch.engine.pilots.node_worker", "cloudpickle")
+#: What the zygote imports before its first job: the node side of a pilot, what a unit of calls loads, and what
+#: runs the entry point (runpy imports pkgutil on its first run_path).
+PRELOAD = ("b2batch.engine.pilots.node_worker", "cloudpickle", "runpy", "pkgutil")
 #: The signals a job starts with their defaults for (SIGINT: Python's KeyboardInterrupt, as in a fresh interpreter).
 _DEFAULT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2, signal.SIGCHLD, signal.SIGQUIT)
 

@@ -34,8 +34,8 @@ def test_a_wrapper_put_together_from_strings_is_the_rendered_one() -> None:
 #: Modules a local Pool's steering process does without (issue 44: its start is most of a short map's time):
 #: jinja (wrappers put together from their shapes), psutil (a start time read from /proc), socket (the host's
 #: name from os.uname), subprocess (forked jobs), multiprocessing's pool (its error class made when used), difflib
-#: (misspelt names only) and the container module (jobs in a container only).
-NOT_IMPORTED = ("jinja2", "psutil", "socket", "subprocess", "multiprocessing.pool", "difflib",
+#: (misspelt names only), statistics (a median of few samples) and the container module (jobs in a container only).
+NOT_IMPORTED = ("jinja2", "psutil", "socket", "subprocess", "multiprocessing.pool", "difflib", "statistics",
                 "b2batch.jobscript.containers")
 
 

@@ -363,15 +363,18 @@ class PooledSystem(WorkerJobs):
         pool = self.pools.get(str(root))
         if pool is None:
             pool = self.pools[str(root)] = UnitPool(queue=WorkQueue(root), template=job)
+            fresh = not root.exists()  # a queue no steering process had: nothing of an earlier one to take up
             pool.queue.create()
-            pool.queue.stop_file.unlink(missing_ok=True)
-            pool.queue.cancel_note.unlink(missing_ok=True)  # a cancel of an earlier run's work is not this run's
-            pool.queue.drain(False)
+            if not fresh:
+                pool.queue.stop_file.unlink(missing_ok=True)
+                pool.queue.cancel_note.unlink(missing_ok=True)  # a cancel of an earlier run's work is not this run's
+                pool.queue.drain(False)
             pool.steering_note = pool.queue.add_steering(
                 f"{host_name()}-{os.getpid()}-{self.run.tag}",
                 {"host": host_name(), "pid": os.getpid(), "started": process_started(os.getpid()),
                  "tag": self.run.tag})
-            pool.ended_before = pool.queue.take_done()  # their exit codes are in their own files too
-            pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})
-            self._adopt_carriers(pool)
+            if not fresh:
+                pool.ended_before = pool.queue.take_done()  # their exit codes are in their own files too
+                pool.queue.forget_logs(alive={p.stem for p in pool.queue.workers.glob("*.json")})
+                self._adopt_carriers(pool)
         return pool

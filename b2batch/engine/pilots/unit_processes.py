@@ -32,6 +32,7 @@ import logging
 import os
 import pickle
 import resource
+import select
 import signal
 import struct
 import sys
@@ -361,12 +362,17 @@ class Runner:
             pass
         self._requests = -1
         deadline = time.monotonic() + grace
+        pause = 0.0005
         while time.monotonic() < deadline:
             done, _ = os.waitpid(pid, os.WNOHANG)
             if done:
                 self._forget()
                 return
-            time.sleep(0.005)
+            if self.handle is not None:  # its pidfd turns readable when it ends: no pause to wait out
+                select.select([self.handle], [], [], max(0.0, deadline - time.monotonic()))
+            else:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.005)
         try:
             os.killpg(pid, signal.SIGKILL)
         except OSError:
