@@ -24,7 +24,10 @@ the local Slurm beside the raw array (``--slurm-n``, default N). Rows of a round
 ``--repeat`` rounds run; the summary gives medians and the ratios (targets of issue 44, must-have 2: within
 3x multiprocessing.Pool(2) locally, at most 0.25x the raw array on Slurm). Every row prints the 1-minute load
 at its start. Untimed runs (a pilot floor, a Pool and a joblib call of 10 items) come first, so that the bytecode
-caches (written under the bench's folder, ``PYTHONPYCACHEPREFIX``) are warm. Last line: one JSON line of every figure.
+caches (written under the bench's folder, ``PYTHONPYCACHEPREFIX``) are warm. ``--base DIR`` runs the local
+b2batch rows a second time, interleaved, with b2batch from the source tree DIR (an earlier commit's, from ``git
+archive``): rows ``pool@base`` and ``joblib@base``, a before and after measured in the same run. Last line: one
+JSON line of every figure.
 """
 
 from __future__ import annotations
@@ -87,12 +90,14 @@ def log(text: str) -> None:
     print(text, flush=True)
 
 
-def run_row(folder: Path, kind: str, n: int, system: str, timeout: float) -> dict:
+def run_row(folder: Path, kind: str, n: int, system: str, timeout: float, base: str | None = None) -> dict:
+    """One row in a fresh Python; ``base``: with b2batch imported from that source tree (an earlier commit's)."""
     # Bytecode caches are written and used (in the bench's folder), as an installed package has them: without
-    # them (PYTHONDONTWRITEBYTECODE) every changed module would be compiled again in every row.
+    # them (PYTHONDONTWRITEBYTECODE) every changed module would be compiled again in every row. A base tree has
+    # caches of its own.
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-           "PYTHONPYCACHEPREFIX": str(folder / "pycache"),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)}
+           "PYTHONPYCACHEPREFIX": str(folder / ("pycache-base" if base else "pycache")),
+           "PYTHONPATH": os.pathsep.join(p for p in (str(folder), base, os.environ.get("PYTHONPATH")) if p)}
     if kind == "pilot floor":
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", PILOT_IMPORTS], cwd=folder, env=env, capture_output=True,
@@ -126,15 +131,16 @@ def our_jobs() -> int:
     return len(out.split())
 
 
-def measure(folder: Path, kind: str, n: int, system: str, timeout: float) -> dict:
+def measure(folder: Path, kind: str, n: int, system: str, timeout: float, base: str | None = None) -> dict:
     if system == "slurm":
         while our_jobs():
             time.sleep(1)
     load = os.getloadavg()[0]
-    result = raw_array(folder, n, timeout) if kind == "raw array" else run_row(folder, kind, n, system, timeout)
-    row = {"kind": kind, "system": system, "n": n, "load": round(load, 2), **result}
+    result = (raw_array(folder, n, timeout) if kind == "raw array"
+              else run_row(folder, kind, n, system, timeout, base))
+    row = {"kind": f"{kind}@base" if base else kind, "system": system, "n": n, "load": round(load, 2), **result}
     wall = f"{row['wall']:8.3f} s" if row.get("wall") is not None else "  failed"
-    log(f"  {system:6s} N={n:<6d} {kind:16s} wall {wall}   values {'ok' if row['ok'] else 'WRONG'}   "
+    log(f"  {system:6s} N={n:<6d} {row['kind']:16s} wall {wall}   values {'ok' if row['ok'] else 'WRONG'}   "
         f"(load {load:.2f})")
     return row
 
@@ -165,6 +171,9 @@ def main() -> int:
     parser.add_argument("--no-submit", action="store_true", help="leave out the Executor.submit row")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--base", default=None,
+                        help="also run the local b2batch rows with b2batch from this source tree (e.g. an earlier "
+                             "commit's, from git archive), interleaved: rows '<kind>@base'")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="b2bench-trivial-"))
     (folder / "b2bench_trivial.py").write_text(MODULE)
@@ -178,18 +187,24 @@ def main() -> int:
         run_row(folder, "pilot floor", 0, "local", args.timeout)  # warms the bytecode caches
         run_row(folder, "pool", 10, "local", args.timeout)
         run_row(folder, "joblib", 10, "local", args.timeout)
+        if args.base:
+            run_row(folder, "pool", 10, "local", args.timeout, args.base)
+            run_row(folder, "joblib", 10, "local", args.timeout, args.base)
         for round_number in range(args.repeat):
             log(f"round {round_number + 1}")
             if "local" in args.parts:
                 for kind in ["multiprocessing", "pilot floor", "import joblib", "joblib loky", *kinds]:
                     rows.append(measure(folder, kind, args.n, "local", args.timeout))
+                    if args.base and kind in kinds:
+                        rows.append(measure(folder, kind, args.n, "local", args.timeout, args.base))
             if "slurm" in args.parts:
                 for kind in ["raw array", *kinds]:
                     rows.append(measure(folder, kind, args.slurm_n or args.n, "slurm", args.timeout))
     finally:
         if not args.keep:
             shutil.rmtree(folder, ignore_errors=True)
-    summary(rows, ["pilot floor", "import joblib", "joblib loky", *kinds])
+    summary(rows, ["pilot floor", "import joblib", "joblib loky",
+                   *[label for kind in kinds for label in (kind, f"{kind}@base")]])
     print(json.dumps(rows))
     return 0 if all(r["ok"] for r in rows) else 1
 
