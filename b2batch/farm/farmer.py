@@ -10,7 +10,8 @@ them back at the end of ``toprocess``; the farmer then exits 1. A normal end exi
 Inside a batch job the farmer takes no new line once the time left in the allocation
 (:func:`b2batch.engine.pilots.worker_lease.allocation_end`) is shorter than the longest line so far (or
 ``task_seconds``) plus a margin. With ``requeue``, a farmer in a Slurm job that stopped with lines left asks
-Slurm to requeue its job (``scontrol requeue``).
+Slurm to requeue its job (``scontrol requeue``). Starting, reaping and killing the lines' processes is
+:class:`~b2batch.farm.line_processes.LineProcesses`'s, on which :class:`Farmer` builds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,17 +30,14 @@ from typing import Any, TextIO
 
 import psutil
 
-from b2batch.engine.processes import signal_group
-from b2batch.farm.display import shown, where
-from b2batch.farm.runners import Runner
-from b2batch.farm.stopping import STOP_SIGNAL_WITHIN, STOP_SIGNALS, STOPPED_LINE, cannot_start_reason, exit_code_of
-from b2batch.farm.workdir import HOST, MARK, WorkDir
+from b2batch.farm.display import shown
+from b2batch.farm.line_processes import LineProcesses
+from b2batch.farm.stopping import STOP_SIGNALS, exit_code_of
+from b2batch.farm.workdir import HOST, WorkDir
 
 logger = logging.getLogger(__name__)
 
 WAITED = STOP_SIGNALS | {signal.SIGCHLD}
-#: Signals a line starts with at their default action (Python ignores SIGPIPE and SIGXFSZ).
-DEFAULT_IN_CHILD = frozenset({signal.SIGPIPE, signal.SIGXFSZ})
 #: Seconds between two timeline writes.
 TIMELINE_EVERY = 2.0
 #: Lines shorter than this on average are taken several at a time.
@@ -89,15 +86,6 @@ class FarmerOptions:
 
 
 @dataclass
-class _Running:
-    task_id: int
-    pid: int
-    slot: int
-    started: float
-    cleanup: Any = None
-
-
-@dataclass
 class FarmResult:
     exit_code: int
     finished: int = 0
@@ -106,38 +94,24 @@ class FarmResult:
     stopped_by: str = ""
 
 
-class Farmer:
-    """One farmer process on one work dir."""
+class Farmer(LineProcesses):
+    """One farmer process on one work dir (its lines' processes: :class:`LineProcesses`)."""
 
     def __init__(self, workdir: WorkDir, handler: Any, runner: Any, options: FarmerOptions,
                  out: TextIO | None = None) -> None:
-        self.workdir = workdir
-        self.handler = handler
+        super().__init__(workdir, handler, runner, options)
         self.tasks: Sequence[str] = handler.tasks
-        self.runner = runner
-        self.forking = not isinstance(runner, Runner)  # a PyTaskFarmer-style runner: run() in a forked child
-        self.options = options
         self.out = out or sys.stdout
         self.name = f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.running: dict[int, _Running] = {}
-        self.free_slots = list(range(options.proc, 0, -1))
         self.events: list[dict[str, Any]] = []
         self.results: list[tuple[int, int]] = []
         #: Lines taken and not started yet (more than the free slots when lines are short).
         self.queue: collections.deque[int] = collections.deque()
         #: When results not yet recorded must be written at the latest (monotonic).
         self.record_by = 0.0
-        self.pids: list[str] = []
         self.durations = 0.0
-        self.log_prefix = str(workdir.logs) + "/log_"
         self.finished = self.failed = 0
         self.longest = 0.0
-        self.base_env = {**os.environ, MARK: str(workdir.path)}
-        self._old_mask: set[int] = set()
-        #: Lines killed by SIGTERM, SIGINT or SIGHUP, held for a moment: if the farmer's own stop signal follows
-        #: (a batch system's cancel or Ctrl-C signals every process), they were stopped and go back into
-        #: toprocess; else they failed. (line, exit code, when it ended, until when it is held (monotonic))
-        self.suspects: list[tuple[_Running, int, float, float]] = []
 
     def say(self, *words: Any) -> None:
         print(time.asctime(), *words, file=self.out, flush=True)
@@ -315,115 +289,6 @@ class Farmer:
             self.workdir.release_locked(self.name, list(self.queue), self.tasks)
         self.queue.clear()
 
-    def _start(self, task_id: int) -> None:
-        command = self.handler[task_id]
-        slot = self.free_slots.pop()
-        started = time.time()
-        if self.options.verbose:
-            self.say("Executing task", task_id, ":", shown(command, 2000))
-        log = self.log_prefix + str(task_id)
-        cleanup = None
-        try:
-            if self.forking:
-                pid = self._fork(task_id, command, log)
-            else:
-                launch = self.runner.launch(task_id, command)
-                cleanup = launch.cleanup
-                env = {**self.base_env, "PROC_NUMBER": str(task_id), **(launch.env or {})}
-                actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                           (os.POSIX_SPAWN_OPEN, 1, log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644),
-                           (os.POSIX_SPAWN_DUP2, 1, 2)]
-                pid = os.posix_spawnp(launch.executable or launch.argv[0], launch.argv, env, file_actions=actions,
-                                      setpgroup=0, setsigmask=(), setsigdef=DEFAULT_IN_CHILD)
-        except Exception as e:  # noqa: BLE001  (a line that cannot start fails alone, whatever the reason)
-            self.free_slots.append(slot)
-            if cleanup:
-                cleanup()
-            self._not_started(task_id, command, e, log, started, slot)
-            return
-        self.running[pid] = _Running(task_id, pid, slot, started, cleanup)
-        self.pids.append(f"p {task_id} {pid}\n")
-
-    def where(self, task_id: int) -> str:
-        return where(self.handler, task_id)
-
-    def _not_started(self, task_id: int, command: str, error: Exception, log: str, started: float,
-                     slot: int) -> None:
-        """A line that cannot be started (not found, not executable, a NUL byte, too long for the OS...) fails
-        alone: into ``failed``, the reason in its log, exit code 127 (not found) or 126 (cannot run)."""
-        code = 127 if isinstance(error, FileNotFoundError) else 126
-        reason = cannot_start_reason(error)
-        message = f"b2batch farm: {self.where(task_id)} cannot be started: {reason}. The line: {shown(command)}"
-        try:
-            with open(log, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(message + "\n")
-        except OSError as e:
-            logger.warning("Cannot write %s: %s", log, e)
-        self.say(f"{message} (it goes into failed with exit code {code})")
-        self._ended(task_id, code, started, started, slot)
-
-    def _fork(self, task_id: int, command: str, log: str) -> int:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid:
-            try:
-                os.setpgid(pid, pid)
-            except OSError:
-                pass
-            return pid
-        code = 1
-        try:
-            os.setpgid(0, 0)
-            for signum in DEFAULT_IN_CHILD:
-                signal.signal(signum, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_SETMASK, self._old_mask)
-            os.environ.update({MARK: str(self.workdir.path), "PROC_NUMBER": str(task_id)})
-            fd = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(fd, 0)
-            with open(log, "w") as logfh:
-                os.dup2(logfh.fileno(), 1)
-                os.dup2(logfh.fileno(), 2)
-                code = int(self.runner.run(task_id, command, logfh) or 0)
-        except BaseException:  # noqa: BLE001  (the forked child must end here, whatever happened)
-            traceback.print_exc()
-        finally:
-            os._exit(code & 0xFF if code >= 0 else 128 + (-code & 0x7F))
-
-    def _reap(self) -> list[tuple[_Running, int]]:
-        ended = []
-        while self.running:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            run = self.running.pop(pid, None)
-            if run is None:
-                continue
-            code = os.waitstatus_to_exitcode(status)
-            code = 128 - code if code < 0 else code
-            if run.cleanup:
-                run.cleanup()
-            if code - 128 in STOPPED_LINE:  # the farmer's own stop signal may be on its way: hold the line,
-                # and its slot, so that no next line starts in the instant before the stop
-                self.suspects.append((run, code, time.time(), time.monotonic() + STOP_SIGNAL_WITHIN))
-                continue
-            self.free_slots.append(run.slot)
-            ended.append((run, code))
-            self._ended(run.task_id, code, run.started, time.time(), run.slot)
-        return ended
-
-    def _settle_suspects(self, now: float) -> None:
-        """Lines held after a SIGTERM, SIGINT or SIGHUP with no stop of the farmer following: they failed."""
-        if self.suspects and self.suspects[0][3] <= now:
-            due = [s for s in self.suspects if s[3] <= now]
-            self.suspects = [s for s in self.suspects if s[3] > now]
-            for run, code, ended, _ in due:
-                self.free_slots.append(run.slot)
-                self._ended(run.task_id, code, run.started, ended, run.slot)
-
     def _ended(self, task_id: int, code: int, started: float, ended: float, slot: int) -> None:
         if not self.results:
             self.record_by = time.monotonic() + RECORD_WITHIN
@@ -444,56 +309,6 @@ class Farmer:
         if self.results:
             self.workdir.finish_locked(self.name, self.results, self.tasks)
             self.results = []
-
-    # --- stopping -------------------------------------------------------------------------------------------
-
-    def _stop_all(self) -> list[int]:
-        """Kill the running lines: their ids (lines that ended 0 meanwhile are recorded instead)."""
-        self._reap()
-        killed = {run.pid: run for run in self.running.values()}
-        for run in killed.values():
-            signal_group(run.pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.options.kill_grace
-        put_back: list[int] = []
-        while self.running and time.monotonic() < deadline:
-            signal.sigtimedwait({signal.SIGCHLD}, max(0.0, min(0.2, deadline - time.monotonic())))
-            put_back += self._take_killed(self._reap_quietly())
-        for run in list(self.running.values()):
-            signal_group(run.pid, signal.SIGKILL)
-        while self.running:
-            signal.sigtimedwait({signal.SIGCHLD}, 0.2)
-            put_back += self._take_killed(self._reap_quietly())
-        return put_back
-
-    def _reap_quietly(self) -> list[tuple[_Running, int]]:
-        ended = []
-        while self.running:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            run = self.running.pop(pid, None)
-            if run is not None:
-                self.free_slots.append(run.slot)
-                if run.cleanup:
-                    run.cleanup()
-                ended.append((run, os.waitstatus_to_exitcode(status)))
-        return ended
-
-    def _take_killed(self, ended: list[tuple[_Running, int]]) -> list[int]:
-        back = []
-        for run, code in ended:
-            if code == 0:  # it finished before the signal reached it
-                self._ended(run.task_id, 0, run.started, time.time(), run.slot)
-            else:
-                back.append(run.task_id)
-        return back
-
-    def _kill_all(self) -> None:
-        for run in self.running.values():
-            signal_group(run.pid, signal.SIGKILL)
 
     def _requeue(self) -> None:
         job = os.environ.get("SLURM_JOB_ID")
