@@ -89,9 +89,7 @@ def dispatch(run: F) -> F:
                          environment=environment, quote=not as_b2luigi)
         except DispatchError:
             if as_b2luigi:  # b2luigi's note on stdout names the log folder; the error only says what happened
-                from b2batch.luigi_frontend.graph_runner import print_b2luigi_failure
-
-                print_b2luigi_failure(self)
+                layout.print_b2luigi_failure(self)
             raise
         return None
 

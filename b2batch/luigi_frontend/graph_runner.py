@@ -29,11 +29,9 @@ from __future__ import annotations
 import contextlib
 import heapq
 import logging
-import os
 import time
 import traceback
 from collections import Counter, deque
-from dataclasses import dataclass
 from typing import Any
 
 import luigi
@@ -47,12 +45,12 @@ from luigi.scheduler import DISABLED, DONE, FAILED, PENDING, RUNNING, UNKNOWN
 from b2batch.engine import RunRecord
 from b2batch.engine.steering import Step, Steering, drive
 from b2batch.errors import OutputPathError
-from b2batch.luigi_frontend import local_on_engine, seam
+from b2batch.luigi_frontend import layout, local_on_engine, seam
 from b2batch.luigi_frontend.acceptance import FailureBudgets, acceptance_of
 from b2batch.luigi_frontend.graph_checks import check_task_class, check_writable_folders
-from b2batch.luigi_frontend.grouping import Group, Slots
+from b2batch.luigi_frontend.graph_nodes import Node, ReadySet
+from b2batch.luigi_frontend.grouping import Slots
 from b2batch.luigi_frontend.jobs import TaskJobs, TaskResult
-from b2batch.luigi_frontend.layout import log_folder
 from b2batch.luigi_frontend.local_children import LocalChildren
 from b2batch.luigi_frontend.task_on_node import StatusReporter
 from b2batch.settings import active_profile
@@ -60,32 +58,6 @@ from b2batch.settings import active_profile
 logger = logging.getLogger(__name__)
 #: Seconds a run without --batch hands out ready tasks before it polls again (:meth:`GraphRunner._start_ready`).
 HAND_OUT_SLICE = 0.2
-#: The escape codes b2luigi prints around a failed job's note (colorama's red and reset).
-RED, RESET = "\x1b[31m", "\x1b[0m"
-
-
-@dataclass(eq=False, slots=True)
-class Node:
-    """A task of the graph and what the runner knows of it."""
-
-    task: Any
-    status: str = PENDING
-    runnable: bool = True
-    priority: int = 0
-    waiting_on: int = 0  # requirements not done
-    # () until the first one: most of a large graph's tasks have no requirements, or no task needing them yet
-    dependents: list[Node] | tuple[()] = ()
-    deps: list[Node] | tuple[()] = ()
-    needs: frozenset[tuple[str, int]] = frozenset()
-    failures: int = 0
-    queued: bool = False
-    group: Group | None = None  # b2luigi's parameter grouping: the tasks it may share a batch job with
-    #: The task's failure budget (its ``acceptance``, the fraction of requirements that must be done), or None.
-    acceptance: float | None = None
-    #: Whether the task will not be done in this run: it failed for good, cannot be scheduled or run, or a
-    #: requirement it cannot do without is lost.
-    lost: bool = False
-    lost_deps: int = 0  # requirements that are lost (counted in waiting_on too)
 
 
 class GraphRunner(FailureBudgets, Steering):
@@ -102,8 +74,7 @@ class GraphRunner(FailureBudgets, Steering):
         self.summary = seam.SummaryView(self.workers)
         self.scheduling_succeeded = True
         self.run_succeeded = True
-        self._buckets: dict[int, deque[Node]] = {}
-        self._priorities: list[int] = []  # a heap of -priority of the non-empty buckets
+        self.ready = ReadySet()
         self._blocked: dict[frozenset[tuple[str, int]], deque[Node]] = {}
         self._retries: list[tuple[float, int, Node]] = []
         self._running: dict[str, Node] = {}
@@ -127,8 +98,6 @@ class GraphRunner(FailureBudgets, Steering):
         self._outputs: dict[str, Any] = {}  # output path -> the task that will write it
         #: Why tasks could not be scheduled (their complete() or requires() raised), by task id.
         self.errors: dict[str, str] = {} if errors is None else errors
-        #: How many nodes the hand-out looked at, for tests that check it does no O(N) work per task.
-        self.operations = 0
 
     # --- the graph ------------------------------------------------------------------------------------
 
@@ -303,34 +272,12 @@ class GraphRunner(FailureBudgets, Steering):
             self._push(node)
 
     def _push(self, node: Node) -> None:
-        bucket = self._buckets.get(node.priority)
-        if bucket is None:
-            bucket = self._buckets[node.priority] = deque()
-        if not bucket:
-            heapq.heappush(self._priorities, -node.priority)
-        bucket.append(node)
+        self.ready.push(node)
 
-    def _pop(self) -> Node | None:
-        """The ready task of highest priority (first come first served within a priority)."""
-        while self._priorities:
-            priority = -self._priorities[0]
-            bucket = self._buckets[priority]
-            while bucket:
-                node = bucket.popleft()
-                self.operations += 1
-                if node.queued and node.status == PENDING and node.priority == priority:
-                    node.queued = False
-                    return node
-            heapq.heappop(self._priorities)
-        return None
-
-    def _unpop(self, node: Node) -> None:
-        """Put a node just popped back in front of its bucket."""
-        bucket = self._buckets.setdefault(node.priority, deque())
-        if not bucket:
-            heapq.heappush(self._priorities, -node.priority)
-        bucket.appendleft(node)
-        node.queued = True
+    @property
+    def operations(self) -> int:
+        """How many nodes the hand-out looked at, for tests that check it does no O(N) work per task."""
+        return self.ready.operations
 
     def _fits(self, needs: frozenset[tuple[str, int]]) -> bool:
         return all(amount + self._used[name] <= self._resources.get(name, 1) for name, amount in needs)
@@ -370,7 +317,7 @@ class GraphRunner(FailureBudgets, Steering):
         if results or self._more_ready:
             return Step.AGAIN
         retries_ahead = self._retries_due()  # first: a retry that comes due now makes its task ready
-        if not self._running and not self._priorities and not retries_ahead:
+        if not self._running and not self.ready and not retries_ahead:
             return Step.STOP  # tasks still blocked now need more of a resource than luigi's config has: as luigi does
         return Step.WAIT
 
@@ -394,16 +341,16 @@ class GraphRunner(FailureBudgets, Steering):
         with self.jobs.run.holding() if self._grouping else contextlib.nullcontext():
             while not self.slots.full():
                 if started and deadline is not None and time.monotonic() > deadline:
-                    self._more_ready = bool(self._priorities)  # the rest after the next poll (step() says AGAIN)
+                    self._more_ready = bool(self.ready)  # the rest after the next poll (step() says AGAIN)
                     return
-                node = self._pop()
+                node = self.ready.pop()
                 if node is None:
                     return
                 if node.needs and not self._fits(node.needs):
                     self._blocked.setdefault(node.needs, deque()).append(node)
                     continue
                 if not self.slots.take(node.task.task_id, node.group):
-                    self._unpop(node)  # no worker free, and no job of its group with room
+                    self.ready.unpop(node)  # no worker free, and no job of its group with room
                     return
                 self._start(node)
                 started += 1
@@ -475,7 +422,7 @@ class GraphRunner(FailureBudgets, Steering):
         self.run_succeeded = False
         self.summary.add(task, FAILED, True)
         if self.jobs.runs_as_job(task) and active_profile() == "b2luigi":
-            print_b2luigi_failure(task)
+            layout.print_b2luigi_failure(task)
         retry_count = int(getattr(task, "retry_count", None) or luigi.scheduler.scheduler().retry_count)
         if self._worker_config.keep_alive and node.failures < retry_count:
             node.status = FAILED
@@ -490,12 +437,3 @@ class GraphRunner(FailureBudgets, Steering):
     def result(self) -> Any:
         """luigi's run result, as ``luigi.build(detailed_summary=True)`` returns it."""
         return seam.run_result(self.summary, self.scheduling_succeeded and self.run_succeeded)
-
-
-def print_b2luigi_failure(task: Any) -> None:
-    """What b2luigi prints on stdout when a task's job failed: the task, its id and parameters, and its log
-    folder, between the escape codes of red and of the default colour (b2luigi prints them to any stdout)."""
-    lines = [f"Failed task {task} with task_id and parameters:", f"\ttask_id={task.task_id}"]
-    lines += [f"\t{name}={getattr(task, name)}" for name, _param in task.get_params()]
-    lines += ["Please have a look into the log files in:", os.path.abspath(log_folder(task))]
-    print(f"{RED}\n" + "\n".join(lines) + f"\n{RESET}", flush=True)

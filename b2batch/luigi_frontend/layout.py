@@ -112,3 +112,16 @@ def job_folder(task: Any) -> Path:
     if get_setting("job_folder_layout", task=task) == "b2luigi":
         return root.joinpath(*parameter_parts(task, strict=False, hidden=True), task.task_family)
     return root / task.task_family / task.task_id
+
+
+#: The escape codes b2luigi prints around a failed job's note (colorama's red and reset).
+RED, RESET = "\x1b[31m", "\x1b[0m"
+
+
+def print_b2luigi_failure(task: Any) -> None:
+    """What b2luigi prints on stdout when a task's job failed: the task, its id and parameters, and its log
+    folder, between the escape codes of red and of the default colour (b2luigi prints them to any stdout)."""
+    lines = [f"Failed task {task} with task_id and parameters:", f"\ttask_id={task.task_id}"]
+    lines += [f"\t{name}={getattr(task, name)}" for name, _param in task.get_params()]
+    lines += ["Please have a look into the log files in:", os.path.abspath(log_folder(task))]
+    print(f"{RED}\n" + "\n".join(lines) + f"\n{RESET}", flush=True)
