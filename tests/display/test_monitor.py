@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -95,9 +96,16 @@ def test_the_monitor_follows_a_real_run_in_a_terminal(workflow, tmp_path: Path) 
         def counts(*numbers: str) -> re.Pattern[str]:  # Held's row: wait, sub, queue, run, done, fail
             return re.compile(r"^ Held +" + " +".join(numbers) + " ", re.M)
 
-        # Within 25 s: the live state follows changes, not only its heartbeat (30 s).
-        wait_for(lambda: counts("·", "·", "·", "4", "·", "·").search(screen()), 25, "4 running tasks")
-        first = screen()
+        def showing(*patterns: re.Pattern[str]) -> Callable[[], str | None]:  # one capture with all of them:
+            def shown() -> str | None:  # (a capture taken while the monitor redraws has only its top part)
+                text = screen()
+                return text if all(pattern.search(text) for pattern in patterns) else None
+            return shown
+
+        # Within 25 s: the live state follows changes, not only its heartbeat (30 s); with the running tasks'
+        # node and age.
+        running_row = re.compile(rf"^ Held\(n=\d\) +\S+ +{re.escape(socket.gethostname())} +0:00:\d\d", re.M)
+        first = wait_for(showing(counts("·", "·", "·", "4", "·", "·"), running_row), 25, "4 running tasks")
         (flow.folder / "go-0").touch()
         wait_for(lambda: counts("·", "·", "·", "3", "1", "·").search(screen()), 25, "3 running, 1 done")
         second = screen()
