@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -39,6 +40,12 @@ WORKFLOWS = Path(__file__).resolve().parent / "workflows"
 B2LUIGI_SHIM = Path(__file__).resolve().parents[1] / "compat" / "b2luigi-shim"
 #: b2luigi prints a tab before each task; rich (which both b2luigi and the shim use) expands it.
 TAB = " " * 8
+
+# A suite started under nohup (or by anything that ignores SIGHUP) would hand the ignored SIGHUP to every workflow
+# it starts, which then keeps ignoring it, as a program run with nohup should: the tests of what a run does on
+# SIGHUP need it at its default, as a terminal's session has it.
+if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.hookimpl(tryfirst=True)
