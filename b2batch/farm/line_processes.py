@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,22 +140,26 @@ class LineProcesses:
         finally:
             os._exit(code & 0xFF if code >= 0 else 128 + (-code & 0x7F))
 
-    def _reap(self) -> list[tuple[_Running, int]]:
-        ended = []
+    def _waited(self) -> Iterator[tuple[_Running, int]]:
+        """The running lines that ended (reaped, forgotten, their clean-up done), each with its wait status."""
         while self.running:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                break
+                return
             if pid == 0:
-                break
+                return
             run = self.running.pop(pid, None)
-            if run is None:
-                continue
+            if run is not None:
+                if run.cleanup:
+                    run.cleanup()
+                yield run, status
+
+    def _reap(self) -> list[tuple[_Running, int]]:
+        ended = []
+        for run, status in self._waited():
             code = os.waitstatus_to_exitcode(status)
             code = 128 - code if code < 0 else code
-            if run.cleanup:
-                run.cleanup()
             if code - 128 in STOPPED_LINE:  # the farmer's own stop signal may be on its way: hold the line,
                 # and its slot, so that no next line starts in the instant before the stop
                 self.suspects.append((run, code, time.time(), time.monotonic() + STOP_SIGNAL_WITHIN))
@@ -195,19 +200,9 @@ class LineProcesses:
 
     def _reap_quietly(self) -> list[tuple[_Running, int]]:
         ended = []
-        while self.running:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            run = self.running.pop(pid, None)
-            if run is not None:
-                self.free_slots.append(run.slot)
-                if run.cleanup:
-                    run.cleanup()
-                ended.append((run, os.waitstatus_to_exitcode(status)))
+        for run, status in self._waited():
+            self.free_slots.append(run.slot)
+            ended.append((run, os.waitstatus_to_exitcode(status)))
         return ended
 
     def _take_killed(self, ended: list[tuple[_Running, int]]) -> list[int]:

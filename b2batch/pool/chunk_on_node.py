@@ -21,15 +21,18 @@ from typing import Any
 RAISE, NONE = "raise", "none"
 
 
-def _unpicklable_result_error() -> type[Exception]:
-    from multiprocessing.pool import MaybeEncodingError  # (made when first used: a steering process needs no pool)
+def __getattr__(name: str) -> Any:
+    """:class:`UnpicklableResultError`, made on its first use (and found here by pickle): its base class is
+    multiprocessing's, whose pool module a steering process need not import."""
+    if name != "UnpicklableResultError":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from multiprocessing.pool import MaybeEncodingError
 
     class UnpicklableResultError(MaybeEncodingError):
         """A value returned by the function could not be pickled to send it back (``multiprocessing.Pool``
         raises its base class, :class:`multiprocessing.pool.MaybeEncodingError`, for the same reason)."""
 
         __qualname__ = "UnpicklableResultError"
-        __module__ = __name__
 
         def __init__(self, message: str) -> None:  # noqa: D107 - one message, so that it pickles as it is
             Exception.__init__(self, message)
@@ -38,21 +41,8 @@ def _unpicklable_result_error() -> type[Exception]:
         def __str__(self) -> str:
             return str(self.args[0])
 
+    globals()[name] = UnpicklableResultError  # later lookups find the class itself, not this function
     return UnpicklableResultError
-
-
-def _error_class() -> type[Exception]:
-    made = globals().get("UnpicklableResultError")
-    if made is None:
-        made = globals()["UnpicklableResultError"] = _unpicklable_result_error()
-    return made
-
-
-def __getattr__(name: str) -> Any:
-    """:class:`UnpicklableResultError`, made on its first use (pickle finds it here too)."""
-    if name == "UnpicklableResultError":
-        return _error_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -167,8 +157,8 @@ def run_chunk(function: Callable[..., Any], items: Sequence[Any], start: int, ho
     text = f"b2batch pool: {message}\n"
     sys.stderr.write(text)
     if mode == RAISE:
-        return _error_answer(ChunkAnswer(values=answer.values[:index]), _error_class()(message),
-                             index, text)
+        error = sys.modules[__name__].UnpicklableResultError(message)  # (the module's __getattr__ makes it once)
+        return _error_answer(ChunkAnswer(values=answer.values[:index]), error, index, text)
     import cloudpickle
 
     for position in range(len(answer.values)):

@@ -325,9 +325,10 @@ class LocalSystem(BatchSystem):
             return None
 
     def close(self) -> None:
-        """The run ends: jobs that are ending (pilots told to stop, whose heartbeat is gone) are waited for, up to
-        :data:`CLOSE_GRACE` seconds, so that their last files (exit code, usage) are written before the front-end
-        removes its work dir; then the zygote ends (a forked job that still runs goes on, as a wrapper would)."""
+        """The run ends: the jobs still running are waited for, up to :data:`CLOSE_GRACE` seconds in all (by then
+        they are pilots told to stop, or jobs cancelled), so that their last files (exit code, usage) are written
+        before the front-end removes its work dir; then the zygote ends (a forked job that still runs goes on, as a
+        wrapper would)."""
         deadline = time.monotonic() + CLOSE_GRACE
         with self.pool.lock:
             processes = list(self.pool.running.values())

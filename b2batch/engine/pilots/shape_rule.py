@@ -88,8 +88,7 @@ class Estimate:
         if self._stale:  # (not statistics.median: importing statistics cost a Pool's map ~3 ms)
             ordered = sorted(self.samples)
             middle = len(ordered) // 2
-            self._median = (ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-                            if ordered else None)
+            self._median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
             self._stale = False
         return self._median
 
