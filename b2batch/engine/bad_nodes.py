@@ -6,6 +6,8 @@ task started, a job that ended without its wrapper writing its exit code) counts
 system (each system writes the exclusion in its own syntax), but only while another node of that system has
 run a job of this run to a good end: a run never excludes the only node it has seen work, nor does it blame a
 node for a failure every node shares (a broken ``env_script``). ``max_node_failures = 0`` switches it off.
+When a job ended well on a node is kept too: a job that ended there without its exit code is cleared by a good
+end on the same node after it started (:meth:`NodeHealth.worked_since`), as on a one-node cluster.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ class NodeHealth:
     def __init__(self, max_failures: int = 3) -> None:
         self.max_failures = max_failures
         self.failures: dict[tuple[str, str], list[NodeFailure]] = {}
-        #: Nodes where a job of the run ended well, per system.
+        #: Nodes where a job of the run ran or ended well, per system.
         self.good: dict[str, set[str]] = {}
+        #: When a job of the run last ended well on a node (epoch seconds), per (system, node).
+        self.last_good: dict[tuple[str, str], float] = {}
         #: Excluded nodes per system, in the order they were excluded.
         self._excluded: dict[str, list[str]] = {}
 
@@ -46,10 +50,16 @@ class NodeHealth:
     def on(self) -> bool:
         return self.max_failures > 0
 
-    def worked(self, system: str, node: str) -> None:
-        """A job of the run ended well on ``node``."""
+    def worked(self, system: str, node: str, at: float | None = None) -> None:
+        """A job of the run runs, or ended well (``at``: when) on ``node``."""
         if node:
             self.good.setdefault(system, set()).add(node)
+            if at is not None:
+                self.last_good[(system, node)] = max(at, self.last_good.get((system, node), at))
+
+    def worked_since(self, system: str, node: str, since: float) -> bool:
+        """Whether a job of the run ended well on ``node`` of ``system`` after ``since`` (epoch seconds)."""
+        return self.last_good.get((system, node), float("-inf")) > since
 
     def watching(self, system: str) -> bool:
         """Whether any node of ``system`` has a failure counted (only then is it worth finding where good jobs

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from b2batch.engine import causes
 from b2batch.engine.escalation import Escalation, EscalationPolicy, Request
 from b2batch.engine.bad_nodes import NodeFailure, NodeHealth
-from b2batch.engine.outcome import JobOutcome
+from b2batch.engine.outcome import JobOutcome, ended_at
 from b2batch.engine.jobstate import JobStatus
 
 if TYPE_CHECKING:
@@ -37,8 +39,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: The wrapper's first line in the job's stdout names the node it started on.
-_STARTED_ON = re.compile(rb"^b2batch: job of task .* started on (\S+) at ", re.M)
+#: The wrapper's first line in the job's stdout names the node it started on and when (``date -Is``).
+_STARTED_ON = re.compile(rb"^b2batch: job of task .* started on (\S+) at (\S+)", re.M)
 #: Batch systems' words for a job a person cancelled (no node's fault).
 _CANCELLED = re.compile(r"CANCELLED|TERM_OWNER|by user|condor_rm", re.I)
 _SETUP = "the job's set-up failed"
@@ -48,13 +50,27 @@ _SETUP_FAILED = 3
 
 def started_on(job: Job) -> str:
     """The node the job's wrapper said it started on (the first lines of its stdout), or ""."""
+    return start_of(job)[0]
+
+
+def start_of(job: Job) -> tuple[str, float | None]:
+    """The node the job's wrapper said it started on and when (epoch seconds; None if unreadable), from the
+    first lines of its stdout; ("", None) when it did not say."""
     try:
         with open(job.files.stdout, "rb") as f:
             head = f.read(4096)
     except OSError:
-        return ""
-    found = _STARTED_ON.search(head)
-    return found.group(1).decode(errors="replace") if found else ""
+        return "", None
+    found = None
+    for found in _STARTED_ON.finditer(head):  # the last: a job Slurm requeued may append to its stdout
+        pass
+    if found is None:
+        return "", None
+    try:
+        when: float | None = datetime.fromisoformat(found.group(2).decode()).timestamp()
+    except ValueError:
+        when = None
+    return found.group(1).decode(errors="replace"), when
 
 
 class Healing:
@@ -67,8 +83,11 @@ class Healing:
         self.escalations: list[Escalation] = []
         self._requests: dict[str, Request] = {}
         self._warned: set[tuple[str, str]] = set()
-        #: Jobs whose failure may be their node's (node, why), by key, until another node is seen to work.
-        self._suspects: dict[str, tuple[str, str]] = {}
+        #: Jobs whose failure may be their node's (node, why, since), by key, until another node is seen to work
+        #: (or, with ``since``, the same node ends a job well after that moment).
+        self._suspects: dict[str, tuple[str, str, float | None]] = {}
+        #: When the run saw each job that failed for a node reason end last, by key: its next job started later.
+        self._failed_at: dict[str, float] = {}
         #: Told the batch system's name and its excluded nodes when a node is excluded (the run: so that jobs
         #: already queued move off it where the batch system allows).
         self.on_excluded: Callable[[str, tuple[str, ...]], None] | None = None
@@ -85,12 +104,15 @@ class Healing:
         """The nodes later submissions to ``system`` must avoid."""
         return self.nodes.excluded(system)
 
-    def node_works(self, system: str, node: str) -> None:
-        """A job of the run runs, or ended well, on ``node`` of ``system``: nodes that failed enough are
-        excluded now that another one is seen working."""
-        if not node or not self.nodes.on or node in self.nodes.good.get(system, ()):
+    def node_works(self, system: str, node: str, at: float | None = None) -> None:
+        """A job of the run runs, or ended well (``at``: when), on ``node`` of ``system``: nodes that failed
+        enough are excluded now that another one is seen working."""
+        if not node or not self.nodes.on:
             return
-        self.nodes.worked(system, node)
+        known = node in self.nodes.good.get(system, ())
+        self.nodes.worked(system, node, at)
+        if known:
+            return
         for (name, suspect), _ in list(self.nodes.failures.items()):
             if name == system and self.nodes.review(name, suspect):
                 self._excluded_now(system, suspect)
@@ -105,7 +127,7 @@ class Healing:
             # Where the batch system names the node, every good end counts; else the wrapper's log is read only
             # once some node is suspected.
             if self.nodes.on and (state.node or self.nodes.watching(job.system)):
-                self.node_works(job.system, state.node or started_on(job))
+                self.node_works(job.system, state.node or started_on(job), ended_at(job.files) or time.time())
             return ""
         if state.status != JobStatus.aborted:
             return ""
@@ -129,9 +151,15 @@ class Healing:
         return "", ""
 
     def _node_failure(self, job: Job, state: JobOutcome, why: str, room: bool) -> str:
-        node = state.node or started_on(job)
+        said, started = start_of(job)
+        node = state.node or said
         if not node or not self.nodes.on:
             return ""
+        # Since when a good end on this same node clears a job that ended without its exit code: its start (a
+        # stdout may still hold an earlier job's line: not before the run saw that one fail), else now.
+        known = [t for t in (started, self._failed_at.get(job.key)) if t is not None]
+        since = max(known) if known else time.time()
+        self._failed_at[job.key] = time.time()
         if self.nodes.fail(NodeFailure(node, job.system, job.key, str(job.job_id), why.splitlines()[0])):
             self._excluded_now(job.system, node)
         self._publish()
@@ -144,11 +172,21 @@ class Healing:
         # (a set-up failure: env_script, working_dir; a job that ended without its wrapper's exit code) may be
         # everyone's, or the only node's: it goes again only once another node has worked, so that a run on a
         # healthy or one-node cluster fails such a job as it did before the policy.
+        # A job that ended without its exit code is cleared as well by a job that ended well on the same node after
+        # it started (slurmd restarted; a job step killed): only a node that fails every job fails it. A set-up
+        # failure is not: its cause may be the task's own (working_dir, env_script), which another's end there
+        # does not clear.
         named = bool(state.cause)
-        if named or self.nodes.is_excluded(job.system, node) or self.nodes.others_worked(job.system, node):
+        suspect = (node, why.splitlines()[0], since if state.exit_code is None else None)
+        if named or self.nodes.is_excluded(job.system, node) or self._cleared(job.system, suspect):
             return f"node failure on {node} ({why.splitlines()[0]})"
-        self._suspects[job.key] = (node, why.splitlines()[0])  # the run parks it until that is known
+        self._suspects[job.key] = suspect  # the run parks it until that is known
         return ""
+
+    def _cleared(self, system: str, suspect: tuple[str, str, float | None]) -> bool:
+        node, _, since = suspect
+        return self.nodes.others_worked(system, node) or (
+            since is not None and self.nodes.worked_since(system, node, since))
 
     # --- jobs the run parks -----------------------------------------------------------------------------
 
@@ -156,21 +194,22 @@ class Healing:
         """Whether ``job`` just failed in a way that is its node's fault only if another node of its batch system
         works (a job that ended without its wrapper's exit code, a set-up failure), before any did: a node that
         fails every job from the start (a lost mount) fails the first jobs before another node has run one to
-        its end. The run parks such a job instead of failing it: see :meth:`parked_reason`."""
+        its end (one that ended without its exit code: nor has its own node ended a job well since it started). The
+        run parks such a job instead of failing it: see :meth:`parked_reason`."""
         return job.key in self._suspects
 
     def parked_reason(self, job: Job) -> str:
-        """Why to submit a parked job again: its node is another's than a node that has worked since (or is
-        excluded now); "" while that is not known."""
-        node, why = self._suspects.get(job.key, ("", ""))
-        if node and self.nodes.others_worked(job.system, node):
+        """Why to submit a parked job again: another node has worked since, or (a job without its exit code) its
+        own node has ended a job well after it started; "" while neither is known."""
+        suspect = self._suspects.get(job.key)
+        if suspect is not None and self._cleared(job.system, suspect):
             del self._suspects[job.key]
-            return f"node failure on {node} ({why})"
+            return f"node failure on {suspect[0]} ({suspect[1]})"
         return ""
 
     def unpark(self, job: Job) -> None:
         """The run gives a parked job back as failed (no other job of its batch system is left to show that
-        another node works: one node, or every node, fails such jobs)."""
+        a node works: one node, or every node, fails such jobs)."""
         self._suspects.pop(job.key, None)
 
     def _excluded_now(self, system: str, node: str) -> None:

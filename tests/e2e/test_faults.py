@@ -349,7 +349,9 @@ def pids_of_runs(flow: Flow, i: int) -> list[int]:
 def test_node_daemon_stopped_and_started_again_completes_every_task_once(slurm, flows) -> None:
     """slurmd goes while two jobs run; after SlurmdTimeout the node is DOWN. Step 0's job is requeued by
     Slurm (same id, PENDING until its BeginTime); Step 1's job (--no-requeue) ends NODE_FAIL and b2batch
-    submits it again. slurmd comes back, kills the job steps it left behind, and both tasks complete once."""
+    submits it again. slurmd comes back, kills the job steps it left behind, and both tasks complete once.
+    Slurm may start Step 0's requeued job while its credential is still revoked and kill it unstarted; b2batch
+    then submits it again (below)."""
     flow = flows("slurm")
     (flow.folder / "task_settings.json").write_text(json.dumps({"1": {"no-requeue": True}}))
     flow.gate(0, 1)
@@ -379,11 +381,19 @@ def test_node_daemon_stopped_and_started_again_completes_every_task_once(slurm, 
             slurm_cluster("start-slurmd")
         wait_for(lambda: slurm_cluster("status").returncode == 0, 120, "the Slurm cluster to be healthy again")
     log = steering.output
-    assert "submitting task Step(i=1) again (1 of 2)" in log and "submitting task Step(i=0) again" not in log
+    assert "submitting task Step(i=1) again (1 of 2)" in log
+    if f"Job {first[0]}: task Step(i=0) failed on node" in log:
+        # slurmd, registering again, revoked the lost job's credential; Slurm started the requeued job before
+        # that expired (StartTime=now above) and killed it unstarted (FAILED, no exit code: CI BJ). The same
+        # node then ended Step 1's job well, which clears the node: b2batch submits Step 0 again.
+        assert "submitting task Step(i=0) again (1 of 2)" in log and flow.job_id(0) != first[0]
+        assert "node failure on vm (the job ended without its wrapper writing its exit code" in log
+    else:
+        assert "submitting task Step(i=0) again" not in log and flow.job_id(0) == first[0]
     flow.assert_complete_once(range(2), killed=(0, 1))
     assert [flow.starts(i) for i in range(2)] == [2, 2]
-    assert flow.job_id(0) == first[0] and flow.job_id(1) != first[1]
-    expected = [first[0], first[1], flow.job_id(1)]
+    assert flow.job_id(1) != first[1]
+    expected = sorted({first[0], first[1], flow.job_id(0), flow.job_id(1)})
     assert sorted(flow.settled_jobs(expected)) == sorted(expected)  # nothing else ran
 
 

@@ -5,6 +5,8 @@ submissions are unchanged. End-to-end runs: tests/e2e/test_healing_runs.py."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +281,53 @@ def test_a_one_node_cluster_still_fails_such_jobs_once_nothing_else_runs(tmp_pat
     assert sorted(ended) == ["Work_0", "Work_1"]
     assert all(job.outcome.status == JobStatus.aborted and job.resubmissions == 0 for job in ended.values())
     assert len(system.submitted) == 2 and run.healing.excluded("slurm") == ()
+
+
+def test_on_one_node_a_job_without_its_exit_code_goes_again_once_that_node_ends_a_later_job_well(
+        tmp_path: Path) -> None:
+    """slurmd restarted under a running job (CI BJ): the job ends without its exit code; the same, only node then
+    runs another job well. That clears it as another node's success would: the job goes again and works."""
+    run = Run(config=RunConfig(max_node_failures=3))
+    system: Nodes = run.add_system("slurm", Nodes)
+    jobs = [make_job(tmp_path, "slurm", f"Work_{i}") for i in range(2)]
+    system.script["Work_0"] = [("only1", "lost"), ("only1", "ok")]
+    system.script["Work_1"] = [("only1", "ok")]
+    system.held = [jobs[1]]  # runs on while Work_0 is lost; ends well a poll later
+    polls = []
+
+    def release(ended: dict[str, Job]) -> None:
+        polls.append(sorted(ended))
+        system.held.clear()
+
+    ended = _drive(run, jobs, release)
+    assert polls[0] == []  # Work_0 was parked, not handed back as failed
+    assert all(job.outcome.status == JobStatus.successful for job in ended.values()), {
+        k: j.outcome for k, j in ended.items()}
+    assert [k for k, _ in system.submitted].count("Work_0") == 2
+    assert run.record.jobs["Work_0"].resubmissions[0].startswith("node failure on only1 (the job ended without")
+    assert run.healing.excluded("slurm") == ()
+
+
+def test_a_good_end_on_the_same_node_before_the_lost_job_started_clears_nothing(tmp_path: Path) -> None:
+    run = Run(config=RunConfig(max_node_failures=3))
+    system = run.add_system("slurm", SlurmSystem)
+    done, lost = make_job(tmp_path, "slurm", "Work_0"), make_job(tmp_path, "slurm", "Work_1")
+    run.healing.nodes.failures[("slurm", "only1")] = []  # watched: good ends are read
+    done.files.exit_code.write_text("0\n")
+    os.utime(done.files.exit_code, (1000.0, 1000.0))
+    assert reason_of(run.healing, done, JobState(JobStatus.successful, node="only1"), system) == ""
+    lost.files.stdout.parent.mkdir(parents=True, exist_ok=True)
+    lost.files.stdout.write_text("b2batch: job of task Work_1 started on only1 at 1970-01-01T00:20:00+00:00\n")
+    assert reason_of(run.healing, lost, JobState(JobStatus.aborted, "lost", node="only1"), system) == ""
+    assert run.healing.suspected(lost) and run.healing.parked_reason(lost) == ""
+    # A set-up failure on that node is not cleared by the node's own good ends, even later ones.
+    setup = make_job(tmp_path, "slurm", "Work_2")
+    setup.files.setup_failed.write_text("cannot change into working_dir /gone\n")
+    setup.files.exit_code.write_text("3\n")
+    assert reason_of(run.healing, setup, JobState(JobStatus.aborted, "exit 3", node="only1"), system) == ""
+    run.healing.node_works("slurm", "only1", at=time.time() + 10)
+    assert run.healing.parked_reason(setup) == ""
+    assert run.healing.parked_reason(lost).startswith("node failure on only1")
 
 
 def test_slurm_moves_its_pending_jobs_off_an_excluded_node(tmp_path: Path, monkeypatch) -> None:
