@@ -22,7 +22,6 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from b2batch.engine import causes
@@ -66,6 +65,8 @@ def start_of(job: Job) -> tuple[str, float | None]:
         pass
     if found is None:
         return "", None
+    from datetime import datetime  # only once a node is suspected: not on every run's import path
+
     try:
         when: float | None = datetime.fromisoformat(found.group(2).decode()).timestamp()
     except ValueError:

@@ -13,13 +13,13 @@ test says so.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+from b2batch.engine.digests import sha256_hex
 from b2batch.jobscript.templating import quote, render
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "executable_wrapper.sh.j2"
@@ -61,7 +61,7 @@ def generate() -> dict[str, Any]:
 
 
 def _digest() -> str:
-    return hashlib.sha256(TEMPLATE.read_bytes()).hexdigest()
+    return sha256_hex(TEMPLATE.read_bytes())
 
 
 @functools.cache

@@ -112,12 +112,13 @@ def run_shipped_chunk(shipped: str, digest: str, items: Sequence[Any], start: in
     key = (shipped, digest)
     loaded = _LOADED.get(key)
     if loaded is None:
-        import hashlib
         import pickle
+
+        from b2batch.engine.digests import sha256_hex
 
         with open(shipped, "rb") as f:
             data = f.read()
-        if hashlib.sha256(data).hexdigest() != digest:
+        if sha256_hex(data) != digest:
             raise RuntimeError(f"b2batch pool: {shipped} is not the file this chunk was sent with (changed since)")
         loaded = _LOADED[key] = pickle.loads(data)
         while len(_LOADED) > _KEEP_LOADED:

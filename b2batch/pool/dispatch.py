@@ -11,7 +11,6 @@ summary, and packs the job's files (:mod:`b2batch.pool.packing`).
 from __future__ import annotations
 
 import collections
-import hashlib
 import itertools
 import logging
 import os
@@ -25,6 +24,7 @@ from typing import Any
 
 from b2batch.calls import CallFuture, CallJobError, Executor, RemoteTraceback, pickling
 from b2batch.calls.pack_sizing import PROBES, PackSizer
+from b2batch.engine.digests import sha256_hex
 from b2batch.pool import chunk_on_node
 from b2batch.pool.packing import OUTPUTS, Packer
 
@@ -271,7 +271,7 @@ class Dispatcher:
         if batch.shipped is None:
             try:
                 data = pickling.dumps((batch.function, batch.how, self.mode, self.initializer, self.initargs))
-                digest = hashlib.sha256(data).hexdigest()
+                digest = sha256_hex(data)
                 folder = self.packer.work_dir / "shipped"
                 folder.mkdir(exist_ok=True)
                 path = folder / f"{digest[:16]}.pkl"

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from b2batch.errors import SettingError
-from b2batch.settings.declared import (DICT, FLAG, FOLDER, LIST, PATH, PROFILES, RENAMED_SETTINGS,  # noqa: F401
+from b2batch.settings.declared import (DICT, Computed, FLAG, FOLDER, LIST, PATH, PROFILES, RENAMED_SETTINGS,  # noqa: F401
                                       SECONDS, SETTINGS, TEXT, DeprecatedSettingsWarning, Kind, Setting)
 from b2batch.settings.typos import (TYPO_CUTOFF, closest_name, misspelt_setting_error,  # noqa: F401
                                     misspelt_settings, unknown_setting_message)
@@ -88,7 +88,10 @@ def profiled_error(error_class: type[Exception]) -> type[Exception]:
 def default_of(key: str) -> Any:
     """The default of the declared setting ``key`` under the process's profile."""
     layer = PROFILES[_store.profile]
-    return layer[key] if key in layer else SETTINGS[key].default
+    if key not in layer:
+        return SETTINGS[key].default
+    value = layer[key]
+    return value.make() if isinstance(value, Computed) else value
 
 
 _FORMER_NAMES = {new: tuple(o for o, n in RENAMED_SETTINGS.items() if n == new) for new in RENAMED_SETTINGS.values()}

@@ -5,7 +5,6 @@ reference are generated from :data:`SETTINGS` (``python -m b2batch.settings``)."
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -285,13 +284,29 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+class Computed:
+    """A default of a profile that is worked out when it is first read (not when the settings are imported)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+    def __repr__(self) -> str:
+        return f"Computed({self.make.__name__})"
+
+
+def _temporary_folder() -> str:
+    import tempfile  # with random and shutil: ~3 ms on every import of b2batch, for b2luigi's scratch_dir only
+
+    return tempfile.gettempdir()
+
+
 #: Defaults layers, one per kind of workflow, between the ``default`` passed to :func:`get_setting` and the
 #: declared defaults. ``b2luigi``: b2luigi 1.3's defaults, for a workflow written against b2luigi (outputs
 #: in the script's folder, process() returns when a task failed, temporary outputs in the system's
 #: temporary folder, no b2batch summary, timeline or report that b2luigi would not print or write).
 PROFILES: dict[str, dict[str, Any]] = {
     "b2batch": {},
-    "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": tempfile.gettempdir(),
+    "b2luigi": {"result_dir": ".", "exit_on_failure": False, "scratch_dir": Computed(_temporary_folder),
                 "run_summary": False, "unknown_setting_warnings": False, "b2luigi_hashing": True,
                 "process_returns_result": False, "b2luigi_texts": True, "job_shape": "job_per_task",
                 "process_once": True, "local_runs_send_jobs": True, "local_runs_on_engine": False,

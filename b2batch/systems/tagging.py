@@ -15,13 +15,13 @@ job name and no submit file or shell reads as anything else.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import time
 from typing import Any, ClassVar
 
 from b2batch.engine import Job, JobStatus, NativeState
+from b2batch.engine.digests import sha1_hex
 from b2batch.engine.outcome import written_exit_code
 from b2batch.errors import B2BatchError
 from b2batch.systems import command_runner
@@ -45,7 +45,7 @@ def submission_tag(base: str, number: int, key: str | None) -> str:
     """The tag of the ``number``-th submission of a run whose jobs are named ``base``; ``key``: the job's key for a
     job of its own (None: an array, whose elements are told apart by their index)."""
     tag = f"{base}-{number}"
-    return tag if key is None else f"{tag}-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+    return tag if key is None else f"{tag}-{sha1_hex(key.encode())[:8]}"
 
 
 class TaggedSubmissions:

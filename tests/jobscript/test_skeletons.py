@@ -36,6 +36,7 @@ def test_a_wrapper_put_together_from_strings_is_the_rendered_one() -> None:
 #: name from os.uname), subprocess (forked jobs), multiprocessing's pool (its error class made when used), difflib
 #: (misspelt names only), statistics (a median of few samples) and the container module (jobs in a container only).
 NOT_IMPORTED = ("jinja2", "psutil", "socket", "subprocess", "multiprocessing.pool", "difflib", "statistics",
+                "datetime", "hashlib",
                 "b2batch.jobscript.containers")
 
 

@@ -322,3 +322,15 @@ def test_b2luigi_setting_names_are_known() -> None:
                  "slurm_settings", "queue", "job_slots", "parameter_separator", "use_parameter_name_in_output",
                  "shell"):
         assert name in settings.SETTINGS
+
+
+def test_b2luigis_scratch_dir_default_is_the_systems_temporary_folder_worked_out_when_read(monkeypatch) -> None:
+    import tempfile
+
+    from b2batch import settings
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() works it out again
+    monkeypatch.setenv("TMPDIR", str(Path.cwd()))
+    with settings.using_store(settings.Store(profile="b2luigi")):
+        assert settings.default_of("scratch_dir") == tempfile.gettempdir() == str(Path.cwd())
+        assert settings.get_setting("scratch_dir") == str(Path.cwd())

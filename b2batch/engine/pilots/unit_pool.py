@@ -4,13 +4,13 @@ holds."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from b2batch.engine.digests import sha1_hex
 from b2batch.engine.job import Job
 from b2batch.engine.system import BatchSystem
 from b2batch.engine.pilots.work_queue import WorkQueue
@@ -31,11 +31,11 @@ def signature(job: Job, inner: BatchSystem | type[BatchSystem]) -> str:
     """What units must share to run in one worker job of the batch system ``inner``: the settings that shape
     its jobs (none of other systems'), the worker settings and their bootstrap."""
     values = [job.bootstrap, *(job.config[name] for name in (*inner.job_settings, *WORKER_SETTINGS))]
-    return hashlib.sha1(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return sha1_hex(json.dumps(values, sort_keys=True, default=str).encode())[:12]
 
 
 def unit_name(job: Job, number: int) -> str:
-    return f"{number:09d}-{hashlib.sha1(job.key.encode()).hexdigest()[:16]}"
+    return f"{number:09d}-{sha1_hex(job.key.encode())[:16]}"
 
 
 @dataclass(eq=False)
