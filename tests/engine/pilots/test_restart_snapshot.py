@@ -157,3 +157,30 @@ def test_a_unit_whose_worker_ends_with_a_gone_steering_process_is_not_followed_b
     finally:
         stopper.join()
     assert not stopper.is_alive() and worker.poll() is not None
+
+
+def test_a_worker_that_does_not_end_after_its_steering_process_went_is_followed_after_the_wait(
+        tmp_path: Path, monkeypatch, caplog) -> None:
+    """The earlier run's worker should stop once it found its steering process gone, but is still there after
+    ENDING_WAIT (a stuck node, a worker of an older b2batch): the restarted run stops waiting, says so and
+    follows its unit as any live worker's."""
+    monkeypatch.setattr(pooled_system, "ENDING_WAIT", 0.5)
+    root = tmp_path / "q"
+    earlier_queue(root)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    steering = {"host": socket.gethostname(), "pid": gone.pid, "started": 1.0}
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        WorkQueue(root).beat("w", {"worker": "w", "job_id": "7", "host": socket.gethostname(), "pid": worker.pid,
+                                   "ends_with": steering})
+        started = time.monotonic()
+        with caplog.at_level("INFO", logger="b2batch.engine.pilots.pooled_system"):
+            system, job = restarted(tmp_path, "late")
+            assert system.attach(job, {"queue": str(root), "unit": "u1"}), "the stuck worker's unit was not followed"
+        assert 0.5 <= time.monotonic() - started < 20
+        assert "1 worker(s) of an earlier run still run" in caplog.text and "following them" in caplog.text
+        assert worker.poll() is None  # nobody killed it: it may still hand in its unit
+    finally:
+        worker.kill()
+        worker.wait()
