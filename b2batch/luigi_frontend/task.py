@@ -1,4 +1,5 @@
-"""Task classes with output-path helpers, and the parameter options ``hashed``, ``hidden`` and ``grouping``.
+"""Task classes with output-path helpers (their parameters' options ``hashed``, ``hidden`` and ``grouping``:
+:mod:`b2batch.luigi_frontend.parameters`; ``requires``, ``inherits``: :mod:`b2batch.luigi_frontend.task_decorators`).
 
 A task declares its outputs by name and gets their paths laid out under ``result_dir``::
 
@@ -16,12 +17,10 @@ A task declares its outputs by name and gets their paths laid out under ``result
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import inspect
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from luigi.task_register import Register
 from b2batch.jobscript import base_folder
 from b2batch.luigi_frontend import layout
 from b2batch.luigi_frontend.file_settings import FileSettings
+from b2batch.luigi_frontend.task_decorators import inherits, requires  # noqa: F401  (b2batch.task.requires)
 from b2batch.luigi_frontend.temporary import _remove_path, _TemporaryOutputs, on_temporary_files, temporary_name  # noqa: F401
 from b2batch.remote.urls import is_remote
 from b2batch.settings import get_setting
@@ -78,67 +78,6 @@ class LocalTarget(luigi.LocalTarget):
         from b2batch.luigi_frontend.staging import local_copy
 
         return local_copy(str(self.path), self.tmp_name, FileSettings(task).scratch_dir, **tmp_file_kwargs)
-
-
-# --- parameters with path options -------------------------------------------------------------------------
-
-class _PathOptions:
-    """Adds the options ``hashed`` (a hash of the value in output paths), ``hash_function`` (a function of
-    one argument, the value, that gives the text put into output paths instead; it implies ``hashed``),
-    ``hidden`` (left out of paths) and b2luigi's ``grouping`` (tasks that differ only in such parameters
-    share batch jobs, up to the setting ``max_grouping_size``; see
-    :mod:`b2batch.luigi_frontend.grouping`) with ``grouping_function`` (accepted, without effect: b2batch
-    never packs values)."""
-
-    def __init__(self, *args: Any, hashed: bool = False, hidden: bool = False,
-                 hash_function: Callable[[Any], str] | None = None, grouping: bool = False,
-                 grouping_function: Callable[..., Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if hash_function is not None:
-            if not callable(hash_function) or _positional_arity(hash_function) != 1:
-                raise TypeError(f"hash_function must be a function of one argument (the parameter's value), "
-                                f"not {hash_function!r}.")
-        if grouping not in (True, False):
-            raise TypeError(f"grouping must be True or False, not {grouping!r}.")
-        if grouping_function is not None and not callable(grouping_function):
-            raise TypeError(f"grouping_function must be a function, not {grouping_function!r}.")
-        self.hashed = hashed or hash_function is not None
-        self.hashed_given = bool(hashed)  # b2luigi 1.3 (setting b2luigi_hashing): hash_function needs hashed=True
-        self.hash_function = hash_function
-        self.hidden = hidden
-        self.grouping = bool(grouping)
-        self.grouping_function = grouping_function
-
-
-    @property
-    def serialize_hashed(self) -> Callable[[Any], str]:
-        """b2luigi's ``serialize_hashed(value)``, which only hashed parameters have (``hasattr`` tells): the
-        text for ``value``, ``hash_function(value)`` when the parameter has one, else ``hashed_`` and the md5
-        of ``str(value)``."""
-        if not self.hashed:
-            raise AttributeError(f"{type(self).__name__} without hashed=True has no serialize_hashed")
-        return self._serialize_hashed
-
-    def _serialize_hashed(self, value: Any) -> str:
-        if self.hash_function is not None:
-            return self.hash_function(value)
-        return "hashed_" + hashlib.md5(str(value).encode()).hexdigest()
-
-
-def _positional_arity(function: Callable[..., Any]) -> int:
-    """How many arguments ``function`` takes without defaults (1 for a one-argument function)."""
-    try:
-        parameters = inspect.signature(function).parameters.values()
-    except (TypeError, ValueError):  # a builtin without a signature: trust it
-        return 1
-    return sum(1 for p in parameters if p.default is p.empty
-               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
-
-
-def with_path_options(base: type) -> type:
-    """A subclass of the luigi parameter class ``base``, of the same name, with the path options."""
-    return type(base.__name__, (_PathOptions, base), {"__module__": "b2batch.luigi_frontend.parameters", "__doc__": base.__doc__})
-
 
 
 # --- output helpers --------------------------------------------------------------------------------------
@@ -443,58 +382,3 @@ class ExternalTask(TaskHelpers, _CachedParams, luigi.ExternalTask, metaclass=_Re
 
 class WrapperTask(TaskHelpers, _CachedParams, luigi.WrapperTask, metaclass=_Register):
     """A task that only requires other tasks."""
-
-
-# --- requires / inherits with b2luigi's signatures -------------------------------------------------------
-
-class requires:
-    """Class decorator: the task requires each of ``tasks_to_require`` with its own parameters, inheriting
-    them; keyword arguments fix parameter values of the required tasks (they are then not inherited). A class,
-    as b2luigi's (and luigi's) ``requires`` is."""
-
-    def __init__(self, *tasks_to_require: type, **kwargs: Any) -> None:
-        self.tasks_to_require = tasks_to_require
-        self.kwargs = kwargs
-
-    def __call__(self, task_class: type) -> type:
-        tasks_to_require, kwargs = self.tasks_to_require, self.kwargs
-        for required in tasks_to_require:
-            for name, param in required.get_params():
-                if name not in kwargs and not hasattr(task_class, name):
-                    setattr(task_class, name, param)
-
-        def requires_method(task: Any) -> Iterable[Any]:
-            for required in tasks_to_require:
-                yield task.clone(required, **kwargs)
-
-        task_class.requires = requires_method
-        return task_class
-
-
-class inherits:
-    """Class decorator: the task gets the parameters of ``tasks_to_inherit``, except those in ``without``, and
-    the methods ``clone_parent(**kwargs)`` (the first of them cloned from the task) and ``clone_parents(**kwargs)``
-    (all of them, a list). A class, as b2luigi's (and luigi's) ``inherits`` is."""
-
-    def __init__(self, *tasks_to_inherit: type, without: str | Iterable[str] | None = None) -> None:
-        self.tasks_to_inherit = tasks_to_inherit
-        self.excluded = {without} if isinstance(without, str) else set(without or ())
-
-    def __call__(self, task_class: type) -> type:
-        for inherited in self.tasks_to_inherit:
-            for name, param in inherited.get_params():
-                if name not in self.excluded and not hasattr(task_class, name):
-                    setattr(task_class, name, param)
-        tasks_to_inherit = self.tasks_to_inherit
-
-        def clone_parent(task: Any, **kwargs: Any) -> Any:
-            """The first inherited task, made from this task's parameters (``kwargs`` override them)."""
-            return task.clone(tasks_to_inherit[0], **kwargs)
-
-        def clone_parents(task: Any, **kwargs: Any) -> list[Any]:
-            """Every inherited task, in the decorator's order, made as ``clone_parent`` makes the first."""
-            return [task.clone(inherited, **kwargs) for inherited in tasks_to_inherit]
-
-        task_class.clone_parent = clone_parent
-        task_class.clone_parents = clone_parents
-        return task_class
