@@ -11,6 +11,7 @@ which lists every job, keeps them all (it sets ``keep_ended`` to None).
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -20,6 +21,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from b2batch.engine.usage import Usage, read_usage, usage_file
+
+
+#: The folder of a worker's log (the same few for every unit of a run).
+_folder_of = functools.lru_cache(maxsize=64)(os.path.dirname)
 
 
 @dataclass(slots=True)
@@ -193,9 +198,9 @@ class RunRecord:
                     record.job_ids.append(job.job_id)
                 if job.ran:
                     record.started_at, record.ended_at = job.ran
-            part = getattr(job.files, "log_part", lambda name: None)("stdout")
+            part = job.files.log_part("stdout") if hasattr(job.files, "log_part") else None
             if part:  # it wrote into its worker's logs (unit_logs "pilot"): those are the ones to look at
-                record.logs = os.path.dirname(part[0])
+                record.logs = _folder_of(part[0])
             if state == "failed":
                 record.stderr_tail = job.files.stderr_tail(10)
             measured = getattr(job, "measured", None)  # a unit's, from its worker's log; else its wrapper's file

@@ -8,15 +8,26 @@ import os
 class SharedLogs:
     """Parts of log files many jobs write into (pilots' logs: every unit's part of them): each file opened once
     and read by position (``os.pread``), a few files kept open at a time. The logs are appended to only; a file
-    that reads short (replaced meanwhile) is opened again."""
+    that reads short (replaced meanwhile) is opened again.
+
+    The parts of one worker's units follow one another in its logs, and the run asks for them in about that
+    order: each read takes up to :data:`AHEAD` bytes more, and the next parts come from those bytes (one system
+    call for the units of a poll, not two per unit)."""
 
     #: Files kept open at most (the ones read longest ago are closed first).
     OPEN = 32
+    #: Bytes read at least, from a part's start on.
+    AHEAD = 1 << 16
 
     def __init__(self) -> None:
         self._fds: dict[str, int] = {}
+        #: The bytes read last from each open file: (offset, data).
+        self._read: dict[str, tuple[int, bytes]] = {}
 
     def read(self, path: str, offset: int, size: int) -> bytes:
+        known = self._read.get(path)
+        if known is not None and known[0] <= offset and offset + size <= known[0] + len(known[1]):
+            return known[1][offset - known[0]:offset - known[0] + size]
         for attempt in (0, 1):
             fd = self._fds.pop(path, None)
             if fd is None or attempt:
@@ -24,14 +35,19 @@ class SharedLogs:
                     os.close(fd)
                 fd = os.open(path, os.O_RDONLY)
                 while len(self._fds) >= self.OPEN:
-                    os.close(self._fds.pop(next(iter(self._fds))))
+                    oldest = next(iter(self._fds))
+                    os.close(self._fds.pop(oldest))
+                    self._read.pop(oldest, None)
             self._fds[path] = fd  # the newest last
-            data = os.pread(fd, size, offset)
-            if len(data) == size:
-                return data
+            data = os.pread(fd, max(size, self.AHEAD), offset)
+            if len(data) >= size:
+                self._read[path] = (offset, data)
+                return data[:size] if len(data) > size else data
+            self._read.pop(path, None)
         return data
 
     def close(self) -> None:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        self._read.clear()

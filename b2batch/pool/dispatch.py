@@ -172,6 +172,7 @@ class Dispatcher:
                         future = self._ended.get_nowait()
                 except queue.Empty:
                     pass
+                self.packer.flush()
                 self.packer.sweep()
         except BaseException as e:  # nothing may wait for ever on a result of a dead thread
             logger.exception("b2batch pool %s: the dispatcher stopped", self.executor.name)

@@ -40,6 +40,8 @@ OUTPUTS, RESULTS, CALLS = "outputs.jsonl", "results.pickles", "calls.pickles"
 LOG_LIMIT = 1 << 20
 #: Seconds between two looks at the array folders.
 SWEEP_INTERVAL = 2.0
+#: Bytes each packed file holds in memory until :meth:`Packer.flush`.
+BUFFER = 1 << 16
 
 
 def _read_log(files: JobFiles, name: str, shared: SharedLogs) -> str:
@@ -103,24 +105,25 @@ class Packer:
 
     def _file(self, name: str) -> BinaryIO:
         if name not in self._files:
-            self._files[name] = open(self.work_dir / name, "ab")  # noqa: SIM115 - open while the pool lives
+            # open while the pool lives; written out by flush(), once per burst of ended jobs
+            self._files[name] = open(self.work_dir / name, "ab", buffering=BUFFER)  # noqa: SIM115
         return self._files[name]
 
     def pack(self, job: Job, meta: dict[str, Any], answer: bytes | None, state: str, error: str = "") -> None:
         """Append what ``job`` left (``meta``: its chunk; ``answer``: its pickled answer; ``state``: done,
-        failed or lost; ``error``: its message and traceback), then remove its folders."""
+        failed or lost; ``error``: its message and traceback), then remove its folders. A job that did not end
+        well is written out at once (the error the pool raises names the file); others at the next
+        :meth:`flush`."""
         stdout, stderr = _read_log(job.files, "stdout", self._shared), _read_log(job.files, "stderr", self._shared)
         self.wrote_stderr = self.wrote_stderr or bool(stderr.strip())
         line = {**meta, "system": job.system, "job_id": job.job_id, "resubmissions": job.resubmissions,
                 "state": state, "error": error, "stdout": stdout, "stderr": stderr}
         outputs = self._file(OUTPUTS)
         outputs.write(json.dumps(line, default=str).encode() + b"\n")
-        outputs.flush()
         if answer is not None:
             results = self._file(RESULTS)
             pickle.dump({"chunk": meta.get("chunk"), "start": meta.get("start"), "count": meta.get("count"),
                          "answer": answer}, results)
-            results.flush()
         if state != "done":
             try:  # still in memory (a unit in a pilot never had a file), else its file
                 call = job.inline[1] if job.inline is not None else (job.files.folder / "call.pkl").read_bytes()
@@ -128,7 +131,7 @@ class Packer:
                 call = b""
             calls = self._file(CALLS)
             pickle.dump({**meta, "job_id": job.job_id, "call": call}, calls)
-            calls.flush()
+            self.flush()
         if job.files.may_have_folder():
             _remove_folder(job.files.folder_text)
         if job.files.had_own_logs():
@@ -154,6 +157,11 @@ class Packer:
             if not any(w.exists() for w in wrappers):
                 shutil.rmtree(folder, ignore_errors=True)
                 self._arrays.pop(folder, None)
+
+    def flush(self) -> None:
+        """Write out what was packed (the dispatcher: after each burst of ended jobs)."""
+        for f in self._files.values():
+            f.flush()
 
     def close(self) -> None:
         self._shared.close()

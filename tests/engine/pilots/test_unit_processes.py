@@ -4,6 +4,7 @@ takes no other unit down, and what a unit changes of its process does not reach 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -188,6 +189,24 @@ def test_units_parts_of_shared_logs_are_read_through_files_kept_open(tmp_path: P
     assert part(logs[2], 5) == b"q2u5\n" and part(logs[2], 1, limit=2) == b"1\n"
     shared.close()
     assert shared._fds == {}
+
+
+def test_the_parts_of_a_pilots_units_that_follow_one_another_take_one_read(tmp_path: Path, monkeypatch) -> None:
+    """The units of a poll are read in about the order their pilot wrote them: one read takes the bytes ahead
+    too, and the next parts come from them; a part beyond what was read (written since) is read again."""
+    log = tmp_path / "pilot.log"
+    log.write_bytes(b"".join(f"u{k:03d}\n".encode() for k in range(100)))
+    reads: list[tuple[int, int]] = []
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, size, offset: reads.append((offset, size)) or real(fd, size, offset))
+    shared = SharedLogs()
+    assert [shared.read(str(log), 5 * k, 5) for k in range(100)] == [f"u{k:03d}\n".encode() for k in range(100)]
+    assert len(reads) == 1
+    with log.open("ab") as f:
+        f.write(b"u100\n")
+    assert shared.read(str(log), 500, 5) == b"u100\n" and len(reads) == 2
+    assert shared.read(str(log), 0, 10) == b"u000\nu001\n" and len(reads) == 3  # before what was read last
+    shared.close()
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
