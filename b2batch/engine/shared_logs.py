@@ -11,12 +11,15 @@ class SharedLogs:
     that reads short (replaced meanwhile) is opened again.
 
     The parts of one worker's units follow one another in its logs, and the run asks for them in about that
-    order: each read takes up to :data:`AHEAD` bytes more, and the next parts come from those bytes (one system
-    call for the units of a poll, not two per unit)."""
+    order: each read takes :data:`AHEAD_PARTS` times the part asked for (at most :data:`AHEAD` bytes), and the
+    next parts come from those bytes (one system call for the short units of a poll, not two per unit; a few KiB
+    per read, which a shared file system serves in one request as it serves a part alone)."""
 
     #: Files kept open at most (the ones read longest ago are closed first).
     OPEN = 32
-    #: Bytes read at least, from a part's start on.
+    #: A read takes this many times the part asked for ...
+    AHEAD_PARTS = 64
+    #: ... up to this many bytes (a larger part: itself).
     AHEAD = 1 << 16
 
     def __init__(self) -> None:
@@ -39,7 +42,7 @@ class SharedLogs:
                     os.close(self._fds.pop(oldest))
                     self._read.pop(oldest, None)
             self._fds[path] = fd  # the newest last
-            data = os.pread(fd, max(size, self.AHEAD), offset)
+            data = os.pread(fd, max(size, min(size * self.AHEAD_PARTS, self.AHEAD)), offset)
             if len(data) >= size:
                 self._read[path] = (offset, data)
                 return data[:size] if len(data) > size else data
