@@ -44,7 +44,7 @@ from b2batch import systems
 from b2batch.calls import pickling
 from b2batch.calls.calls_on_node import CALL_RAISED, RESULT_UNWRITABLE, Outcome, PackOutcome
 from b2batch.calls.call_packs import CallPack, WaitingCalls, deliver
-from b2batch.calls.futures import CallFuture, CallJobError, RemoteTraceback, as_completed
+from b2batch.calls.futures import CallFuture, CallJobError, RemoteTraceback
 from b2batch.calls.pack_sizing import PackSizer
 from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
 from b2batch.engine.outcome import COMMAND_NOT_FOUND

@@ -60,11 +60,10 @@ def start_of(job: Job) -> tuple[str, float | None]:
             head = f.read(4096)
     except OSError:
         return "", None
-    found = None
-    for found in _STARTED_ON.finditer(head):  # the last: a job Slurm requeued may append to its stdout
-        pass
-    if found is None:
+    lines = list(_STARTED_ON.finditer(head))
+    if not lines:
         return "", None
+    found = lines[-1]  # the last: a job Slurm requeued may append to its stdout
     from datetime import datetime  # only once a node is suspected: not on every run's import path
 
     try:

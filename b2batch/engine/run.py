@@ -95,8 +95,7 @@ class Run:
         if system is None:
             system = create(self)
             self.systems[name] = system
-            submitter = self.submitters[name] = Submitter(system, self._submitted, self._submission_failed,
-                                                          self.config)
+            self.submitters[name] = Submitter(system, self._submitted, self._submission_failed, self.config)
         return system
 
     def writes_job_scripts(self, job: Job) -> bool:
