@@ -339,8 +339,8 @@ class Dispatcher:
             self._describe(answer.error, answer.traceback, start + (answer.index or 0), batch.label, job)
             self._mark_failed(job, f"item {start + (answer.index or 0)} raised {type(answer.error).__name__}: "
                                    f"{answer.error}")
+            self.packer.pack(job, chunk.meta, raw, "failed", answer.traceback)  # written before the error is raised
             batch.result.fail(start + len(answer.values), end, answer.error)
-            self.packer.pack(job, chunk.meta, raw, "failed", answer.traceback)
             return
         if answer.failed:
             self.failed = True
@@ -361,13 +361,14 @@ class Dispatcher:
         self.failed = True
         batch, start, end = chunk.batch, chunk.start, chunk.start + chunk.count
         text = error.__cause__.text if isinstance(error.__cause__, RemoteTraceback) else ""
-        if self.mode == chunk_on_node.NONE:  # pypoolparty: the items of a chunk that did not run are None
-            batch.result.set_chunk(start, [None] * chunk.count)
-        else:
+        if self.mode != chunk_on_node.NONE:
             error.add_note(f"Items {start} to {end - 1} of {batch.label} (b2batch.Pool); the job's stdout and stderr are packed "
                            f"in {self.packer.work_dir / OUTPUTS}")
-            batch.result.fail(start, end, error)
         self.packer.pack(future.job, chunk.meta, None, "failed", text or f"{type(error).__name__}: {error}")
+        if self.mode == chunk_on_node.NONE:  # pypoolparty: the items of a chunk that did not run are None
+            batch.result.set_chunk(start, [None] * chunk.count)
+        else:  # after the packing: the error names the file
+            batch.result.fail(start, end, error)
 
     def _lost(self, chunk: _Chunk, future: CallFuture, error: CallJobError) -> None:
         self.failed = True
@@ -377,9 +378,9 @@ class Dispatcher:
             f"Items {start} to {end - 1} of {batch.label}: their job ended without an answer after "
             f"{job.resubmissions} resubmission(s) (max_num_resubmissions={limit}); its stdout and stderr are "
             f"packed in {self.packer.work_dir / OUTPUTS}, its call in calls.pickles.\n{error}")
+        self.packer.pack(job, chunk.meta, None, "lost", str(error))  # the error names the packed file: written first
         if self.mode == chunk_on_node.NONE:  # pypoolparty: the items of a chunk that never returned are None
             logger.warning("%s", lost)
             batch.result.set_chunk(start, [None] * chunk.count)
         else:
             batch.result.fail(start, end, lost)
-        self.packer.pack(job, chunk.meta, None, "lost", str(error))

@@ -234,6 +234,32 @@ def test_chunks_in_pilots_write_into_their_pilots_logs_and_the_outputs_quote_eac
     assert list((tmp_path / "quiet").iterdir()) == []
 
 
+def test_the_packed_line_of_a_failed_chunk_is_written_when_its_error_is_raised(tmp_path: Path, monkeypatch) -> None:
+    """The packed files are written out once per burst of ended jobs, but a failure's at once, before its error
+    reaches the caller (whose note names the file); every chunk's line is there once the pool is closed."""
+    from b2batch.pool import results
+
+    seen: list[list[int]] = []  # the chunks packed in outputs.jsonl when a failure is handed to the result
+    work: list[Path] = []
+    fail = results.AsyncResult.fail
+
+    def failing(self, start: int, end: int, error: BaseException) -> None:
+        seen.append([line["start"] for line in packing.read_outputs(work[0])])
+        fail(self, start, end, error)
+
+    monkeypatch.setattr(results.AsyncResult, "fail", failing)
+    with local_pool(work_dir=tmp_path / "w", keep_work_dir=True) as pool:
+        work.append(pool.work_dir)
+        with pytest.raises(ValueError, match="seven is not allowed") as raised:
+            pool.map(square, range(10), chunksize=1)
+        packed = [line for line in packing.read_outputs(pool.work_dir) if line["start"] == 7]
+        assert len(packed) == 1 and "seven is not allowed" in packed[0]["error"], packed
+        assert str(pool.work_dir / "outputs.jsonl") in "\n".join(raised.value.__notes__)
+        assert seen and all(7 in chunks for chunks in seen), seen
+        work_dir = pool.work_dir
+    assert sorted(line["start"] for line in packing.read_outputs(work_dir)) == list(range(10))
+
+
 def files_while_mapping(tmp_path: Path, count: int) -> tuple[int, int]:
     """The most files the work dir held while mapping ``count`` items one per job, and the number left. (A job
     each: with the default job_shape, 24 chunks of one trivial item go to pilots, whose queue folder stays.)"""
