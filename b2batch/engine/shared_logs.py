@@ -44,8 +44,11 @@ class SharedLogs:
             self._fds[path] = fd  # the newest last
             data = os.pread(fd, max(size, min(size * self.AHEAD_PARTS, self.AHEAD)), offset)
             if len(data) >= size:
-                self._read[path] = (offset, data)
-                return data[:size] if len(data) > size else data
+                if len(data) > size:  # what was read ahead is kept for the next parts (a large part is not)
+                    self._read[path] = (offset, data)
+                    return data[:size]
+                self._read.pop(path, None)
+                return data
             self._read.pop(path, None)
         return data
 
