@@ -127,14 +127,9 @@ class PooledSystem(WorkerJobs):
             raise B2BatchError(f"{job.name} cannot run in a {self.kind} job: its front-end gives no way to run it "
                                f"there. Set tasks_per_job = 1 and pilot_jobs = 0 for it.")
         files = job.files
-        own_logs = self.run.config.unit_logs != "pilot"  # else no log files per unit: its part of its worker's
-        folderless = _folderless(job)
-        logs: dict[str, str] = {}
-        exit_code = ""
-        if own_logs or not folderless:
-            _logs, stdout, stderr, exit_code, _setup_failed = files.wrapper_paths()
-            logs = {"stdout": stdout, "stderr": stderr} if own_logs else {}
-        if folderless:
+        _logs, stdout, stderr, exit_code, _setup_failed = files.wrapper_paths()
+        logs = {} if self.run.config.unit_logs == "pilot" else {"stdout": stdout, "stderr": stderr}
+        if _folderless(job):
             # no job folder: its input rides in the entry, its exit code and outcome in its worker's line (no
             # later steering process looks for its exit code's file), its logs are its worker's or made there
             unit = {**job.unit, "inline": base64.b64encode(job.inline[1]).decode("ascii")}  # type: ignore[index]
@@ -145,6 +140,7 @@ class PooledSystem(WorkerJobs):
         if "job_files" in unit:  # arguments that are the unit's own files (a front-end's unit shared by its jobs)
             unit = {**{k: v for k, v in unit.items() if k != "job_files"},
                     "args": [*unit.get("args", ()), *(files.path_of(name) for name in unit["job_files"])]}
+        # unit_logs pilot: no log files per unit, its part of its worker's logs
         return {"key": job.key, "name": job.name, "unit": unit, "files": {"exit_code": exit_code, **logs}}
 
     def watched(self) -> bool:

@@ -127,12 +127,9 @@ def test_a_unit_that_ends_while_the_restarted_run_polls_others_is_followed_to_it
     assert job in changes and changes[job].status == JobStatus.successful, changes
 
 
-def test_a_unit_whose_worker_ends_with_a_gone_steering_process_is_not_followed_but_run_again(
-        tmp_path: Path) -> None:
-    """The earlier run had no ``--batch``: its pilot ends with its steering process, which was killed, so the
-    pilot stops the unit it runs. The restarted run waits for that worker to end rather than follow the unit
-    to that failure (CI BC, BE: a rerun reported the task "stopped by SIGTERM"); the unit then goes again."""
-    root = tmp_path / "q"
+def worker_of_a_gone_steering_process(root: Path) -> subprocess.Popen[bytes]:
+    """An earlier queue at ``root`` whose live worker ``w`` (the process returned) holds u1 and ends with a
+    steering process that is gone (a run without ``--batch`` that was killed)."""
     earlier_queue(root)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
@@ -140,6 +137,16 @@ def test_a_unit_whose_worker_ends_with_a_gone_steering_process_is_not_followed_b
     worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     WorkQueue(root).beat("w", {"worker": "w", "job_id": "7", "host": socket.gethostname(), "pid": worker.pid,
                                "ends_with": steering})
+    return worker
+
+
+def test_a_unit_whose_worker_ends_with_a_gone_steering_process_is_not_followed_but_run_again(
+        tmp_path: Path) -> None:
+    """The earlier run had no ``--batch``: its pilot ends with its steering process, which was killed, so the
+    pilot stops the unit it runs. The restarted run waits for that worker to end rather than follow the unit
+    to that failure (CI BC, BE: a rerun reported the task "stopped by SIGTERM"); the unit then goes again."""
+    root = tmp_path / "q"
+    worker = worker_of_a_gone_steering_process(root)
 
     def stop_unit() -> None:  # what the worker does once it found its steering process gone
         time.sleep(0.5)
@@ -166,14 +173,8 @@ def test_a_worker_that_does_not_end_after_its_steering_process_went_is_followed_
     follows its unit as any live worker's."""
     monkeypatch.setattr(pooled_system, "ENDING_WAIT", 0.5)
     root = tmp_path / "q"
-    earlier_queue(root)
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
-    steering = {"host": socket.gethostname(), "pid": gone.pid, "started": 1.0}
-    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    worker = worker_of_a_gone_steering_process(root)
     try:
-        WorkQueue(root).beat("w", {"worker": "w", "job_id": "7", "host": socket.gethostname(), "pid": worker.pid,
-                                   "ends_with": steering})
         started = time.monotonic()
         with caplog.at_level("INFO", logger="b2batch.engine.pilots.pooled_system"):
             system, job = restarted(tmp_path, "late")
