@@ -19,6 +19,8 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
+from b2batch.engine import collector
+
 if TYPE_CHECKING:
     from b2batch.engine.job import Job
     from b2batch.engine.run import Run
@@ -52,14 +54,16 @@ class Steering:
 
 
 def drive(run: Run, steering: Steering) -> None:
-    """Drive ``run`` with ``steering`` until its ``step`` says STOP."""
-    while True:
-        steering.feed()
-        ended = run.poll()
-        for job in ended:
-            steering.ended(job)
-        step = steering.step(len(ended))
-        if step is Step.STOP:
-            return
-        if step is Step.WAIT:
-            steering.pause(run)
+    """Drive ``run`` with ``steering`` until its ``step`` says STOP (meanwhile Python's collector leaves a
+    unit's objects to die young: :mod:`b2batch.engine.collector`)."""
+    with collector.steering():
+        while True:
+            steering.feed()
+            ended = run.poll()
+            for job in ended:
+                steering.ended(job)
+            step = steering.step(len(ended))
+            if step is Step.STOP:
+                return
+            if step is Step.WAIT:
+                steering.pause(run)

@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
+from b2batch.engine import collector
 from b2batch.engine.files import atomic_write
 from b2batch.engine.processes import host_name, process_started
 
@@ -41,6 +42,7 @@ def serve(requests: int, replies: int) -> None:
             pass
     import gc
 
+    collector.as_before()  # a job's collector as in the process before its runs steered (engine.collector)
     gc.freeze()  # the objects of this copy stay where they are: a job's collections touch none of their pages
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)

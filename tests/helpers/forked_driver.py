@@ -8,6 +8,7 @@ register) a fork must not copy.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from types import SimpleNamespace
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from b2batch.display.jobstates import wrapper_processes  # noqa: E402
-from b2batch.engine import Job, Run  # noqa: E402
+from b2batch.engine import Job, Run, collector  # noqa: E402
 from b2batch.engine.config import RunConfig  # noqa: E402
 from b2batch.engine.files import Launch  # noqa: E402
 from b2batch.engine.processes import noted_process  # noqa: E402
@@ -60,6 +61,12 @@ def read(path: Path) -> str | None:
 
 
 def main(scenario: str, folder: Path) -> dict:
+    before = gc.get_threshold()
+    with collector.steering():  # the zygote is forked while a run steers: its jobs have the thresholds of before
+        return {**steer(scenario, folder), "gc": {"before": before, "steering": gc.get_threshold()}}
+
+
+def steer(scenario: str, folder: Path) -> dict:
     run = Run(config=RunConfig(local_start="auto"), poll_pause=0.02)
     run.add_system("local", LocalSystem)
     zygote = run.systems["local"].pool.zygote

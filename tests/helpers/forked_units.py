@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ def report(path: str) -> int:
     print("a line of the unit on stderr", file=sys.stderr)
     with open(path, "w") as f:
         json.dump({"cwd": os.getcwd(), "env": dict(os.environ), "argv": sys.argv, "pid": os.getpid(),
-                   "session": os.getsid(0), "stdin": os.read(0, 10).decode()}, f)
+                   "session": os.getsid(0), "stdin": os.read(0, 10).decode(), "gc": gc.get_threshold()}, f)
     return 0
 
 

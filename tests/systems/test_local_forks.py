@@ -52,6 +52,8 @@ def test_a_forked_job_does_what_its_wrapper_would_do(tmp_path: Path) -> None:
     assert seen["usage"]["source"] == "wrapper" and seen["usage"]["max_rss"] > 0
     assert seen["note"]["pid"] == facts["pid"] and not seen["noted_now"]  # noted, and it ended
     assert not seen["zygote_left"]  # it ends with the run
+    # the collector's thresholds of the process before its run steered, not the steering ones (engine.collector)
+    assert seen["gc"]["steering"][0] > seen["gc"]["before"][0] and facts["gc"] == seen["gc"]["before"]
 
 
 @pytest.mark.slow
