@@ -89,7 +89,7 @@ class Executor:
                  import_path: list[str] | None = None, delete_call_file_on_load: bool = False,
                  keep_work_dir: bool | None = None, poll_pause: float = 0.1, record: Any = None,
                  log_dir: str | os.PathLike | None = None, preload: list[str] | None = None,
-                 feed: Any = None, pack: int | str = "auto", unit_logs: str = "own") -> None:
+                 feed: Any = None, pack: int | str = "auto", unit_logs: str = "own", warm: bool = False) -> None:
         values = dict(settings or {})
         values["batch_system"] = batch_system
         self.name = name
@@ -132,6 +132,8 @@ class Executor:
         self._wake = threading.Event()
         self._closing = False
         self._failed = False
+        if warm:  # the first request: the run starts the workers the calls would get (local pilots) now
+            self._requests.put(("warm", self._template()))
         self._thread = threading.Thread(target=self._loop, name=f"b2batch-{name}", daemon=True)
         self._thread.start()
 
@@ -202,6 +204,12 @@ class Executor:
             wrapper.write_job_script(job.files, self.settings, job.key, self.config,
                                      spec={"frontend": "calls", "unit": job.unit})
         return job
+
+    def _template(self) -> Job:
+        """A job like this executor's units, without calls: what workers started ahead are made for."""
+        files = JobFiles.at(self._work_dir_text, "jobs", "workers", f"{self._log_dir_text}/workers")
+        return Job(key="workers", name=self.name, family=self.name, system=self.system, files=files,
+                   config=self.config, bootstrap=self._bootstrap, settings_key=self.settings, journaled=False)
 
     def cancel(self, futures: Iterable[CallFuture]) -> None:
         """Cancel these futures (those not ended) and their jobs, with one cancel command per batch system."""
@@ -276,6 +284,8 @@ class Executor:
                         self.run.submit(one.job)
             elif kind == "cancel":
                 cancelled += self._cancelled_jobs(future)
+            elif kind == "warm":
+                self.run.warm(future)
             else:  # "close", or "cancel-all"
                 if kind == "cancel-all":
                     self.run.interrupt()

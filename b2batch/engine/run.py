@@ -128,6 +128,11 @@ class Run:
 
     # --- jobs ----------------------------------------------------------------------------------------
 
+    def warm(self, template: Job) -> None:
+        """Let the batch system of ``template`` start the workers its units would get before they come
+        (:meth:`BatchSystem.warm`: local pilots; elsewhere nothing)."""
+        self.systems[template.system].warm(template)
+
     def submit(self, job: Job) -> None:
         """Follow the job of an earlier steering process for the same work if it still runs; else queue
         ``job`` for submission."""

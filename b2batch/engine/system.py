@@ -103,6 +103,11 @@ class BatchSystem(abc.ABC):
     def forget(self, job: Job) -> None:
         """The run no longer follows ``job`` (it ended, or was cancelled)."""
 
+    def warm(self, template: Job) -> None:
+        """Start the workers that units like ``template`` would get (local pilots) before the units come, as
+        ``multiprocessing.Pool`` starts its processes when it is made: only where a worker costs no allocation
+        (jobs on this host). Default: nothing (the units' workers start when the units come)."""
+
     def wake(self, jobs: list[Job]) -> None:
         """Worker jobs of the run (pilots) may have new units, or are told to stop: a system whose jobs run on
         this host wakes them from their idle pause (default: they see it after their pause)."""

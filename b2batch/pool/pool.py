@@ -152,9 +152,10 @@ class Pool:
             # feed: the chunks of a map not handed over yet count as ready for the run's job shaping
             # unit_logs auto: a chunk in a pilot writes into its pilot's logs (the packer reads its part into
             # outputs.jsonl, as it read and removed a chunk's own log files): no log folder per chunk
+            # warm: local pilots start now, as multiprocessing.Pool's processes do (none on a cluster)
             self.executor = Executor(batch_system, name=name, work_dir=self.work_dir, settings=values,
                                      max_in_flight=throttle, keep_work_dir=True, preload=[chunk_on_node.__name__],
-                                     feed=Feed(0, self._held), unit_logs="pilot")
+                                     feed=Feed(0, self._held), unit_logs="pilot", warm=True)
         except BaseException:
             shutil.rmtree(self.work_dir, ignore_errors=True)
             raise

@@ -15,10 +15,12 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 import b2batch
 from b2batch.calls import RemoteTraceback
+from b2batch.engine.pilots.work_queue import DRAIN_GRACE
 from b2batch.pool import PoolJobLostError, environment, packing
 from tests.conftest import wait_for
 
@@ -177,12 +179,13 @@ def test_the_environment_is_exported_without_the_schedulers_own(monkeypatch: pyt
     assert exported["POOL_TEST_VARIABLE"] == "it's here" and exported["OMP_NUM_THREADS"] == "1"
     assert not {"SLURM_JOB_ID", "PWD", "SHLVL", "_", "JOB_ID", "TMPDIR"} & set(exported)
     with local_pool(settings={"env": {"POOL_SET_VARIABLE": "set"}}) as pool:
-        # Local jobs inherit this process's environment anyway: the job's wrapper is what exports it.
+        # Local jobs inherit this process's environment anyway: the job's wrapper is what exports it (here the
+        # wrappers of the pilots the Pool started when it was made, which run the two chunks).
         wrappers: list[str] = []
         result = pool.map_async(variable, ["POOL_TEST_VARIABLE", "POOL_SET_VARIABLE"], chunksize=1)
         while not result.ready():
             # (a wrapper being written reads empty; a job's folder goes as soon as its values are taken)
-            for path in pool.work_dir.glob("jobs/*/executable_wrapper.sh"):
+            for path in pool.work_dir.glob("**/jobs/*/executable_wrapper.sh"):
                 try:
                     if text := path.read_text():
                         wrappers.append(text)
@@ -200,7 +203,8 @@ def test_the_work_dir_is_removed_on_success_and_kept_when_asked(tmp_path: Path) 
     with local_pool(work_dir=tmp_path / "b", keep_work_dir=True) as pool:
         pool.map(abs, [-1])
         work_dir = pool.work_dir
-    assert sorted(p.name for p in work_dir.iterdir()) == ["jobs", "logs", "outputs.jsonl", "results.pickles",
+    # (its one item ran in a pilot the Pool started when it was made: their queue stays with the work dir)
+    assert sorted(p.name for p in work_dir.iterdir()) == ["_pilots", "logs", "outputs.jsonl", "results.pickles",
                                                           "shipped"]
     [line] = packing.read_outputs(work_dir)
     assert line["state"] == "done" and line["count"] == 1
@@ -287,6 +291,23 @@ def test_a_maps_first_chunk_does_not_get_a_job_of_its_own_when_many_follow() -> 
         assert pool.map(abs, range(-200, 200), chunksize=10) == [abs(i) for i in range(-200, 200)]
         records = list(pool.record.jobs.values())
     assert len(records) == 40 and all(r.carrier for r in records), [r.task_id for r in records if not r.carrier]
+
+
+def test_a_local_pools_pilots_start_when_it_is_made_wait_and_run_its_first_map(tmp_path: Path) -> None:
+    """As multiprocessing.Pool's processes start when it is made, so do a local Pool's pilots (as many as its
+    first units' probes get): they wait past the drain grace for the first map, and run it; no other pilot
+    starts. They end with the Pool."""
+    with local_pool(work_dir=tmp_path) as pool:
+        beats = lambda: list(tmp_path.glob("*/_pilots/*/workers/*.json"))  # noqa: E731
+        wait_for(lambda: len(beats()) == 2, 20, "the pilots to start")
+        time.sleep(DRAIN_GRACE + 0.5)
+        assert len(beats()) == 2 and len(pool.record.worker_jobs) == 2
+        assert pool.map(abs, range(-50, 50), chunksize=5) == [abs(i) for i in range(-50, 50)]
+        pilots = {entry["job_id"] for entry in pool.record.worker_jobs.values()}
+        assert len(pilots) == 2 and all(record.job_ids[-1] in pilots for record in pool.record.jobs.values())
+        work_dir = pool.work_dir
+    assert not work_dir.exists() and not [p for p in psutil.process_iter(["cmdline"])
+                                           if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
 
 
 def test_a_failed_map_holds_back_no_chunks_for_the_job_shaping() -> None:

@@ -92,8 +92,9 @@ class PilotSystem(PooledSystem):
         for pool in self.pools.values():
             # Drained: nothing waits or runs, or nothing waits and no more pilots are wanted (a shaped kind
             # that goes to jobs of its own now): pilots that find nothing to claim end within 2 s.
-            self._drain(pool, not pool.members or (self.size is not None and not pool.waiting()
-                                                   and self.wanted(pool) <= 0))
+            # Pilots started ahead (warm) wait for the queue's first units.
+            self._drain(pool, not pool.warm and (not pool.members or (
+                self.size is not None and not pool.waiting() and self.wanted(pool) <= 0)))
         return changes
 
     @staticmethod
@@ -151,6 +152,7 @@ class PilotSystem(PooledSystem):
             made.append((job, pool, self._entry(job)))
         touched: dict[int, UnitPool] = {}
         for job, pool, entry in made:
+            pool.warm = False
             self._drain(pool, False)  # before the unit: a pilot that sees it must not end
             name = unit_name(job, self.run.next_number())
             self._journal(pool, name, job)
@@ -184,8 +186,27 @@ class PilotSystem(PooledSystem):
             batch = units[0][0] if len(units) == 1 else f"{units[0][0]}+{len(units)}"
             pool.queue.put_batch(batch, units)
             pool.pending.add(batch)
-        if idle:
-            self.inner.wake([carrier for key, carrier in pool.carriers.items() if key in pool.started])
+        if idle:  # (a pilot not seen at work yet may be in its pause too: one started ahead, say)
+            self.inner.wake(list(pool.carriers.values()))
+
+    def warm(self, template: Job, count: int | None = None) -> None:
+        """Start ``count`` pilots (default: the setting ``pilot_jobs``) for the queue of units like ``template``
+        before any comes, where a pilot costs no allocation (jobs on this host). They wait in their idle pause,
+        the queue not drained (:attr:`UnitPool.warm`), until its first units come or the run ends; pilots that
+        cannot be submitted now are left for those units to ask for again."""
+        if not self.inner.on_this_host or self.run.interrupted:
+            return
+        pool = self._pool(template)
+        wanted = (template.config["pilot_jobs"] if count is None else count) - len(pool.carriers)
+        if wanted <= 0 or pool.given_up or pool.members:
+            return
+        pool.warm = True
+        try:
+            carriers = [self._carrier(pool, template.config["pilot_idle_timeout"]) for _ in range(wanted)]
+            self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
+        except B2BatchError as e:
+            logger.warning("%s: the pilot jobs for %s were not started ahead (%s); they start when its units come",
+                           self.inner.name, template.family, e)
 
     def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         now = time.monotonic()

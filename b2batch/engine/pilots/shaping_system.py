@@ -23,7 +23,7 @@ from b2batch.engine.job import Job
 from b2batch.engine.outcome import ended_at
 from b2batch.engine.pilots.kinds import BundleSystem, PilotSystem
 from b2batch.engine.pilots.unit_pool import UnitPool, signature
-from b2batch.engine.pilots.shape_rule import DEFAULT_CAP, Estimate, Shape, decide
+from b2batch.engine.pilots.shape_rule import DEFAULT_CAP, PROBES, Estimate, Shape, decide
 from b2batch.engine.jobstate import JobState, JobStatus
 from b2batch.engine.system import BatchSystem
 
@@ -234,6 +234,14 @@ class ShapingSystem(BatchSystem):
             raise
         for job in group:
             self._planned.pop(id(job), None)
+
+    def warm(self, template: Job) -> None:
+        """Pilots for units like ``template`` before they come, as many as their probes get
+        (:data:`~b2batch.engine.pilots.shape_rule.PROBES`, at most the throttle), where a pilot costs no
+        allocation (jobs on this host); none when their ``job_shape`` asks for jobs of their own or bundles.
+        The rule shapes the units when they come, these pilots counting as alive for them."""
+        if self.inner.on_this_host and str(template.config["job_shape"] or "auto") in ("auto", "pilots"):
+            self.pilots.warm(template, min(PROBES, self.capacity()))
 
     def _write_job_script(self, job: Job) -> None:
         """The spec (its bootstrap and unit) and wrapper of a unit that goes to a job of its own, if its front-end

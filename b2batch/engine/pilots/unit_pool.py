@@ -61,6 +61,8 @@ class UnitPool:
     given_up: str = ""
     cancelled: str = ""  # why its work was cancelled on purpose (b2batch cancel), when it was
     drained: bool = False  # whether the queue says that nothing waits or runs in it for now
+    #: Pilots were started before its first unit came (:meth:`PilotSystem.warm`): not drained until units came.
+    warm: bool = False
     steering_note: Path | None = None  # the note that this steering process uses the queue
     #: How long its last units ran (their workers' word), the longest first matters.
     recent: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_UNITS))

@@ -1,0 +1,70 @@
+"""Pilots started before their units come (``BatchSystem.warm``, asked for by ``b2batch.Pool`` when it is made, as
+``multiprocessing.Pool`` starts its processes): only where a pilot costs no allocation, as many as the units'
+probes would get; they wait for the first units, which go to them (no other pilot is submitted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers.simulated import Simulated, make_job
+
+from b2batch.engine import Job, Run
+from b2batch.engine.pilots.shape_rule import PROBES
+from b2batch.engine.pilots.shaping_system import ShapingSystem
+from b2batch.settings.runconfig import run_config
+
+BOOTSTRAP = {"frontend": "calls"}
+
+
+class OnThisHost(Simulated):
+    """The in-memory batch system, its jobs on this host (as the local system's)."""
+
+    on_this_host = True
+
+    def capacity(self) -> int:
+        return 4
+
+
+def shaped(inner: type[Simulated]) -> tuple[Run, ShapingSystem]:
+    run = Run(config=run_config())  # with the front-end's job-script maker, which pilots need
+    return run, run.add_system("simulated", lambda r: ShapingSystem(r, inner(r)))
+
+
+def unit(tmp_path: Path, key: str, **settings: object) -> Job:
+    job = make_job(tmp_path, key, task_file_dir=str(tmp_path / "task_files"), log_dir=str(tmp_path / "logs"),
+                   pilot_idle_timeout=60.0, heartbeat_timeout=60.0, shell="bash",
+                   **settings)
+    job.unit, job.bootstrap = {"call": "builtins:print"}, BOOTSTRAP
+    return job
+
+
+def test_pilots_on_this_host_start_ahead_wait_and_take_the_first_units(tmp_path: Path) -> None:
+    run, shaping = shaped(OnThisHost)
+    run.warm(unit(tmp_path, "workers"))
+    [pool] = shaping.pilots.pools.values()
+    assert len(pool.carriers) == PROBES and shaping.inner.submissions == [PROBES]
+    for _ in range(3):  # no unit yet: the queue is not drained (its pilots would end within seconds)
+        shaping.states([])  # (as a poll of a run with other jobs in flight looks at it)
+    assert not pool.queue.drained_file.exists() and pool.warm
+    units = [unit(tmp_path, f"u{n}") for n in range(12)]
+    for job in units:
+        run.submit(job)
+    run.poll()
+    assert len(pool.members) == 12 and not pool.warm  # the units went to that queue
+    assert shaping.inner.submissions == [PROBES], "no pilot beyond those started ahead"
+    run.close()
+
+
+def test_no_pilot_starts_ahead_where_one_costs_an_allocation(tmp_path: Path) -> None:
+    run, shaping = shaped(Simulated)  # a cluster's jobs
+    run.warm(unit(tmp_path, "workers"))
+    assert shaping.inner.submissions == [] and not shaping.pilots.pools
+    run.close()
+
+
+def test_no_pilot_starts_ahead_for_units_that_ask_for_jobs_of_their_own(tmp_path: Path) -> None:
+    run, shaping = shaped(OnThisHost)
+    run.warm(unit(tmp_path, "workers", job_shape="job_per_task"))
+    run.warm(unit(tmp_path, "workers", job_shape="bundles"))
+    assert shaping.inner.submissions == [] and not shaping.pilots.pools
+    run.close()
