@@ -240,7 +240,7 @@ def test_chunks_in_pilots_write_into_their_pilots_logs_and_the_outputs_quote_eac
 
 def test_the_packed_line_of_a_failed_chunk_is_written_when_its_error_is_raised(tmp_path: Path, monkeypatch) -> None:
     """The packed files are written out once per burst of ended jobs, but a failure's at once, before its error
-    reaches the caller (whose note names the file); every chunk's line is there once the pool is closed."""
+    reaches the caller (whose note names the file); every ended chunk's line is there once the pool is closed."""
     from b2batch.pool import results
 
     seen: list[list[int]] = []  # the chunks packed in outputs.jsonl when a failure is handed to the result
@@ -260,8 +260,12 @@ def test_the_packed_line_of_a_failed_chunk_is_written_when_its_error_is_raised(t
         assert len(packed) == 1 and "seven is not allowed" in packed[0]["error"], packed
         assert str(pool.work_dir / "outputs.jsonl") in "\n".join(raised.value.__notes__)
         assert seen and all(7 in chunks for chunks in seen), seen
-        work_dir = pool.work_dir
-    assert sorted(line["start"] for line in packing.read_outputs(work_dir)) == list(range(10))
+        work_dir, record = pool.work_dir, pool.record
+    # Once the pool is closed, every chunk that ended has its line, once (those still running when the map
+    # failed were cancelled with it: how many did depends on the machine's speed)
+    starts = sorted(line["start"] for line in packing.read_outputs(work_dir))
+    ended = [job for job in record.jobs.values() if job.state in ("done", "failed")]
+    assert len(set(starts)) == len(starts) == len(ended) and 7 in starts, (starts, [j.state for j in ended])
 
 
 def files_while_mapping(tmp_path: Path, count: int) -> tuple[int, int]:
