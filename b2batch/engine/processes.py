@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 from typing import Any
 
 
@@ -20,6 +21,13 @@ def host_name() -> str:
     """This host's name as ``socket.gethostname()`` gives it (the kernel's node name), without importing socket
     (over a millisecond of every steering process's start)."""
     return os.uname().nodename
+
+
+def local_timestamp() -> str:
+    """Now in this host's time zone as ``date -Is`` writes it (``2026-12-06T15:04:05+01:00``), without importing
+    datetime (a pilot's modules, loaded before its first unit, need it nowhere else)."""
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return f"{stamp[:-2]}:{stamp[-2:]}"
 
 
 #: Seconds by which two readings of one process's start time may differ (psutil computes it from boot time and

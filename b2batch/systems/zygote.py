@@ -14,14 +14,13 @@ import os
 import select
 import signal
 import sys
-import time
 import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
 from b2batch.engine import collector
 from b2batch.engine.files import atomic_write
-from b2batch.engine.processes import host_name, process_started
+from b2batch.engine.processes import host_name, local_timestamp, process_started
 
 #: What the zygote imports before its first job: the node side of a pilot, what a unit of calls loads, and what
 #: runs the entry point (runpy imports pkgutil on its first run_path).
@@ -150,9 +149,8 @@ def _run_job(request: dict[str, Any], inherited: tuple[int, ...]) -> NoReturn:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         _note_process(request["folder"])
         _own_logs(request)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        print(f"b2batch: job of task {request['label']} started on {host_name()} at "
-              f"{stamp[:-2]}:{stamp[-2:]}", flush=True)
+        print(f"b2batch: job of task {request['label']} started on {host_name()} at {local_timestamp()}",
+              flush=True)
         os.environ.clear()
         os.environ.update(request["environ"])
         os.environ.update(dict(request["env"]))

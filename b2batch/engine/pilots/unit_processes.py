@@ -39,10 +39,9 @@ import sys
 import threading
 import time
 import traceback
-from datetime import datetime
 from typing import Any
 
-from b2batch.engine.processes import host_name
+from b2batch.engine.processes import host_name, local_timestamp
 from b2batch.engine.unwinding import unwind_on_sigterm
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
@@ -95,7 +94,7 @@ def _run_logged(entry: dict[str, Any], job_id: str, host: str) -> int:
     """Run the unit of ``entry`` with fds 1 and 2 on its logs (already redirected); its exit code (0-255)."""
     try:
         banner = (f"b2batch: {entry.get('name', entry['key'])} started in job {job_id} on {host} "
-                  f"at {datetime.now().astimezone().isoformat(timespec='seconds')}")
+                  f"at {local_timestamp()}")
         print(banner, flush=True)
         if "stdout" not in entry["files"]:  # in its worker's logs: its part of stderr starts with the line too
             print(banner, file=sys.stderr, flush=True)

@@ -15,11 +15,9 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from b2batch.engine.preemption import WARNING_SIGNALS
@@ -89,6 +87,9 @@ def allocation_end(walltime: float | None, started: float) -> float | None:
         return float(os.environ["SLURM_JOB_END_TIME"])
     job = os.environ.get("SLURM_JOB_ID")
     if job:
+        import subprocess  # (here: a pilot elsewhere needs neither)
+        from datetime import datetime
+
         try:
             answer = subprocess.run(["squeue", "-h", "-j", job, "-o", "%e"], capture_output=True, text=True,
                                     timeout=30, check=False).stdout.strip()
