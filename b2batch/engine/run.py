@@ -362,8 +362,10 @@ class Run:
 
     def close(self) -> None:
         """The front-end has no more work for this run: batch systems let go of what they keep for it
-        (worker jobs end)."""
-        for system in self.systems.values():
+        (worker jobs end), the last added first: pilots or bundles added over another system's inner one (a run
+        without ``--batch``: ``local-pilots`` over the ``local`` system's) tell their jobs to stop before that
+        system waits for its jobs that are ending (:meth:`LocalSystem.close <b2batch.systems.local.LocalSystem.close>`)."""
+        for system in reversed(list(self.systems.values())):
             try:
                 system.close()
             except Exception:  # an account of the run must still be given

@@ -52,6 +52,15 @@ class Simulated(BatchSystem):
         self.cancelled += [str(job.job_id) for job in jobs]
 
 
+class SimulatedHere(Simulated):
+    """The in-memory batch system, its jobs on this host (as the local system's): pilots may start ahead."""
+
+    on_this_host = True
+
+    def capacity(self) -> int:
+        return 4
+
+
 def make_job(folder: Path, key: str, system: str = "simulated", **settings: object) -> Job:
     defaults = {"max_resubmissions": 2, "resubmit_failed_tasks": False, **settings}
     return Job(key=key, name=f"Work({key})", family="Work", system=system,

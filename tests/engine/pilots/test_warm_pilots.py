@@ -1,28 +1,21 @@
 """Pilots started before their units come (``BatchSystem.warm``, asked for by ``b2batch.Pool`` when it is made, as
 ``multiprocessing.Pool`` starts its processes): only where a pilot costs no allocation, as many as the units'
-probes would get; they wait for the first units, which go to them (no other pilot is submitted)."""
+probes would get; they wait for the first units, which go to them (no other pilot is submitted). And pilots let
+go of when the run closes, before the system that runs them waits for its ending jobs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from helpers.simulated import Simulated, make_job
+from helpers.simulated import Simulated, SimulatedHere, make_job
 
 from b2batch.engine import Job, Run
 from b2batch.engine.pilots.shape_rule import PROBES
+from b2batch.engine.pilots.kinds import PilotSystem
 from b2batch.engine.pilots.shaping_system import ShapingSystem
 from b2batch.settings.runconfig import run_config
 
 BOOTSTRAP = {"frontend": "calls"}
-
-
-class OnThisHost(Simulated):
-    """The in-memory batch system, its jobs on this host (as the local system's)."""
-
-    on_this_host = True
-
-    def capacity(self) -> int:
-        return 4
 
 
 def shaped(inner: type[Simulated]) -> tuple[Run, ShapingSystem]:
@@ -39,7 +32,7 @@ def unit(tmp_path: Path, key: str, **settings: object) -> Job:
 
 
 def test_pilots_on_this_host_start_ahead_wait_and_take_the_first_units(tmp_path: Path) -> None:
-    run, shaping = shaped(OnThisHost)
+    run, shaping = shaped(SimulatedHere)
     run.warm(unit(tmp_path, "workers"))
     [pool] = shaping.pilots.pools.values()
     assert len(pool.carriers) == PROBES and shaping.inner.submissions == [PROBES]
@@ -63,8 +56,23 @@ def test_no_pilot_starts_ahead_where_one_costs_an_allocation(tmp_path: Path) -> 
 
 
 def test_no_pilot_starts_ahead_for_units_that_ask_for_jobs_of_their_own(tmp_path: Path) -> None:
-    run, shaping = shaped(OnThisHost)
+    run, shaping = shaped(SimulatedHere)
     run.warm(unit(tmp_path, "workers", job_shape="job_per_task"))
     run.warm(unit(tmp_path, "workers", job_shape="bundles"))
     assert shaping.inner.submissions == [] and not shaping.pilots.pools
     run.close()
+
+
+def test_a_closing_run_stops_the_pilots_added_over_a_systems_inner_one_before_that_system_closes(
+        tmp_path: Path) -> None:
+    """A run without --batch: ``local-pilots`` (the luigi workers' pilots) over the ``local`` system's inner one.
+    That inner system waits at its close for its jobs that are ending (up to 5 s): the pilots must have been told
+    to stop by then, or each run's end waited for them to give up on their own (the drain grace, 2 s)."""
+    run, shaping = shaped(SimulatedHere)
+    pilots = run.add_system("simulated-pilots", lambda r: PilotSystem(r, shaping.inner))
+    pilots.warm(unit(tmp_path, "workers"), 2)
+    [pool] = pilots.pools.values()
+    told: list[bool] = []
+    shaping.inner.close = lambda: told.append(pool.queue.stopping())  # type: ignore[method-assign]
+    run.close()
+    assert told == [True]
