@@ -111,6 +111,17 @@ class Emu:
                     slots.kill_group(ref, signal.SIGKILL)
 
 
+def gone(pid: int) -> bool:
+    """Whether the process ``pid`` (a job's) ended: no such process, or a zombie (also when it ends between the
+    look-up and the status: CI BU)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == "zombie"
+    except psutil.NoSuchProcess:
+        return True
+
+
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.1) -> Any:
     """Poll until ``predicate()`` is truthy; returns its value or fails the test."""
     deadline = time.monotonic() + timeout

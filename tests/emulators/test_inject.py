@@ -6,22 +6,13 @@ import json
 import time
 from pathlib import Path
 
-import psutil
-
-from tests.emulators.conftest import Emu, wait_for
+from tests.emulators.conftest import Emu, gone, wait_for
 
 SLEEP = "executable = /bin/sleep\narguments = 30\nlog = j.log\nqueue\n"
 
 
 def proc_pid(emu: Emu, system: str, job_id: str) -> int:
     return wait_for(lambda: (emu.table(system)["jobs"][job_id].get("proc") or [0])[0])
-
-
-def dead(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == "zombie"
-    except psutil.NoSuchProcess:  # (also when it ends between the look-up and the status: CI BU)
-        return True
 
 
 def test_fail_submits_then_recover(emu: Emu) -> None:
@@ -48,7 +39,7 @@ def test_hold_running_job_kills_it_and_release_runs_it_again(emu: Emu) -> None:
         34,
         0,
     )
-    wait_for(lambda: dead(pid))
+    wait_for(lambda: gone(pid))
     time.sleep(0.3)
     assert emu.condor_q()[0]["JobStatus"] == 5  # held jobs do not run
     assert emu.call("inject", "htcondor", "release", "1").rc == 0
@@ -83,7 +74,7 @@ def test_lose_htcondor_job_vanishes_everywhere(emu: Emu) -> None:
     assert emu.call("inject", "htcondor", "lose", "1.0").rc == 0
     # As HTCondor 25: condor_q prints nothing, condor_history an empty list (tests/emulators/test_htcondor_vs_real.py)
     assert emu.call("condor_q", "-json").out == "" and emu.call("condor_history", "-json").out == "[\n]\n"
-    wait_for(lambda: dead(pid))
+    wait_for(lambda: gone(pid))
     assert emu.call("inject", "htcondor", "lose", "5.0").rc == 1
 
 
@@ -99,7 +90,7 @@ def test_lose_lsf_job_as_unknown_zombie_or_vanished(emu: Emu) -> None:
         {"JOBID": "2", "STAT": "ZOMBI"},
         {"JOBID": "3", "ERROR": "Job <3> is not found"},
     ]
-    wait_for(lambda: dead(pid))
+    wait_for(lambda: gone(pid))
     assert emu.call("bkill", "1").out == "Job <1> is being terminated\n"
 
 

@@ -6,9 +6,7 @@ import json
 import re
 from pathlib import Path
 
-import psutil
-
-from tests.emulators.conftest import Emu, wait_for
+from tests.emulators.conftest import Emu, gone, wait_for
 
 FIELDS = "jobid stat exit_code job_name queue exec_host submit_time start_time finish_time jobindex"
 
@@ -136,7 +134,7 @@ def test_bkill_messages_and_processes(emu: Emu) -> None:
     assert (again.rc, again.err) == (255, f"Job <{finished}>: Job has already finished\n")
     assert emu.call("bkill", "999").err == "Job <999>: No matching job found\n"
     assert emu.call("bkill", f"{array}[2]").out == f"Job <{array}[2]> is being terminated\n"
-    wait_for(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie")
+    wait_for(lambda: gone(pid))
     stats = {r["JOBID"]: r["STAT"] for r in records(emu)}
     assert stats[str(running)] == "EXIT" and stats[f"{array}[2]"] == "EXIT"
     assert emu.call("bkill", str(array)).out == f"Job <{array}> is being terminated\n"
