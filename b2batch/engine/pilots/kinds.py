@@ -200,13 +200,14 @@ class PilotSystem(PooledSystem):
         wanted = (template.config["pilot_jobs"] if count is None else count) - len(pool.carriers)
         if wanted <= 0 or pool.given_up or pool.members:
             return
-        pool.warm = True
-        try:
+        try:  # (ahead of any work: a failure here fails nothing, the units ask again)
             carriers = [self._carrier(pool, template.config["pilot_idle_timeout"]) for _ in range(wanted)]
             self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
-        except B2BatchError as e:
+        except (B2BatchError, OSError) as e:
             logger.warning("%s: the pilot jobs for %s were not started ahead (%s); they start when its units come",
                            self.inner.name, template.family, e)
+            return
+        pool.warm = True
 
     def _top_up(self, pool: UnitPool, changes: dict[Job, JobState]) -> None:
         now = time.monotonic()

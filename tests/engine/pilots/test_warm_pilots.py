@@ -48,6 +48,19 @@ def test_pilots_on_this_host_start_ahead_wait_and_take_the_first_units(tmp_path:
     run.close()
 
 
+class Refusing(SimulatedHere):
+    def submit(self, group: list[Job]) -> None:
+        raise OSError("no slot for a pilot")
+
+
+def test_pilots_that_cannot_start_ahead_fail_nothing_and_start_when_units_come(tmp_path: Path, caplog) -> None:
+    run, shaping = shaped(Refusing)
+    run.warm(unit(tmp_path, "workers"))  # no exception reaches the front-end's thread
+    assert "were not started ahead (no slot for a pilot)" in caplog.text
+    assert all(not pool.warm and not pool.carriers for pool in shaping.pilots.pools.values())
+    run.close()
+
+
 def test_no_pilot_starts_ahead_where_one_costs_an_allocation(tmp_path: Path) -> None:
     run, shaping = shaped(Simulated)  # a cluster's jobs
     run.warm(unit(tmp_path, "workers"))
