@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -110,6 +111,8 @@ class RunReport:
     def __post_init__(self) -> None:
         self._progress: Any = None
         self._live: Any = None
+        #: The process that completes the report's pending accounting figures after the run (None: none).
+        self.late_accounting: subprocess.Popen[bytes] | None = None
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -299,6 +302,8 @@ class RunReport:
             logger.warning("Could not write the run's timeline and report: %s", e)
             self.paths = {}
             return
+        if head["accounting_pending"]:  # the pilots' figures, when the scheduler has them (after the run)
+            self.late_accounting = complete_accounting_later(self.paths["report"])
         try:  # the page shows what the report's file holds (its head as JSON reads it back, the jobs from the
             # record), as `b2batch report` shows it later from the file
             from b2batch.display.html import write_html
@@ -350,6 +355,8 @@ class RunReport:
             "scheduler_calls": dict(sorted(self.run.scheduler_calls.items())),
             "efficiency": efficiency(self.run.jobs.values()),
             "accounting": dict(self.run.accounting),
+            "accounting_pending": {system: {"tag": entry["tag"], "jobs": dict(entry["jobs"])}
+                                   for system, entry in getattr(self.run, "accounting_pending", {}).items()},
             "job_shapes": {family: dict(entry) for family, entry in sorted(self.run.shapes.items())},
             "policies": self.policies(),
             "other_tasks": [{"task_id": o.task_id, "task": o.name, "outcome": o.outcome, "reason": o.reason}
@@ -359,6 +366,19 @@ class RunReport:
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
+
+def complete_accounting_later(report: Path) -> subprocess.Popen[bytes] | None:
+    """Start :mod:`b2batch.command.late_accounting` on ``report`` as a process of its own (its own session, no
+    terminal and none of the run's pipes: it neither holds up whoever waits for the run nor ends with its
+    terminal); None if it could not start (the pending figures then stay listed as pending)."""
+    try:
+        return subprocess.Popen([sys.executable, "-m", "b2batch.command.late_accounting", str(report)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, cwd=report.parent)
+    except OSError as e:
+        logger.warning("Could not start completing the report's accounting figures: %s", e)
+        return None
+
 
 def batch_job_counts(records: Any, workers: Any) -> dict[str, Any]:
     """The batch jobs of a run: ``batch_jobs``, every job the batch systems got (the own jobs of tasks, each

@@ -110,6 +110,9 @@ class RunRecord:
         #: How each batch system's accounting went: the command that answered (``sacct``), or ``unavailable:
         #: <why>`` (the figures are then the job wrappers' own).
         self.accounting: dict[str, str] = {}
+        #: Pilot and bundle jobs that ended last, whose accounting figures the run did not wait for, by batch
+        #: system: ``{"tag": the run's tag, "jobs": {job id: key}}`` (the report completes them after the run).
+        self.accounting_pending: dict[str, dict[str, Any]] = {}
         #: The job shape each family got when the run chose it (``job_shape`` auto), by family: its batch
         #: system, ``shape``, ``size``, ``why``, ``median_seconds``, ``ended`` and ``units`` (units per shape).
         self.shapes: dict[str, dict[str, Any]] = {}

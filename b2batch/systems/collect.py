@@ -9,6 +9,12 @@ Accounting lags a little behind the queue (slurmdbd, SGE's accounting file flush
 answer is asked for again in the next cycles, for up to :attr:`AccountingCollector.patience` seconds, then
 keeps the wrapper's figures. When the command is missing or fails, or answers nothing at all for that long,
 the run logs ONE line and uses the wrapper's figures from then on; it never fails a job.
+
+At the run's end (:meth:`AccountingCollector.finish`) the run waits a few seconds for the figures of its own task
+jobs (the end summary's efficiency lines need them), not for its pilot and bundle jobs: they all end with the
+run, their figures go into the report only, and the scheduler has them a second or more later (slurmdbd). Those
+are handed over (:attr:`RunRecord.accounting_pending`) for the report to complete after the run
+(:mod:`b2batch.command.late_accounting`).
 """
 
 from __future__ import annotations
@@ -52,8 +58,10 @@ class AccountingCollector:
     chunk: int = 2000
 
     def __init__(self, system: str, build: CommandBuilder | None, parse: Parser | None, record: object,
-                 calls: command_runner.SchedulerCalls | None, timeout: Callable[[], float]) -> None:
+                 calls: command_runner.SchedulerCalls | None, timeout: Callable[[], float], tag: str = "") -> None:
         self.system = system
+        #: The run's tag (SGE's accounting names the run's jobs by it).
+        self.tag = tag
         self.build = build
         self.parse = parse
         self.record = record
@@ -81,17 +89,34 @@ class AccountingCollector:
         self._ask(list(self.pending)[:self.chunk])
 
     def finish(self, wait: float = 5.0, step: float = 1.0) -> None:
-        """The run ends: ask for the jobs still pending, a few times within ``wait`` seconds: ``step`` seconds after
-        the first command, then twice as long each time up to a second (a job that has just ended reaches the
-        accounting a moment later; how much later is the scheduler's, :attr:`SchedulerSystem.accounting_lag`)."""
+        """The run ends: ask for the task jobs still pending, a few times within ``wait`` seconds: ``step``
+        seconds after the first command, then twice as long each time up to a second (a job that has just ended
+        reaches the accounting a moment later; how much later is the scheduler's,
+        :attr:`SchedulerSystem.accounting_lag`). Pilot and bundle jobs are asked with them; those still pending
+        when no task job is are handed over to the report (:attr:`RunRecord.accounting_pending`) unasked."""
         deadline = time.monotonic() + wait
-        while self.pending and not self.off:
+        while self._tasks_pending() and not self.off:
             self._ask(list(self.pending)[:self.chunk])
-            if not self.pending or time.monotonic() > deadline:
+            if not self._tasks_pending() or time.monotonic() > deadline:
                 break
             time.sleep(step)
             step = max(step, min(2 * step, 1.0))
+        if self.pending and not self.off:
+            self._hand_over()
         self.pending.clear()
+
+    def _tasks_pending(self) -> bool:
+        """Whether a job of a task (not a pilot or bundle job) still waits for its figures."""
+        jobs = getattr(self.record, "jobs", {})
+        return any(p.key in jobs for p in self.pending.values())
+
+    def _hand_over(self) -> None:
+        """The pilot and bundle jobs still pending, for the report to complete after the run."""
+        handed = getattr(self.record, "accounting_pending", None)
+        if handed is None:
+            return
+        entry = handed.setdefault(self.system, {"tag": self.tag, "jobs": {}})
+        entry["jobs"].update({job_id: p.key for job_id, p in self.pending.items()})
 
     def _ask(self, job_ids: list[str]) -> None:
         assert self.build is not None and self.parse is not None

@@ -96,7 +96,7 @@ class SchedulerSystem(TaggedSubmissions, BatchSystem):
         #: The accounting figures of ended jobs: one command per poll cycle for all of them (systems/collect.py).
         self.accounting = AccountingCollector(
             self.name, self.accounting_command if self.has_accounting else None, self.parse_accounting, run.record,
-            self.calls, lambda: self.call_timeout)
+            self.calls, lambda: self.call_timeout, run.tag)
 
     # --- what a batch system implements ---------------------------------------------------------------
 

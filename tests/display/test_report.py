@@ -257,3 +257,23 @@ def test_large_json_files_are_written_item_by_item_and_read_back_whole(tmp_path)
         write_json(whole, head, "jobs", iter(listed), indent=1, default=str)
         assert json.loads(streamed.read_text()) == json.loads(whole.read_text()) == \
             json.loads(json.dumps({**head, "jobs": listed}, default=str))
+
+
+def test_a_written_reports_head_is_read_and_changed_without_its_jobs(tmp_path) -> None:
+    """read_head and rewrite_head (the accounting figures that come after the run): a large file's head is its
+    first line, its jobs are copied byte for byte; a small one is read whole; either reads back as written
+    with the head changed."""
+    from b2batch.display.jsonfile import read_head, rewrite_head, write_json
+
+    items = [{"n": i, "text": f"line\n{i} \"jobs\": [\n"} for i in range(3)]
+    for head, indent in (({"a": 1, "pending": {"x": 2}}, None), ({}, None), ({"a": 1, "pending": {"x": 2}}, 1)):
+        path = tmp_path / "report.json"
+        write_json(path, head, "jobs", iter(items), indent=indent)
+        tail = path.read_text().split("\n", 1)[1] if indent is None else None
+        assert read_head(path, "jobs") == head
+        rewrite_head(path, "jobs", lambda h: h.update(a=2, added=[1]))
+        assert json.loads(path.read_text()) == {**head, "a": 2, "added": [1], "jobs": items}
+        assert read_head(path, "jobs") == {**head, "a": 2, "added": [1]}
+        if tail is not None:
+            assert path.read_text().split("\n", 1)[1] == tail  # the jobs as they were written
+        assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left

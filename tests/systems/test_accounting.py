@@ -137,6 +137,98 @@ def test_the_runs_last_accounting_asks_at_its_schedulers_pace(tmp_path: Path, mo
         assert "7" in record.accounted and collector.commands == 4 and waits == expected, (kind, waits)
 
 
+def test_the_runs_end_waits_for_its_tasks_figures_not_its_pilots(tmp_path: Path, monkeypatch) -> None:
+    """Pilot and bundle jobs end with the run and their figures go into the report only: the run's end asks for
+    them with its task jobs' but does not wait for them; those still pending go to the record's
+    accounting_pending (the report completes them after the run); with no task job pending nothing is asked."""
+    counter = tmp_path / "calls"
+    script = tmp_path / "acct"  # has task job 7 from its second call on, pilot job 8 never
+    script.write_text(f"#!/bin/sh\necho x >> {counter}\n[ $(wc -l < {counter}) -ge 2 ] && echo '7 done'\nexit 0\n")
+    script.chmod(0o755)
+    waits: list[float] = []
+    monkeypatch.setattr(collect, "time", SimpleNamespace(monotonic=time.monotonic, sleep=waits.append))
+
+    def parse(out: str) -> dict[str, Usage]:
+        return {line.split()[0]: Usage(source="test") for line in out.splitlines() if line.strip()}
+
+    for tasks in (("7", "T"),), ():
+        counter.write_text("")
+        waits.clear()
+        record = _Record()
+        record.worker_jobs = {"P": {"job_id": "8"}}
+        record.accounting_pending = {}
+        system = SlurmSystem(Run())
+        system.accounting = collector = AccountingCollector(
+            "slurm", lambda ids: [str(script), *ids], parse, record, None, lambda: 10.0, "tag1")
+        for job_id, key in (*tasks, ("8", "P")):
+            collector.ended(job_id, key)
+        system.close()
+        assert record.accounting_pending == {"slurm": {"tag": "tag1", "jobs": {"8": "P"}}}, tasks
+        assert "8" not in record.accounted and not collector.pending
+        if tasks:
+            assert "7" in record.accounted and collector.commands == 2 and waits == [0.25], waits
+        else:
+            assert collector.commands == 0 and waits == [] and not counter.read_text()
+
+
+def _late_report(tmp_path: Path, pending: dict) -> Path:
+    from b2batch.display.jsonfile import write_json
+
+    report = tmp_path / "b2batch-run-x.report.json"
+    head = {"accounting": {}, "accounting_pending": pending, "worker_jobs": [
+        {"key": "P", "job_id": "8", "kind": "pilot"}, {"key": "Q", "job_id": "9", "kind": "pilot"}]}
+    write_json(report, head, "jobs", iter([{"task_id": "T", "usage": {"wall": 1.0}}]), indent=None)
+    return report
+
+
+def test_the_report_gets_its_pilots_figures_when_the_accounting_has_them(tmp_path: Path, monkeypatch) -> None:
+    """b2batch.command.late_accounting: asks after 1 s, then twice as long each time up to 8 s; each answer goes
+    into the report at once (the pilot's usage, merged with what it had; the job out of accounting_pending), what
+    never came stays pending with why after the patience; a failing command gives up at once with its message.
+    The report's jobs are left as they were."""
+    from b2batch.command import late_accounting
+    from b2batch.display.jsonfile import read_head
+
+    counter = tmp_path / "calls"
+    script = tmp_path / "acct"  # has pilot 8 from its third call on, 9 never
+    script.write_text(f"#!/bin/sh\necho \"$@\" >> {counter}\n[ $(wc -l < {counter}) -ge 3 ] && echo '8 done'\n"
+                      "exit 0\n")
+    script.chmod(0o755)
+
+    def parse(out: str) -> dict[str, Usage]:
+        return {line.split()[0]: Usage(cpu=0.5, source="sacct") for line in out.splitlines() if line.strip()}
+
+    monkeypatch.setitem(late_accounting.accounting.BY_SYSTEM, "slurm",
+                        (lambda ids, tag: [str(script), tag, *ids], parse))
+    clock = [0.0]
+    pauses: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        clock[0] += seconds
+
+    report = _late_report(tmp_path, {"slurm": {"tag": "t1", "jobs": {"8": "P", "9": "Q"}}})
+    jobs = report.read_text().split("\n", 1)[1]
+    late_accounting.complete(report, sleep=sleep, clock=lambda: clock[0])
+    head = read_head(report, "jobs")
+    [p, q] = head["worker_jobs"]
+    assert p["usage"] == {"cpu": 0.5, "source": "sacct"} and "usage" not in q, head
+    assert head["accounting"] == {"slurm": str(script)}
+    assert head["accounting_pending"] == {"slurm": {"tag": "t1", "jobs": {"9": "Q"},
+                                                     "given_up": "no record of 1 job(s) after 60 s"}}
+    assert pauses == [1, 2, 4, 8, 8, 8, 8, 8, 8, 8] and sum(pauses[:-1]) <= 60 < sum(pauses)
+    assert counter.read_text().splitlines()[0] == "t1 8 9" and report.read_text().split("\n", 1)[1] == jobs
+    # The accounting command fails: given up at once, with its message.
+    script.write_text("#!/bin/sh\necho 'sacct: error: the database is down' >&2\nexit 3\n")
+    report = _late_report(tmp_path, {"slurm": {"tag": "t1", "jobs": {"8": "P"}}})
+    pauses.clear()
+    late_accounting.complete(report, sleep=sleep, clock=lambda: clock[0])
+    head = read_head(report, "jobs")
+    assert pauses == [1] and "usage" not in head["worker_jobs"][0], pauses
+    assert head["accounting_pending"]["slurm"]["given_up"] == (
+        f"{script} failed (exit 3): sacct: error: the database is down"), head
+
+
 def test_a_units_figures_are_never_negative() -> None:
     """A unit's CPU time is a difference of two readings of its runner's clock: a tiny negative one reads 0, not
     -0.0 (the report and the summary print it)."""
@@ -212,6 +304,30 @@ def test_slurm_sacct_shows_what_a_job_held_and_the_run_asks_once_per_cycle(workf
     assert hold["killed_for_memory"] == 1 and hold["suggested_memory_mb"] >= 300, hold
     assert re.search(r"^  Hold on slurm \(1 job\(s\)\): .*1 killed for memory; ask for --mem=\d+M", done.stderr,
                      re.M), done.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_slurm_pilots_figures_reach_the_report_after_the_run(workflow) -> None:
+    """The pilots end with the run; slurmdbd has them a second or more later: the run returns without waiting
+    for them, and the process it left behind writes sacct's figures into its report (the pilots' entries), the
+    tasks keeping their own figures from the pilots' workers."""
+    _cluster_up("slurm")
+    wf = workflow("accounting.py")
+    done = wf.run("--system", "slurm", "--n", "2", "--mb", "100", "--hold", "0.5", "--shape", "pilots",
+                  "--system-settings", '{"mem": "1000M"}', timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    deadline = time.monotonic() + 60
+    while (report := _report(wf.folder))["accounting_pending"] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert report["accounting_pending"] == {} and report["accounting"] == {"slurm": "sacct"}, report
+    assert report["worker_jobs"] and all(w["kind"] == "pilot" for w in report["worker_jobs"])
+    for pilot in report["worker_jobs"]:
+        usage = pilot["usage"]
+        assert usage["source"].startswith("sacct") and usage["req_mem"] == 1000 * MIB and usage["state"] == \
+            "COMPLETED", pilot
+    for usage in _usage(report, "Hold"):
+        assert usage["source"] == "wrapper" and usage["max_rss"] >= 100 * MIB, usage
 
 
 def test_local_jobs_and_tasks_in_pilots_have_the_wrappers_figures(workflow, tmp_path: Path) -> None:
