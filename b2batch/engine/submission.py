@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 #: Seconds between two submissions of jobs that need not wait for arrays (:meth:`Submitter._flush_early`).
 EARLY_EVERY = 0.2
+#: Seconds before the system is asked again while it has said of no job yet that it gains nothing by waiting
+#: (doubling up to :data:`EARLY_EVERY`): a hand-out of short tasks becomes units for pilots once a few are ready,
+#: and the pilots' submission should not wait for the next slice.
+FIRST_EARLY = 0.01
 
 
 class Submitter:
@@ -49,6 +53,7 @@ class Submitter:
         self._window = 0.0
         self._last_flush = float("-inf")
         self._asked_early = float("-inf")
+        self._early_step = 0.0  # (the first ask comes at once)
         #: Most jobs in flight at once (None: no limit); the run's max_jobs_in_flight.
         self.limit: int | None = config.max_jobs_in_flight
 
@@ -79,14 +84,16 @@ class Submitter:
     def _flush_early(self, now: float) -> None:
         """Before the window ends, submit the waiting jobs that the system says gain nothing by waiting (units for
         pilots, which start on the first units instead of after the whole hand-out); asked at most every
-        :data:`EARLY_EVERY` seconds (so a long hand-out goes in slices of that length). The others wait on in
-        their window, for their arrays."""
-        if now - self._asked_early < EARLY_EVERY:
+        :data:`EARLY_EVERY` seconds (so a long hand-out goes in slices of that length), sooner while it never
+        named a job (:data:`FIRST_EARLY`). The others wait on in their window, for their arrays."""
+        if now - self._asked_early < self._early_step:
             return
         self._asked_early = now
         early = self.system.takes_now(list(self.waiting))
         if not early:
+            self._early_step = min(max(FIRST_EARLY, 2 * self._early_step), EARLY_EVERY)
             return
+        self._early_step = EARLY_EVERY
         if len(early) < len(self.waiting):
             chosen = {id(job) for job in early}
             self.waiting = deque([*early, *(job for job in self.waiting if id(job) not in chosen)])

@@ -112,5 +112,10 @@ class BatchSystem(abc.ABC):
         """Worker jobs of the run (pilots) may have new units, or are told to stop: a system whose jobs run on
         this host wakes them from their idle pause (default: they see it after their pause)."""
 
+    def wake_to_end(self, jobs: list[Job]) -> None:
+        """The run's worker jobs (pilots) were told to end, the run closing: end their idle pause where the system
+        can signal its jobs, wherever they run (default: :meth:`wake`)."""
+        self.wake(jobs)
+
     def close(self) -> None:
         """The run ends: let go of anything kept for more work (e.g. worker jobs)."""

@@ -189,6 +189,10 @@ class LSFSystem(SchedulerSystem):
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["bkill", *job_ids]
 
+    @classmethod
+    def continue_command(cls, job_ids: list[str]) -> list[str] | None:
+        return ["bkill", "-s", "CONT", *job_ids]
+
     def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
         return ["bjobs", "-json", "-a", "-o", "jobid stat job_name"]  # all of the user's jobs
 

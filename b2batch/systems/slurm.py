@@ -281,6 +281,10 @@ class SlurmSystem(SchedulerSystem):
     def cancel_command(cls, job_ids: list[str]) -> list[str]:
         return ["scancel", *job_ids]
 
+    @classmethod
+    def continue_command(cls, job_ids: list[str]) -> list[str] | None:
+        return ["scancel", "--signal=CONT", "--full", *job_ids]  # --full: the batch step's processes too
+
     def tagged_command(self, scope: tuple[str, ...]) -> list[str]:
         return ["squeue", "--noheader", "--array", "--states=all", "--format=%i|%T|%j", f"--user={self.user()}"]
 

@@ -183,6 +183,37 @@ def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_wind
     assert (asked, submitted) == ([1, 6, 1], [6])  # one is too few for this system
 
 
+def test_a_system_that_took_nothing_yet_is_asked_again_within_milliseconds() -> None:
+    """The rule gives a kind pilots once a few of its units are ready: until the system takes a job, it is asked
+    again after 10 ms, then twice as long each time up to 0.2 s, so that the pilots' submission (and their start
+    on the cluster) does not wait for the next slice of the hand-out; once it took some, every 0.2 s."""
+    from b2batch.engine.submission import EARLY_EVERY, FIRST_EARLY, Submitter
+
+    submitted: list[int] = []
+    asked: list[int] = []
+
+    def takes_three(waiting) -> list:
+        asked.append(len(waiting))
+        return waiting if len(waiting) >= 3 else []
+
+    submitter = Submitter(ArraySystem(submitted, takes_three), lambda job: None, lambda job, message: None,
+                          RunConfig(submission_window=30, max_array_size=1000))
+    submitter.enqueue(object())
+    submitter.flush_if_due()
+    assert (asked, submitted) == ([1], [])
+    time.sleep(FIRST_EARLY * 1.5)
+    submitter.enqueue(object())
+    submitter.flush_if_due()  # 10 ms on: asked again, still too few
+    time.sleep(2 * FIRST_EARLY * 1.5)
+    submitter.enqueue(object())
+    submitter.flush_if_due()  # 20 ms on: three, taken
+    assert (asked, submitted) == ([1, 2, 3], [3])
+    time.sleep(4 * FIRST_EARLY * 1.5)
+    submitter.enqueue(object())
+    submitter.flush_if_due()
+    assert (asked, submitted) == ([1, 2, 3], [3]) and EARLY_EVERY > 4 * FIRST_EARLY * 1.5  # its slices now
+
+
 def test_jobs_the_system_does_not_take_now_keep_their_window() -> None:
     """A hand-out that mixes units for pilots with jobs for arrays: the units go every 0.2 s, the others wait for
     their window (one array for all of them), not in 0.2 s slices beside the units, nor anew after each."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import time
 import uuid
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,47 @@ def test_slurm_settings_reach_the_job(slurm: None, workflow) -> None:
     assert re.search(r"MinMemory(Node|CPU)=500M", shown), shown
     time.sleep(1)
     assert all(state != "RUNNING" for _, state in _jobs_named(name)), "SIGTERM left the job running"
+
+
+@pytest.mark.slurm
+def test_pilots_told_to_end_are_woken_from_their_idle_pause(slurm: None, tmp_path: Path) -> None:
+    """SlurmSystem.wake_to_end (a closing run's pilots): one `scancel --signal=CONT --full` ends the idle pause
+    of a worker in a real job, which waits in the batch step's child process as a pilot does (IdleWait), at
+    once rather than after its pause; a job that ended meanwhile fails nothing."""
+    from b2batch.engine import Run
+
+    said = tmp_path / "said"
+    script = tmp_path / "idle.py"
+    script.write_text(
+        "import sys, time\nfrom b2batch.engine.pilots.idle_wait import IdleWait\n"
+        "wait = IdleWait()\nopen(sys.argv[1], 'w').write('waiting\\n')\nbegan = time.monotonic()\n"
+        "wait.wait(120)\nopen(sys.argv[1], 'a').write(f'woken {time.monotonic() - began:.3f}\\n')\n")
+    name = f"b2bwake{uuid.uuid4().hex[:6]}"
+    job_id = subprocess.run(["sbatch", "--parsable", f"--job-name={name}", "-o", "/dev/null",
+                             f"--chdir={tmp_path}", "--wrap", f"{sys.executable} {script} {said}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        deadline = time.monotonic() + 60
+        while not (said.exists() and said.read_text().startswith("waiting")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert said.exists(), "the job did not start within 60 s"
+        system = SlurmSystem(Run())
+        job = SimpleNamespace(job_id=job_id)
+        system.wake_to_end([job])
+        deadline = time.monotonic() + 60
+        while "woken" not in said.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "woken" in said.read_text() and float(said.read_text().split("woken ")[1]) < 60  # its pause: 120 s
+        assert system.run.record.scheduler_calls["scancel"] == 1
+
+        def state() -> str:
+            return subprocess.run(["squeue", "--noheader", "--states=all", "--format=%T", "-j", job_id],
+                                  capture_output=True, text=True).stdout.strip()
+
+        deadline = time.monotonic() + 60
+        while state() in ("RUNNING", "COMPLETING") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        system.wake_to_end([job])  # the job has ended: scancel says so, and nothing fails
+        assert system.run.record.scheduler_calls["scancel"] == 2
+    finally:
+        subprocess.run(["scancel", job_id], capture_output=True)

@@ -201,19 +201,24 @@ class WorkerJobs(BatchSystem):
         self._closed = True
         for pool in self.pools.values():
             pool.queue.finish_all()
-            self.inner.wake([c for c in pool.carriers.values() if c.key in pool.started])
+            started = [c for c in pool.carriers.values() if c.key in pool.started]
+            # Pilots end their idle pause now: on a cluster too, where the scheduler can signal them (one command).
+            ending = self.kind == "pilot" and not self.run.interrupted
+            (self.inner.wake_to_end if ending else self.inner.wake)(started)
             # A bundle job whose units all ended has run and ends by itself; only pilots may wait for nothing.
             waiting = [c for c in pool.carriers.values()
                        if c.key not in pool.started and (self.kind == "pilot" or pool.members)]
             self._cancel_carriers(pool, waiting, "that wait")
         if self.kind == "pilot":
             deadline = time.monotonic() + (0.0 if self.run.interrupted else self.CLOSE_WAIT)
+            step = CLOSE_STEP if self.inner.on_this_host else 0.01  # (woken, local pilots end within ms)
             while True:
                 running = {key: pool for pool in self.pools.values() for key in pool.carriers
                            if key in pool.started and (pool.queue.workers / f"{key}.json").exists()}
                 if not running or time.monotonic() >= deadline:
                     break
-                time.sleep(CLOSE_STEP if self.inner.on_this_host else 0.1)  # (woken, local pilots end within ms)
+                time.sleep(step)
+                step = step if self.inner.on_this_host else min(2 * step, 0.1)
             for pool in self.pools.values():
                 self._cancel_carriers(pool, [pool.carriers[key] for key in running if running[key] is pool],
                                       "still running")

@@ -89,3 +89,25 @@ def test_a_closing_run_stops_the_pilots_added_over_a_systems_inner_one_before_th
     shaping.inner.close = lambda: told.append(pool.queue.stopping())  # type: ignore[method-assign]
     run.close()
     assert told == [True]
+
+
+def test_a_closing_run_wakes_its_pilots_on_a_cluster_to_end_and_an_interrupted_one_does_not(tmp_path: Path) -> None:
+    """The pilots of a run that closes are told to stop, then woken from their idle pause by the batch system
+    (``wake_to_end``: one ``scancel --signal=CONT`` on Slurm) rather than seeing it after their pause (up to a
+    second on a cluster); an interrupted run cancels them at once instead."""
+    for interrupted in (False, True):
+        run, shaping = shaped(Simulated)
+        calls: list[tuple[str, list[str]]] = []
+        shaping.inner.wake_to_end = lambda jobs: calls.append(("wake_to_end", [j.key for j in jobs]))  # type: ignore
+        shaping.inner.wake = lambda jobs: calls.append(("wake", [j.key for j in jobs]))  # type: ignore
+        for n in range(12):
+            run.submit(unit(tmp_path / str(interrupted), f"u{n}"))
+        run.poll()
+        [pool] = shaping.pilots.pools.values()
+        assert pool.carriers
+        pool.started.update(pool.carriers)  # the steering saw them at work
+        calls.clear()
+        if interrupted:
+            run.interrupt()
+        run.close()
+        assert calls == [("wake" if interrupted else "wake_to_end", sorted(pool.carriers))], calls
