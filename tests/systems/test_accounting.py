@@ -317,6 +317,8 @@ def test_slurm_pilots_figures_reach_the_report_after_the_run(workflow) -> None:
     done = wf.run("--system", "slurm", "--n", "2", "--mb", "100", "--hold", "0.5", "--shape", "pilots",
                   "--system-settings", '{"mem": "1000M"}', timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"^          the accounting figures of \d+ pilot or bundle job\(s\) follow into it", done.stderr,
+                     re.M), done.stderr[-2000:]
     deadline = time.monotonic() + 60
     while (report := _report(wf.folder))["accounting_pending"] and time.monotonic() < deadline:
         time.sleep(0.5)
