@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -65,8 +64,6 @@ class FrontEndAccount:
     policies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-
-
 @dataclass
 class RunReport:
     """Wraps a run: live progress (batch runs), then the summary, the timeline and the report."""
@@ -101,7 +98,7 @@ class RunReport:
         self._progress: Any = None
         self._live: Any = None
         #: The process that completes the report's pending accounting figures after the run (None: none).
-        self.late_accounting: subprocess.Popen[bytes] | None = None
+        self.late_accounting: Any = None  # (a subprocess.Popen)
 
     # --- the run -------------------------------------------------------------------------------------
 
@@ -292,10 +289,12 @@ class RunReport:
 
 # --- helpers ----------------------------------------------------------------------------------------------
 
-def complete_accounting_later(report: Path) -> subprocess.Popen[bytes] | None:
+def complete_accounting_later(report: Path) -> Any:
     """Start :mod:`b2batch.command.late_accounting` on ``report`` as a process of its own (its own session, no
     terminal and none of the run's pipes: it neither holds up whoever waits for the run nor ends with its
     terminal); None if it could not start (the pending figures then stay listed as pending)."""
+    import subprocess  # (only then: the modules of a run's start count)
+
     try:
         return subprocess.Popen([sys.executable, "-m", "b2batch.command.late_accounting", str(report)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

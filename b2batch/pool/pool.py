@@ -190,14 +190,16 @@ class Pool:
         if verbose is False:
             return None, None
         from b2batch.display.progress import Progress, _is_terminal
-        from b2batch.display.report import RunReport
 
         if verbose is None and not _is_terminal(sys.stderr):
             return None, None
         progress = Progress(self.record)
         progress.start()
-        report = RunReport(run=self.record, mode="batch") if verbose else None
-        if report is not None:
+        report = None
+        if verbose:  # (the report's modules only then: a Pool's start counts)
+            from b2batch.display.report import RunReport
+
+            report = RunReport(run=self.record, mode="batch")
             report.__enter__()
         return progress, report
 
