@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import tenacity
@@ -33,23 +35,28 @@ NOT_FOUND_HINT = ("Is batch_system right, and is the scheduler's client installe
 class SchedulerCalls:
     """The scheduler commands of one batch system in one run: at most ``rate`` of them a second (the run's
     max_scheduler_calls_per_second; 0 or None: no cap), each told to ``on_call`` with its program's name (the
-    run's record counts them)."""
+    run's record counts them). The cap holds over any window: at most ``n = max(1, floor(rate))`` commands in
+    any ``n / rate`` seconds (5 a second: at most 5 in any second, so two commands a few milliseconds apart, a
+    status query and the run's last wake of its pilots, say, need not wait a fifth of a second)."""
 
     def __init__(self, on_call: Callable[[str], None] | None = None, rate: float | None = 5.0) -> None:
         self.on_call = on_call
         self.rate = rate
-        self._last = 0.0
+        count = max(1, math.floor(rate)) if rate else 1
+        #: When the last ``count`` commands ran (monotonic seconds), oldest first.
+        self._recent: deque[float] = deque(maxlen=count)
+        self._window = count / float(rate) if rate else 0.0
         self._lock = threading.Lock()
 
     def before(self, program: str) -> None:
         """Wait until the next command may run, and count it."""
-        rate = self.rate
         with self._lock:
-            if rate:
-                pause = self._last + 1.0 / float(rate) - time.monotonic()
+            recent = self._recent
+            if self.rate and len(recent) == recent.maxlen:
+                pause = recent[0] + self._window - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
-            self._last = time.monotonic()
+            recent.append(time.monotonic())
         if self.on_call is not None:
             self.on_call(program)
 

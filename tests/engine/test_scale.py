@@ -63,14 +63,23 @@ def test_scheduler_commands_are_paced_per_batch_system_of_a_run_and_counted() ->
     counted: list[str] = []
     calls = SchedulerCalls(counted.append, rate=4)
     start = time.monotonic()
-    for _ in range(5):
+    times = []
+    for _ in range(9):
         run(["/bin/true"], calls=calls)
-    assert time.monotonic() - start >= 4 / 4 - 0.01  # four gaps of at least 1/4 s
-    assert counted == ["true"] * 5
+        times.append(time.monotonic())
+    # at most 4 in any second: the first four at once, the fifth a second after the first, the ninth after two
+    assert all(later - earlier >= 1 - 0.01 for earlier, later in zip(times, times[4:])), times
+    assert times[3] - start < 0.5 and times[-1] - start >= 2 - 0.01, times
+    assert counted == ["true"] * 9
+    half = SchedulerCalls(rate=0.5)  # under one a second: one in any two seconds
+    began = time.monotonic()
+    run(["true"], calls=half)
+    run(["true"], calls=half)
+    assert time.monotonic() - began >= 2 - 0.01
     other = time.monotonic()
     run(["true"], calls=SchedulerCalls(rate=4))  # another system (or run) has a pace of its own
     run(["true"])  # a one-off command outside a run (b2batch cancel) is neither paced nor counted
-    assert time.monotonic() - other < 0.2 and counted == ["true"] * 5
+    assert time.monotonic() - other < 0.2 and counted == ["true"] * 9
 
 
 def test_monitor_asks_once_per_poll_and_backs_off_while_nothing_changes() -> None:

@@ -126,35 +126,41 @@ def test_slurm_settings_reach_the_job(slurm: None, workflow) -> None:
 
 
 @pytest.mark.slurm
-def test_pilots_told_to_end_are_woken_from_their_idle_pause(slurm: None, tmp_path: Path) -> None:
-    """SlurmSystem.wake_to_end (a closing run's pilots): one `scancel --signal=CONT --full` ends the idle pause
-    of a worker in a real job, which waits in the batch step's child process as a pilot does (IdleWait), at
-    once rather than after its pause; a job that ended meanwhile fails nothing."""
+def test_pilots_are_woken_from_their_idle_pause_for_units_and_to_end(slurm: None, tmp_path: Path) -> None:
+    """SlurmSystem.wake (units came) and wake_to_end (the run closes): one `scancel --signal=CONT --full` ends
+    the idle pause of a worker in a real job, which waits in the batch step's child process as a pilot does
+    (IdleWait), at once rather than after its pause; a second wake for units within a second sends nothing; a
+    job that ended meanwhile fails nothing."""
     from b2batch.engine import Run
 
     said = tmp_path / "said"
     script = tmp_path / "idle.py"
     script.write_text(
-        "import sys, time\nfrom b2batch.engine.pilots.idle_wait import IdleWait\n"
-        "wait = IdleWait()\nopen(sys.argv[1], 'w').write('waiting\\n')\nbegan = time.monotonic()\n"
-        "wait.wait(120)\nopen(sys.argv[1], 'a').write(f'woken {time.monotonic() - began:.3f}\\n')\n")
-    name = f"b2bwake{uuid.uuid4().hex[:6]}"
-    job_id = subprocess.run(["sbatch", "--parsable", f"--job-name={name}", "-o", "/dev/null",
+        "import sys, time\nfrom b2batch.engine.pilots.idle_wait import IdleWait\nwait = IdleWait()\n"
+        "for n in (1, 2):\n    open(sys.argv[1], 'a').write(f'waiting {n}\\n')\n    wait.wait(120)\n"
+        "    open(sys.argv[1], 'a').write(f'woken {n}\\n')\n")
+    job_id = subprocess.run(["sbatch", "--parsable", f"--job-name=b2bwake{uuid.uuid4().hex[:6]}", "-o", "/dev/null",
                              f"--chdir={tmp_path}", "--wrap", f"{sys.executable} {script} {said}"],
                             capture_output=True, text=True, check=True).stdout.strip()
+
+    def until(text: str) -> None:
+        deadline = time.monotonic() + 60  # (the worker's pauses are 120 s)
+        while not (said.exists() and text in said.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert said.exists() and text in said.read_text(), (text, said.read_text() if said.exists() else "")
+
     try:
-        deadline = time.monotonic() + 60
-        while not (said.exists() and said.read_text().startswith("waiting")) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert said.exists(), "the job did not start within 60 s"
+        until("waiting 1")
         system = SlurmSystem(Run())
         job = SimpleNamespace(job_id=job_id)
-        system.wake_to_end([job])
-        deadline = time.monotonic() + 60
-        while "woken" not in said.read_text() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert "woken" in said.read_text() and float(said.read_text().split("woken ")[1]) < 60  # its pause: 120 s
+        system.wake([job])
+        system.wake([job])  # within a second: nothing sent
+        until("woken 1")
+        until("waiting 2")
         assert system.run.record.scheduler_calls["scancel"] == 1
+        system.wake_to_end([job])
+        until("woken 2")
+        assert system.run.record.scheduler_calls["scancel"] == 2
 
         def state() -> str:
             return subprocess.run(["squeue", "--noheader", "--states=all", "--format=%T", "-j", job_id],
@@ -164,6 +170,6 @@ def test_pilots_told_to_end_are_woken_from_their_idle_pause(slurm: None, tmp_pat
         while state() in ("RUNNING", "COMPLETING") and time.monotonic() < deadline:
             time.sleep(0.2)
         system.wake_to_end([job])  # the job has ended: scancel says so, and nothing fails
-        assert system.run.record.scheduler_calls["scancel"] == 2
+        assert system.run.record.scheduler_calls["scancel"] == 3
     finally:
         subprocess.run(["scancel", job_id], capture_output=True)

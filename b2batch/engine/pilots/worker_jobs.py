@@ -203,8 +203,10 @@ class WorkerJobs(BatchSystem):
             pool.queue.finish_all()
             started = [c for c in pool.carriers.values() if c.key in pool.started]
             # Pilots end their idle pause now: on a cluster too, where the scheduler can signal them (one command).
-            ending = self.kind == "pilot" and not self.run.interrupted
-            (self.inner.wake_to_end if ending else self.inner.wake)(started)
+            if self.kind == "pilot" and not self.run.interrupted:
+                self.inner.wake_to_end(started)
+            elif self.inner.on_this_host:  # (elsewhere a wake costs a scheduler command: they are cancelled)
+                self.inner.wake(started)
             # A bundle job whose units all ended has run and ends by itself; only pilots may wait for nothing.
             waiting = [c for c in pool.carriers.values()
                        if c.key not in pool.started and (self.kind == "pilot" or pool.members)]
