@@ -22,7 +22,9 @@ STORE = {"b2batch.settings", "b2batch.settings.resolve", "b2batch.settings.decla
 #: The resolvers: where a front-end turns its unit's (or run's) settings into a JobConfig or a RunConfig.
 RESOLVERS = {
     "b2batch.settings.runconfig": "RunConfig of every front-end",
-    "b2batch.luigi_frontend.jobs": "TaskJobs.config_of, the luigi front-end's (and b2luigi's) resolver",
+    "b2batch.luigi_frontend.task_settings": "TaskSettings.config_of, the luigi front-end's (and b2luigi's) resolver",
+    "b2batch.luigi_frontend.jobs": "TaskJobs, the same resolver's: a task's max_task_failures and b2luigi_texts as "
+                                   "its job starts",
     "b2batch.luigi_frontend.task_systems": "batch_system_of(task): a task's batch_system, else the run's, else the "
                                            "settings chain's (for TaskJobs and the run's outcomes)",
     "b2batch.calls.executor": "the calls executor's (joblib, Pool): CallSettings",
