@@ -24,7 +24,6 @@ calls per job, ``pack=1`` none.
 
 from __future__ import annotations
 
-import base64
 import concurrent.futures
 import itertools
 import logging
@@ -42,12 +41,12 @@ from typing import Any
 from b2batch.jobscript import base_folder
 from b2batch import systems
 from b2batch.calls import pickling
-from b2batch.calls.calls_on_node import CALL_RAISED, RESULT_UNWRITABLE, Outcome, PackOutcome
+from b2batch.calls.calls_on_node import Outcome, PackOutcome
 from b2batch.calls.call_packs import CallPack, WaitingCalls, deliver
+from b2batch.calls.call_results import read_outcome, retry_reason
 from b2batch.calls.futures import CallFuture, CallJobError, RemoteTraceback
 from b2batch.calls.pack_sizing import PackSizer
-from b2batch.engine import Job, JobFiles, JobOutcome, Run, RunRecord
-from b2batch.engine.outcome import COMMAND_NOT_FOUND
+from b2batch.engine import Job, JobFiles, Run, RunRecord
 from b2batch.engine.steering import Step, Steering, drive
 from b2batch.settings.runconfig import run_config
 from b2batch.errors import RunStoppingError, SettingError
@@ -101,7 +100,7 @@ class Executor:
         if config.unit_logs == "auto":  # what auto means for this front-end's calls (Pool: pilot; the rest: own)
             config = config.replace(unit_logs=unit_logs)
         self.run = Run(record, poll_pause=poll_pause, max_in_flight=max_in_flight, config=config)
-        self.run.retry_reason = _retry_reason
+        self.run.retry_reason = retry_reason
         # job_shape (auto by default): the run decides per kind of call, as for luigi tasks (docs/job-shapes.md)
         # (``feed``: how the caller hands its calls over when it holds some back, an engine.pilots.shaping_system.Feed)
         self.system = systems.add_to_run(self.run, self.config["batch_system"], self.settings, self.config,
@@ -364,7 +363,7 @@ class Executor:
             self._finish_pack(job, pack)
             return
         future = pack.futures[0]
-        outcome = self._read(job)
+        outcome = read_outcome(job)
         if outcome is not None and outcome.error is None and job.outcome.exit_code == 0:
             self.run.settle(job, True)
             future.set_result(outcome.values[0] if future.single else outcome.values)
@@ -383,7 +382,7 @@ class Executor:
 
     def _finish_pack(self, job: Job, pack: CallPack) -> None:
         """Each call of a pack gets its own value or exception; the job is judged by its calls."""
-        read = self._read(job)
+        read = read_outcome(job)
         outcomes = read.outcomes if isinstance(read, PackOutcome) else None
         if outcomes is None or len(outcomes) != len(pack.futures) or job.outcome.exit_code != 0:
             error = read.error if isinstance(read, Outcome) and read.error is not None else None
@@ -401,29 +400,6 @@ class Executor:
         self._failed = self._failed or bool(failures)
         self.run.settle(job, not failures, "; ".join(failures[:3]) + (" ..." if len(failures) > 3 else ""))
 
-    @staticmethod
-    def _read(job: Job) -> Outcome | PackOutcome | None:
-        """The calls' results of a job the run handed back (``job.outcome``, the engine's reading of its end)."""
-        files = job.outcome.files
-        if job.outcome.exit_code is None or files is None:
-            return None  # killed or lost: a result file of it could be from a run cut short
-        handed = job.outcome.result  # a small outcome its unit handed to its worker, in the worker's log line
-        if isinstance(handed, dict) and isinstance(handed.get("pickled"), str):
-            try:
-                return pickle.loads(base64.b64decode(handed["pickled"]))
-            except Exception as e:
-                return Outcome(error=CallJobError(f"{job.name}: its result in its worker's log could not be "
-                                                  f"loaded: {type(e).__name__}: {e}"))
-        path = files.path_of("result_bytes")  # as text: no Path made per job
-        try:
-            with open(path, "rb") as f:
-                return pickle.loads(f.read())
-        except FileNotFoundError:
-            return None
-        except Exception as e:
-            return Outcome(error=CallJobError(f"{job.name}: its result {path} could not be loaded: "
-                                              f"{type(e).__name__}: {e}"))
-
     def _fail_all(self, error: BaseException) -> None:
         self._failed = True
         waiting = self._waiting.drain()
@@ -433,16 +409,6 @@ class Executor:
                                      else CallJobError(f"{self.name}: the executor stopped: {error!r}"))
         self._futures.clear()
         self._drop_waiting()
-
-
-def _retry_reason(job: Job, outcome: JobOutcome) -> str:
-    """Why a job of calls that ended without a result goes out again: it was killed, lost, held and removed;
-    not when a call raised (its exception is the result) or the job could not even start."""
-    code = outcome.exit_code
-    if code in (CALL_RAISED, RESULT_UNWRITABLE, COMMAND_NOT_FOUND) or outcome.setup_failure:
-        return ""
-    ended = "without an exit code" if code is None else f"with exit code {code}"
-    return f"the job ended {ended} and gave no result" + (f" ({outcome.reason})" if outcome.reason else "")
 
 
 class _ExecutorSteering(Steering):
