@@ -110,8 +110,7 @@ class BatchSystem(abc.ABC):
 
     def wake(self, jobs: list[Job]) -> None:
         """Worker jobs of the run (pilots) may have new units, or are told to stop: a system whose jobs run on
-        this host wakes them from their idle pause, a scheduler that can signal its jobs too (at most once a
-        second: it costs a command). Default: they see it after their pause."""
+        this host wakes them from their idle pause (default: they see it after their pause)."""
 
     def wake_to_end(self, jobs: list[Job]) -> None:
         """The run's worker jobs (pilots) were told to end, the run closing: end their idle pause where the system

@@ -9,15 +9,14 @@ continue commands, monitor and rate-limited calls are the system's own):
   re-attach asks for all the earlier jobs of its task file folder at once;
 - **cancelling** (:meth:`JobControl.cancel`): as few commands as the command line's length allows, retried, a
   job that ended meanwhile no error;
-- **waking pilots** (:meth:`JobControl.wake`, :meth:`JobControl.wake_to_end`): one command that sends SIGCONT
-  to the pilots' processes where the scheduler has one (Slurm, LSF), so that a pilot in its idle pause (up to a
-  second) takes new units, or sees that it is to stop, at once; for new units at most once a second.
+- **waking pilots to end** (:meth:`JobControl.wake_to_end`): one command that sends SIGCONT to the pilots'
+  processes where the scheduler has one (Slurm, LSF), so that a pilot in its idle pause (up to a second) sees at
+  once that it is to stop.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from b2batch.engine import Job, NativeState
@@ -26,9 +25,6 @@ from b2batch.errors import B2BatchError, SchedulerCommandError
 from b2batch.systems import command_runner
 
 logger = logging.getLogger(__name__)
-
-#: Seconds between two wakes of a system's pilots for new units at least (a cluster pilot's longest idle pause).
-WAKE_EVERY = 1.0
 
 
 class JobControl:
@@ -45,8 +41,6 @@ class JobControl:
     lists_all_jobs: bool
     lookup_chunk: int
     _earlier: dict[str, NativeState | None]
-    #: When :meth:`wake` last sent its command (monotonic seconds).
-    _woken_at: float = float("-inf")
 
     @classmethod
     def continue_command(cls, job_ids: list[str]) -> list[str] | None:
@@ -54,23 +48,12 @@ class JobControl:
         pause ends the pause; a running process ignores it), or None where the scheduler has none."""
         return None
 
-    def wake(self, jobs: list[Job]) -> None:
-        """Units came for pilots that may be in their idle pause (up to a second on a cluster): the same
-        command as :meth:`wake_to_end`, at most once per :data:`WAKE_EVERY` seconds (a pilot's longest pause:
-        a wake skipped within it costs no more than the pause)."""
-        now = time.monotonic()
-        if now - self._woken_at < WAKE_EVERY:
-            return
-        self._woken_at = now
-        self._continue(jobs)
-
     def wake_to_end(self, jobs: list[Job]) -> None:
         """Pilots told to end see it at once rather than after their idle pause (up to a second on a cluster):
         one :meth:`continue_command` for all, where the scheduler has one. A pilot that ended meanwhile makes
-        the command fail: that is fine, and nothing else depends on it."""
-        self._continue(jobs)
-
-    def _continue(self, jobs: list[Job]) -> None:
+        the command fail: that is fine, and nothing else depends on it. (Only at the run's end: SIGCONT would
+        also resume a pilot the scheduler suspended, which is harmless only once the pilot is to end; new units
+        wait for the pilots' pause.)"""
         ids = [str(job.job_id) for job in jobs if job.job_id is not None]
         for start in range(0, len(ids), self.lookup_chunk):
             command = self.continue_command(ids[start:start + self.lookup_chunk])
@@ -79,7 +62,7 @@ class JobControl:
             try:
                 command_runner.run(command, timeout=self.call_timeout, check=False, calls=self.calls)
             except B2BatchError as e:  # (missing, timed out): the pilots see it after their pause
-                logger.debug("Could not wake the pilots: %s", e)
+                logger.debug("Could not wake the pilots to end: %s", e)
 
     # --- earlier runs ---------------------------------------------------------------------------------
 

@@ -126,11 +126,11 @@ def test_slurm_settings_reach_the_job(slurm: None, workflow) -> None:
 
 
 @pytest.mark.slurm
-def test_pilots_are_woken_from_their_idle_pause_for_units_and_to_end(slurm: None, tmp_path: Path) -> None:
-    """SlurmSystem.wake (units came) and wake_to_end (the run closes): one `scancel --signal=CONT --full` ends
-    the idle pause of a worker in a real job, which waits in the batch step's child process as a pilot does
-    (IdleWait), at once rather than after its pause; a second wake for units within a second sends nothing; a
-    job that ended meanwhile fails nothing."""
+def test_pilots_told_to_end_are_woken_from_their_idle_pause(slurm: None, tmp_path: Path) -> None:
+    """SlurmSystem.wake_to_end (the run closes): one `scancel --signal=CONT --full` ends the idle pause of a
+    worker in a real job, which waits in the batch step's child process as a pilot does (IdleWait), at once
+    rather than after its pause, each time; a wake for new units sends nothing (SIGCONT would resume a pilot
+    the scheduler suspended); a job that ended meanwhile fails nothing."""
     from b2batch.engine import Run
 
     said = tmp_path / "said"
@@ -153,8 +153,9 @@ def test_pilots_are_woken_from_their_idle_pause_for_units_and_to_end(slurm: None
         until("waiting 1")
         system = SlurmSystem(Run())
         job = SimpleNamespace(job_id=job_id)
-        system.wake([job])
-        system.wake([job])  # within a second: nothing sent
+        system.wake([job])  # units came: nothing sent
+        assert system.run.record.scheduler_calls["scancel"] == 0
+        system.wake_to_end([job])
         until("woken 1")
         until("waiting 2")
         assert system.run.record.scheduler_calls["scancel"] == 1
