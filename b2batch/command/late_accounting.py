@@ -27,8 +27,8 @@ from typing import Any
 
 from b2batch.display.jsonfile import read_head, rewrite_head
 from b2batch.engine.usage import Usage
-from b2batch.errors import SchedulerCommandError
-from b2batch.systems import accounting, command_runner
+from b2batch.systems import accounting
+from b2batch.systems.collect import ask
 
 #: Seconds before the first question, the longest pause between two, and how long to keep asking.
 FIRST = 1.0
@@ -46,19 +46,25 @@ def complete(report: Path, patience: float = PATIENCE, first: float = FIRST, lon
     while True:
         sleep(pause)
         pause = min(2 * pause, longest)
-        pending = _pending(report)
+        pending = _open(read_head(report, "jobs"))
         if not pending:
             return
         late = clock() - began > patience
         answers = {system: _ask(system, entry) for system, entry in pending.items()}
-        rewrite_head(report, "jobs", lambda head: _note(head, answers, late, patience))
-        if late or not _pending(report):
+        left: dict[str, Any] = {}
+
+        def note(head: dict[str, Any]) -> None:
+            _note(head, answers, late, patience)
+            left.update(_open(head))
+
+        rewrite_head(report, "jobs", note)
+        if late or not left:
             return
 
 
-def _pending(report: Path) -> dict[str, dict[str, Any]]:
-    """The batch systems whose jobs ``report`` still awaits (not given up), with their entries."""
-    found = read_head(report, "jobs").get("accounting_pending") or {}
+def _open(head: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The batch systems whose jobs a report's ``head`` still awaits (not given up), with their entries."""
+    found = head.get("accounting_pending") or {}
     return {system: entry for system, entry in found.items() if entry.get("jobs") and not entry.get("given_up")}
 
 
@@ -67,18 +73,7 @@ def _ask(system: str, entry: dict[str, Any]) -> dict[str, Usage] | str:
     if system not in accounting.BY_SYSTEM:
         return f"b2batch reads no accounting of {system}"
     build, parse = accounting.BY_SYSTEM[system]
-    command = build(sorted(entry["jobs"]), str(entry.get("tag") or ""))
-    try:
-        done = command_runner.run(command, timeout=COMMAND_TIMEOUT)
-        return parse(done.stdout)
-    except SchedulerCommandError as e:
-        said = (e.stderr.strip() or e.stdout.strip()).splitlines()
-        if e.returncode is not None and said and "not found" in said[-1]:
-            return {}  # SGE's qacct: no record of them yet
-        return f"{e.command[0]} failed ({'timed out' if e.returncode is None else f'exit {e.returncode}'})" + (
-            f": {said[-1]}" if said else "")
-    except Exception as e:  # noqa: BLE001 - an unreadable answer gives up, it does not crash
-        return f"its answer could not be read ({e!r})"
+    return ask(build(sorted(entry["jobs"]), str(entry.get("tag") or "")), parse, COMMAND_TIMEOUT)
 
 
 def _note(head: dict[str, Any], answers: dict[str, dict[str, Usage] | str], late: bool, patience: float) -> None:
@@ -116,10 +111,15 @@ def main(argv: list[str]) -> int:
     except FileNotFoundError:  # the run's folder was removed meanwhile: nothing to complete
         return 0
     except Exception as e:  # noqa: BLE001 - say in the report why it stopped, if it can
+        why = f"stopped: {e!r}"
+
+        def give_up(head: dict[str, Any]) -> None:
+            for entry in (head.get("accounting_pending") or {}).values():
+                entry.setdefault("given_up", why)
+
         try:
-            rewrite_head(report, "jobs", lambda head: [entry.setdefault("given_up", f"stopped: {e!r}")
-                                                       for entry in (head.get("accounting_pending") or {}).values()])
-        except Exception:  # noqa: BLE001
+            rewrite_head(report, "jobs", give_up)
+        except Exception:  # noqa: BLE001 - the report is gone or unwritable: nothing more to do
             pass
         return 1
     return 0

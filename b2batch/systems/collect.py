@@ -121,19 +121,9 @@ class AccountingCollector:
     def _ask(self, job_ids: list[str]) -> None:
         assert self.build is not None and self.parse is not None
         self._asked_at = time.monotonic()
-        try:
-            done = command_runner.run(self.build(job_ids), timeout=self.timeout(), calls=self.calls)
-            found = self.parse(done.stdout)
-        except SchedulerCommandError as e:
-            said = (e.stderr.strip() or e.stdout.strip()).splitlines()
-            if e.returncode is not None and said and _NO_RECORD_YET.search(said[-1]):
-                self._no_answer(job_ids)  # SGE's qacct: the jobs ended, their accounting is not written yet
-                return
-            code = "timed out" if e.returncode is None else f"exit {e.returncode}"
-            self._give_up(f"{e.command[0]} failed ({code}){': ' + said[-1] if said else ''}")
-            return
-        except Exception as e:  # noqa: BLE001 - an unreadable answer must not fail the run
-            self._give_up(f"its answer could not be read ({e!r})")
+        found = ask(self.build(job_ids), self.parse, self.timeout(), self.calls)
+        if isinstance(found, str):
+            self._give_up(found)
             return
         self.commands += 1
         if found:
@@ -152,19 +142,26 @@ class AccountingCollector:
                     self._give_up(f"it had no record of job {job_id} after {self.patience:g} s")
                     return
 
-    def _no_answer(self, job_ids: list[str]) -> None:
-        """No record of ``job_ids`` yet: they are asked again, until the patience runs out."""
-        now = time.monotonic()
-        for job_id in job_ids:
-            if now - self.pending[job_id].since > self.patience:
-                del self.pending[job_id]
-                if not self._answered:
-                    self._give_up(f"it had no record of job {job_id} after {self.patience:g} s")
-                    return
-
     def _give_up(self, why: str) -> None:
         self.off = why
         getattr(self.record, "accounting", {})[self.system] = f"unavailable: {why}"
         self.pending.clear()
         logger.warning("%s accounting is unavailable (%s): the run's figures are the job wrappers' own (wall, "
                        "CPU, peak memory, host)", self.system, why)
+
+
+def ask(command: list[str], parse: Parser, timeout: float,
+        calls: command_runner.SchedulerCalls | None = None) -> dict[str, Usage] | str:
+    """Run one accounting ``command``: the figures it answers, by job id (none when it has no record of the jobs
+    yet, e.g. SGE's qacct "not found"), or why it could not tell (the command failed or its answer was unreadable).
+    The run's collector and the report's late accounting (:mod:`b2batch.command.late_accounting`) both ask so."""
+    try:
+        return parse(command_runner.run(command, timeout=timeout, calls=calls).stdout)
+    except SchedulerCommandError as e:
+        said = (e.stderr.strip() or e.stdout.strip()).splitlines()
+        if e.returncode is not None and said and _NO_RECORD_YET.search(said[-1]):
+            return {}  # the jobs ended, their accounting is not written yet
+        code = "timed out" if e.returncode is None else f"exit {e.returncode}"
+        return f"{e.command[0]} failed ({code}){': ' + said[-1] if said else ''}"
+    except Exception as e:  # noqa: BLE001 - an unreadable answer must not fail the run
+        return f"its answer could not be read ({e!r})"

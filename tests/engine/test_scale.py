@@ -161,11 +161,10 @@ def test_waiting_jobs_go_when_an_array_is_full_or_the_submission_window_has_pass
     assert submitted == [3, 1, 1, 1]
 
 
-def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_window() -> None:
-    """Jobs that gain nothing from the submission window (units for pilots, which take them from a queue) go as
-    soon as the system says so, asked at most every 0.2 s while the hand-out goes on: the pilots start while it
-    does, not after it."""
-    from b2batch.engine.submission import EARLY_EVERY, Submitter
+def _taking_three() -> tuple:
+    """A submitter (30 s window) whose system takes the waiting jobs once three wait: it, the sizes the system was
+    asked about, and the sizes submitted."""
+    from b2batch.engine.submission import Submitter
 
     submitted: list[int] = []
     asked: list[int] = []
@@ -176,6 +175,16 @@ def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_wind
 
     submitter = Submitter(ArraySystem(submitted, takes_three), lambda job: None, lambda job, message: None,
                           RunConfig(submission_window=30, max_array_size=1000))
+    return submitter, asked, submitted
+
+
+def test_jobs_the_system_takes_now_go_every_fifth_of_a_second_not_after_the_window() -> None:
+    """Jobs that gain nothing from the submission window (units for pilots, which take them from a queue) go as
+    soon as the system says so, asked at most every 0.2 s while the hand-out goes on: the pilots start while it
+    does, not after it."""
+    from b2batch.engine.submission import EARLY_EVERY
+
+    submitter, asked, submitted = _taking_three()
     for _ in range(5):
         submitter.enqueue(object())
         submitter.flush_if_due()
@@ -196,17 +205,9 @@ def test_a_system_that_took_nothing_yet_is_asked_again_within_milliseconds() -> 
     """The rule gives a kind pilots once a few of its units are ready: until the system takes a job, it is asked
     again after 10 ms, then twice as long each time up to 0.2 s, so that the pilots' submission (and their start
     on the cluster) does not wait for the next slice of the hand-out; once it took some, every 0.2 s."""
-    from b2batch.engine.submission import EARLY_EVERY, FIRST_EARLY, Submitter
+    from b2batch.engine.submission import EARLY_EVERY, FIRST_EARLY
 
-    submitted: list[int] = []
-    asked: list[int] = []
-
-    def takes_three(waiting) -> list:
-        asked.append(len(waiting))
-        return waiting if len(waiting) >= 3 else []
-
-    submitter = Submitter(ArraySystem(submitted, takes_three), lambda job: None, lambda job, message: None,
-                          RunConfig(submission_window=30, max_array_size=1000))
+    submitter, asked, submitted = _taking_three()
     submitter.enqueue(object())
     submitter.flush_if_due()
     assert (asked, submitted) == ([1], [])
