@@ -201,7 +201,8 @@ class PilotSystem(PooledSystem):
         if wanted <= 0 or pool.given_up or pool.members:
             return
         try:  # (ahead of any work: a failure here fails nothing, the units ask again)
-            carriers = [self._carrier(pool, template.config["pilot_idle_timeout"]) for _ in range(wanted)]
+            carriers = [self._carrier(pool, template.config["pilot_idle_timeout"], len(pool.carriers) + wanted)
+                        for _ in range(wanted)]
             self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
         except (B2BatchError, OSError) as e:
             logger.warning("%s: the pilot jobs for %s were not started ahead (%s); they start when its units come",
@@ -222,7 +223,8 @@ class PilotSystem(PooledSystem):
         if wanted <= 0:
             return
         try:
-            carriers = [self._carrier(pool, pool.template.config["pilot_idle_timeout"]) for _ in range(wanted)]
+            carriers = [self._carrier(pool, pool.template.config["pilot_idle_timeout"],
+                                      max(alive + wanted, self.wanted(pool))) for _ in range(wanted)]
             self._submit_carriers({carrier.key: pool for carrier in carriers}, carriers)
         except TransientCommandError as e:
             pool.failing_since = pool.failing_since or now

@@ -47,6 +47,12 @@ logger = logging.getLogger(__name__)
 #: than in a file of a job folder of its own.
 INLINE_LIMIT = 64 * 1024
 
+#: How many files a second the steering process looks at for news of workers on a cluster's shared file system (a
+#: listing and a stat per worker log of each queue: :meth:`PooledSystem.news`), and how often it looks at least
+#: and at most: two pilots are looked at every 50 ms, a hundred every 0.2 s (the run's poll pause).
+REMOTE_NEWS_FILES_PER_SECOND = 500
+REMOTE_NEWS_EVERY = (0.05, 0.2)
+
 #: Seconds a restarted run waits for the workers of an earlier run that stop because their steering process is
 #: gone (a worker SIGKILLs its unit 10 s after it found that; some more for a loaded node).
 ENDING_WAIT = 30.0
@@ -94,6 +100,7 @@ class PooledSystem(WorkerJobs):
     def __init__(self, run: Any, inner: BatchSystem) -> None:
         super().__init__(run, inner)
         self._pool_of: dict[int, tuple[UnitPool, str]] = {}  # id(unit) -> (pool, unit name)
+        self._next_news = 0.0  # (a cluster's workers) when news() looks at their logs again
 
     def needs_job_script(self, job: Job) -> bool:
         return False  # a worker job runs the unit: its front-end writes no wrapper
@@ -144,11 +151,23 @@ class PooledSystem(WorkerJobs):
         return {"key": job.key, "name": job.name, "unit": unit, "files": {"exit_code": exit_code, **logs}}
 
     def watched(self) -> bool:
-        return self.inner.on_this_host  # a cluster's shared file system is not listed every few milliseconds
+        return True
 
     def news(self) -> bool:
-        """Whether a worker of this machine wrote to its log since the last poll."""
-        return any(pool.members and pool.queue.has_news() for pool in self.pools.values())
+        """Whether a worker wrote to its log since the last poll: a unit that ended is seen within moments, not a
+        poll pause later. Workers of this machine are looked at whenever the run asks (every few milliseconds);
+        a cluster's, on its shared file system, at most :data:`REMOTE_NEWS_FILES_PER_SECOND` files a second."""
+        pools = [pool for pool in self.pools.values() if pool.members]
+        if not pools:
+            return False
+        if not self.inner.on_this_host:
+            now = time.monotonic()
+            if now < self._next_news:
+                return False
+            files = sum(1 + len(pool.carriers) for pool in pools)
+            low, high = REMOTE_NEWS_EVERY
+            self._next_news = now + min(high, max(low, files / REMOTE_NEWS_FILES_PER_SECOND))
+        return any(pool.queue.has_news() for pool in pools)
 
     def states(self, jobs: Iterable[Job]) -> dict[Job, JobState]:
         changes: dict[Job, JobState] = {}

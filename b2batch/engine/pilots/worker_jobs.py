@@ -26,6 +26,10 @@ logger = logging.getLogger(__name__)
 #: The longest idle pause of a worker on the steering host (its queue is a local folder); the local system wakes
 #: an idle pilot at once when units come or the run closes (``BatchSystem.wake``).
 LOCAL_IDLE_PAUSE = 0.05
+#: How often the idle workers of one queue on a cluster's shared file system list it together, at most, and their
+#: shortest and longest idle pause: two pilots look every 0.1 s, fifty or more every second.
+REMOTE_QUEUE_LISTINGS_PER_SECOND = 50
+REMOTE_IDLE_PAUSE = (0.1, 1.0)
 #: Seconds between two looks, as a run closes, at whether its local pilots have ended.
 CLOSE_STEP = 0.001
 
@@ -46,8 +50,9 @@ class WorkerJobs(BatchSystem):
         #: What :meth:`_describe` said, by (worker, its job, job id): asked twice per unit, made once per worker.
         self._described: dict[tuple[str, int, str], tuple[str, str]] = {}
 
-    def _carrier(self, pool: UnitPool, idle_timeout: float) -> Job:
-        """A new worker job for ``pool``: its spec and wrapper written, not submitted."""
+    def _carrier(self, pool: UnitPool, idle_timeout: float, workers: int = 1) -> Job:
+        """A new worker job for ``pool``: its spec and wrapper written, not submitted; ``workers``: how many the
+        pool will have with it (its idle pause on a cluster)."""
         job_wrapper = self.run.config.job_wrapper  # the front-end's job-script maker (the engine has none)
         if job_wrapper is None:
             raise B2BatchError(f"The run has no job-script maker for the {self.kind} jobs of "
@@ -65,7 +70,7 @@ class WorkerJobs(BatchSystem):
                           "heartbeat_timeout": template.config["heartbeat_timeout"],
                           "walltime": template.config["pilot_walltime"],
                           "unit_seconds": template.config["pilot_task_seconds"], "worker": key,
-                          "idle_pause": LOCAL_IDLE_PAUSE if self.inner.on_this_host else 1.0}
+                          "idle_pause": self._idle_pause(workers)}
         if self.run.config.workers_end_with_steering:  # a run without --batch: its pilots end with it
             spec["worker"]["steering"] = {"host": host_name(), "pid": os.getpid(),
                                           "started": process_started(os.getpid())}
@@ -73,6 +78,13 @@ class WorkerJobs(BatchSystem):
         files.write_wrapper(job_wrapper(template.name, key, template.config, files, [str(files.spec)]))
         files.reset()
         return carrier
+
+    def _idle_pause(self, workers: int) -> float:
+        """The longest idle pause of a worker among ``workers`` of one queue."""
+        if self.inner.on_this_host:
+            return LOCAL_IDLE_PAUSE
+        low, high = REMOTE_IDLE_PAUSE
+        return min(high, max(low, workers / REMOTE_QUEUE_LISTINGS_PER_SECOND))
 
     def _submit_carriers(self, pools: dict[str, UnitPool], carriers: list[Job]) -> None:
         """Submit worker jobs (as arrays where the inner system has them), each for the pool ``pools[key]``;
