@@ -19,16 +19,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NoReturn
 
 import luigi.task
-from rich.console import Console
-from rich.panel import Panel
-from rich.prompt import Confirm
-from rich.table import Table
-from rich.text import Text
 
 __all__ = ["dry_run", "remove", "show_outputs"]
 
 
-def _console() -> Console:
+def _console() -> Any:
+    from rich.console import Console  # (rich only where a flag prints: jobs import task_iterator's module)
+
     return Console(highlight=False)
 
 
@@ -54,6 +51,8 @@ def task_iterator(tasks: Iterable[Any], only_non_complete: bool = False) -> Iter
 
 def dry_run(tasks: list[Any]) -> NoReturn:
     """Print what would run, as b2luigi's ``--dry-run`` does, and end the script with status 0."""
+    from rich.text import Text
+
     console = _console()
     by_class: dict[str, list[Any]] = collections.defaultdict(list)
     for task in task_iterator(tasks, only_non_complete=True):
@@ -78,6 +77,10 @@ def _outputs(task: Any) -> list[tuple[str, bool]]:
 
 def show_outputs(tasks: list[Any]) -> None:
     """Per task class a panel of the outputs of its tasks, each path with ``✓`` (there) or ``✗``."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
     console = _console()
     by_class: dict[str, list[Any]] = {}
     for task in task_iterator(tasks):
@@ -119,6 +122,9 @@ def _chosen(tasks: list[Any], names: list[str], only: bool) -> tuple[dict[str, l
 def remove(tasks: list[Any], names: list[str], only: bool, yes: bool, keep: list[str]) -> NoReturn:
     """Remove the outputs of the tasks of the classes ``names`` (and, unless ``only``, of every task that
     needs them), sparing the classes ``keep``; as b2luigi does, then end the script with status 0."""
+    from rich.prompt import Confirm
+    from rich.text import Text
+
     console = _console()
     chosen, matched = _chosen(tasks, names, only)
     if keep:

@@ -126,6 +126,16 @@ def test_the_engine_imports_no_luigi() -> None:
     assert done.stdout.strip() == "False"
 
 
+def test_a_jobs_process_loads_no_display_library() -> None:
+    """What a job or pilot of a workflow imports before its first task (its start is on every run's path): no
+    terminal display (rich: only b2luigi's --dry-run, --show-output and --remove print with it) and no job-script
+    templates (jinja2: the steering process writes the scripts)."""
+    code = ("import sys, b2batch.luigi_frontend.task_on_node, b2batch.engine.pilots.node_worker; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'jinja2'}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
 #: Settings that do not shape a batch job's submission or environment: units that differ in them may share a
 #: pilot or bundle job. A new setting must be put here, in a batch system's job_settings or in
 #: pooled.WORKER_SETTINGS (the test below says so).
