@@ -33,6 +33,9 @@ if __name__ == "__main__":
         import b2batch.engine.pilots.node_worker
 
         sys.exit(b2batch.engine.pilots.node_worker.main(sys.argv[1:]))
+    from b2batch.luigi_frontend.job_luigi import import_luigi
+
+    import_luigi()  # without the HTTP client of luigi's RPC module: a job talks to no luigi scheduler
     import b2batch.luigi_frontend.task_on_node
 
     sys.exit(b2batch.luigi_frontend.task_on_node.main(sys.argv[1:]))
