@@ -122,6 +122,27 @@ def test_pilots_status_and_cancel(test_user: TestUser) -> None:
     assert "cancel" in err.lower(), err[-3000:]
 
 
+def test_pilots_figures_reach_the_report_after_the_run(test_user: TestUser) -> None:
+    """The run returns without waiting for its pilots' accounting; the process it leaves behind
+    (``b2batch.command.late_accounting``) writes condor_history's figures of the pilots into the report."""
+    test_user.copy_workflow("scheduler_jobs.py")
+    settings(test_user, job_shape="pilots", pilot_jobs=2)
+    done = test_user.python("scheduler_jobs.py", "--system", "htcondor", "--n", "4", timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    deadline = time.monotonic() + 90
+    while (found := report(test_user.folder))["accounting_pending"] and time.monotonic() < deadline:
+        time.sleep(1)
+    assert found["accounting_pending"] == {} and found["accounting"] == {"htcondor": "condor_history"}, found
+    pilots = found["worker_jobs"]
+    assert pilots and all(pilot["kind"] == "pilot" for pilot in pilots), pilots
+    ran = [pilot for pilot in pilots if pilot["state"] == "done"]  # (one cancelled while queued has no figures)
+    assert ran and f"the accounting figures of {len(ran)} pilot or bundle job(s) follow" in done.stderr, pilots
+    for pilot in ran:
+        usage = pilot["usage"]
+        assert usage["source"].startswith("condor_history") and usage["host"] == "vm", pilot
+        assert usage["req_mem"] == 128 * 2 ** 20 and usage["max_rss"] > 0, pilot
+
+
 def sys_python() -> str:
     import sys
 
