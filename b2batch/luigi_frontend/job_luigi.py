@@ -3,7 +3,7 @@
 luigi's ``rpc`` module, which ``import luigi`` loads, imports ``requests`` for ``RemoteScheduler``, the client of a
 central scheduler (luigid); when ``requests`` is missing it takes a client of its own built on ``urllib``. Only the
 steering process talks to a scheduler, never a job or a pilot, but each of them paid for ``requests`` and what it
-loads (urllib3, charset_normalizer, idna, certifi, ...: some 200 modules, about 60 ms of a job's start and its
+loads (urllib3, charset_normalizer, idna, certifi, ...: some 200 modules, about 35 ms of a job's start and its
 memory). A job's entry point imports luigi through :func:`import_luigi`, with ``requests`` unimportable for that
 moment only: the task's own code imports ``requests`` as usual, and the steering process is not touched.
 """

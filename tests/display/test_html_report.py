@@ -214,7 +214,7 @@ def test_the_page_of_10000_jobs_is_small_aggregated_and_shows_the_first_failures
 
 def test_the_page_template_is_compiled_once_and_loaded_by_later_runs(tmp_path, monkeypatch) -> None:
     """jinja's bytecode cache keeps the page's compiled template: a later process (here: this one with its
-    template forgotten) renders the page without compiling it again (~25 ms of a run's end)."""
+    template forgotten) renders the page without compiling it again (~14 ms of a run's end)."""
     import tempfile
 
     import jinja2
