@@ -7,6 +7,7 @@ claimed batch that had not started wait again in the queue and run once, elsewhe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -38,12 +39,31 @@ def pilot_pid(folder: Path, worker: str) -> int:
     return int(json.loads(beat.read_text())["pid"])
 
 
-def leaf_of(folder: Path, unit: str) -> int:
-    """The leaf whose journal names ``unit``."""
+def process_tree(pid: int) -> set[int]:
+    """``pid`` and its descendants now (from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree = {pid}
+    while grown := {child for child, parent in parents.items() if parent in tree} - tree:
+        tree |= grown
+    return tree
+
+
+def leaf_of(folder: Path, unit: str, missing: bool = False) -> int | None:
+    """The leaf whose journal names ``unit`` (``missing``: None when none does, e.g. a unit resubmitted under a
+    new name)."""
     for journal in (folder / "task_files").glob("Leaf/*/submission.json"):
         noted = json.loads(journal.read_text())
         if noted.get("unit") == unit:
             return int(json.loads((journal.parent / "job.json").read_text())["task_params"]["i"])
+    if missing:
+        return None
     raise AssertionError(f"no leaf's journal names {unit}")
 
 
@@ -57,7 +77,17 @@ def test_a_pilot_killed_mid_batch_loses_its_running_task_alone(workflow, tmp_pat
                         "a pilot to claim a batch of 4 or more leaves")
         victim, names = next(iter(held.items()))
         pid = pilot_pid(tmp_path, victim)
+        # The pilot and its processes stopped first, so that its log of the units it started is read as it is at
+        # the kill (the steering process removes it once it has taken the dead pilot's claim back).
+        tree = process_tree(pid)
+        for each in tree:
+            os.kill(each, signal.SIGSTOP)
+        log = next((tmp_path / "task_files" / "_pilots").glob(f"*/done/{victim}.jsonl"), None)
+        started = {json.loads(line)["name"] for line in log.read_text().splitlines()} if log else set()
         os.kill(pid, signal.SIGKILL)  # its runner and leaf die with it
+        for each in tree - {pid}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, signal.SIGCONT)
         stdout, stderr = process.communicate(timeout=240)
     finally:
         process.kill()
@@ -71,12 +101,13 @@ def test_a_pilot_killed_mid_batch_loses_its_running_task_alone(workflow, tmp_pat
         assert [line[0] for line in lines] == ["start", "start", "end"], lines
         assert "Resubmitted (1)" in stderr and "ended while running it" in stderr
     # The leaves of the killed pilot's batch that had not started ran once, in another pilot.
-    log = next((tmp_path / "task_files" / "_pilots").glob(f"*/done/{victim}.jsonl"))
-    started = {json.loads(line)["name"] for line in log.read_text().splitlines()}
     unstarted = [leaf_of(tmp_path, name) for name in names if name not in started]
     assert unstarted, f"the killed pilot had started every leaf of its batch {names}: nothing was put back"
-    for i in unstarted:
-        assert [line[0] for line in noted[i]] == ["start", "end"] and noted[i][0][2] != str(pid), noted[i]
+    for i in unstarted:  # (a leaf's note: what, its pid, its parent's pid, when)
+        assert [line[0] for line in noted[i]] == ["start", "end"], noted[i]
+        assert not {int(noted[i][0][1]), int(noted[i][0][2])} & tree, (i, noted[i], tree)
+    ran_there = [leaf_of(tmp_path, name, missing=True) for name in names if name in started]
+    assert all(i is None or int(noted[i][0][1]) in tree for i in ran_there), (ran_there, tree)
 
 
 @pytest.mark.slow
