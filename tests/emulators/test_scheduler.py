@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,30 +107,40 @@ def test_finished_jobs_are_forgotten_after_keep_seconds(emu: Emu, monkeypatch: p
     assert not (emu.root / "htcondor" / "specs" / f"{cluster}.json").exists()
 
 
+def _fastest(measure: Callable[[], Any], times: int = 3) -> tuple[float, Any]:
+    """The shortest of ``times`` runs of ``measure`` (seconds) and the last run's value."""
+    best, value = float("inf"), None
+    for _ in range(times):
+        started = time.perf_counter()
+        value = measure()
+        best = min(best, time.perf_counter() - started)
+    return best, value
+
+
 @pytest.mark.slow
 def test_condor_q_and_bjobs_on_1000_jobs_are_fast(emu: Emu) -> None:
+    """The status tools on 1,000 jobs against the same on 100, measured in this test: a query that grows much
+    faster than the jobs (e.g. the whole queue serialized again per job) fails, on a slow machine as on a fast
+    one. (A bound in seconds failed on a slower machine, CI CN; on a quiet one 1,000 jobs take 0.02-0.4 s.)"""
+    def status() -> tuple[Any, ...]:
+        return (_fastest(lambda: emu.call("condor_q", "-json")),
+                _fastest(lambda: emu.run("condor_q", "-json", "-constraint", "JobStatus == 1", "-attributes",
+                                         "ClusterId,ProcId"), times=2),
+                _fastest(lambda: emu.bjobs("-a", "-o", "jobid stat exit_code")["RECORDS"]))
+
+    emu.submit("executable = /bin/sleep\narguments = 60\nqueue 100\n")
+    assert emu.bsub("-J", "few[1-100]", "sleep 60") == 1
+    (q100, _), (p100, _), (b100, _) = status()
     started = time.perf_counter()
-    emu.submit("executable = /bin/sleep\narguments = 60\nqueue 1000\n")
+    emu.submit("executable = /bin/sleep\narguments = 60\nqueue 900\n")
     submit_time = time.perf_counter() - started
-    assert emu.bsub("-J", "many[1-1000]", "sleep 60") == 1
-    started = time.perf_counter()
-    result = emu.call("condor_q", "-json")
-    in_process = time.perf_counter() - started
-    assert len(json.loads(result.out)) == 1000
-    started = time.perf_counter()
-    process = emu.run("condor_q", "-json", "-constraint", "JobStatus == 1", "-attributes", "ClusterId,ProcId")
-    as_process = time.perf_counter() - started
-    assert len(json.loads(process.out)) >= 996
-    started = time.perf_counter()
-    records = emu.bjobs("-a", "-o", "jobid stat exit_code")["RECORDS"]
-    bjobs_time = time.perf_counter() - started
-    assert len(records) == 1000
-    print(
-        f"\ncondor_submit of 1000 procs: {submit_time:.3f} s; condor_q -json on 1000 jobs: "
-        f"{in_process:.3f} s in-process, {as_process:.3f} s as a process; "
-        f"bjobs -json on 1000 jobs: {bjobs_time:.3f} s in-process"
-    )
-    # Linear, not quadratic, in the jobs: bounds twice the quiet machine's figures (0.2-0.4 s), as other tests
-    # load the machine beside it (1.28 s once for the process under pytest-xdist).
-    assert in_process < 1.0 and bjobs_time < 1.0
-    assert as_process < 2.0
+    assert emu.bsub("-J", "many[1-900]", "sleep 60") == 2
+    (q1000, result), (p1000, process), (b1000, records) = status()
+    assert len(json.loads(result.out)) == 1000 and len(json.loads(process.out)) >= 996 and len(records) == 1000
+    print(f"\ncondor_submit of 900 procs: {submit_time:.3f} s; condor_q -json on 100 / 1000 jobs: {q100:.3f} / "
+          f"{q1000:.3f} s in-process, {p100:.3f} / {p1000:.3f} s as a process; bjobs -json: {b100:.3f} / "
+          f"{b1000:.3f} s")
+    # ten times the jobs: about ten times the in-process time (a hundred times if quadratic); a process's start
+    # (the interpreter, the emulator's imports) is most of its time, so that its time grows far less
+    assert q1000 < 30 * q100 and b1000 < 30 * b100, (q100, q1000, b100, b1000)
+    assert p1000 < 3 * p100, (p100, p1000)
