@@ -172,7 +172,8 @@ def test_the_one_list_of_differences_gives_each_its_reason_and_names_what_the_co
 
 def test_the_comparison_sees_each_kind_of_difference(tmp_path: Path) -> None:
     """The harness itself: a changed exit status, a missing or extra line, an exception of another type, a
-    file elsewhere or with other text are all differences; times, pids and folders are not."""
+    file elsewhere or with other text, a run of ours that did not end (also beside one of b2luigi's) are all
+    differences; times, pids and folders are not."""
     def run(status, out, err, files):
         return harness.Run([], status, harness.normalise(out, tmp_path), harness.normalise(err, tmp_path), files)
 
@@ -193,3 +194,5 @@ def test_the_comparison_sees_each_kind_of_difference(tmp_path: Path) -> None:
     same_type = harness.Outcome("x.py", [run(0, "", traceback.format("ValueError", "short"), {})],
                                 [run(0, "", traceback.format("ValueError", "a clearer message"), {})])
     assert harness.compare(same_type) == []
+    hung = harness.Outcome("x.py", [run(None, "", "<timed out>", {})], [run(None, "", "<timed out>", {})])
+    assert harness.compare(hung) == ["run 1 (no arguments): b2batch's run did not end within 90 s (nor b2luigi's)"]

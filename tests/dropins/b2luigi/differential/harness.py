@@ -287,6 +287,8 @@ def compare(outcome: Outcome) -> list[str]:
         where = f"run {number} ({' '.join(peer.args) or 'no arguments'})"
         if peer.status != ours.status:
             differences.append(f"{where} exit status: b2luigi {peer.status}, b2batch {ours.status}")
+        elif ours.status is None:  # both timed out: a hang of ours is never a match
+            differences.append(f"{where}: b2batch's run did not end within {TIMEOUT:g} s (nor b2luigi's)")
         differences += compare_lines(f"{where} stdout", peer.stdout, ours.stdout)
         differences += compare_lines(f"{where} stderr", peer.stderr, ours.stderr)
         for rel in sorted(set(peer.files) | set(ours.files)):
