@@ -35,9 +35,11 @@ class Checkpointed(KeyboardInterrupt):
     ``on_temporary_files`` clean up). A KeyboardInterrupt, so that luigi's task process passes it on instead of
     counting a failure."""
 
-    def __init__(self, signal_name: str) -> None:
+    def __init__(self, signal_name: str, saved: bool = True) -> None:
         super().__init__(signal_name)
         self.signal_name = signal_name
+        #: False when the warning came before the work began: nothing was saved, and nothing needed to be.
+        self.saved = saved
 
 
 class _Warning:
@@ -52,10 +54,16 @@ def preempted() -> bool:
     return bool(_Warning.signal_name)
 
 
-def install(on_warning: Callable[[str], None] | None) -> None:
+def received() -> str:
+    """The name of the warning signal this job's process received ("" if none)."""
+    return _Warning.signal_name
+
+
+def install(on_warning: Callable[[str], bool | None] | None) -> None:
     """On the first SIGUSR1 or SIGUSR2: note it (:func:`preempted`), call ``on_warning(signal_name)`` (e.g. the
-    task's ``checkpoint()``) and raise :class:`Checkpointed`; later warnings are ignored. With
-    ``on_warning=None`` only the flag is set and the work goes on."""
+    task's ``checkpoint()``; it returns False when there was nothing to save yet) and raise
+    :class:`Checkpointed`; later warnings are ignored. With ``on_warning=None`` only the flag is set and the work
+    goes on."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if _Warning.signal_name:
@@ -66,11 +74,17 @@ def install(on_warning: Callable[[str], None] | None) -> None:
             return
         for other in WARNING_SIGNALS:
             signal.signal(other, signal.SIG_IGN)  # nothing may interrupt the checkpoint
-        on_warning(_Warning.signal_name)
-        raise Checkpointed(_Warning.signal_name)
+        saved = on_warning(_Warning.signal_name) is not False
+        raise Checkpointed(_Warning.signal_name, saved)
 
     for signum in WARNING_SIGNALS:
         signal.signal(signum, handler)
+
+
+def stand_down() -> None:
+    """The work is done: a warning from now on is ignored (the job ends on its own, with the work's outcome)."""
+    for signum in WARNING_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def ask_for_requeue(folder: Any, reason: str) -> int:

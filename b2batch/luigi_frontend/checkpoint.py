@@ -15,8 +15,10 @@ preemption, saves its state, and its job is requeued to resume.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,21 +71,53 @@ def with_warning(task: Any, name: str, value: Any, seconds: int) -> Any:
 
 def install(task: Any, job_folder: Path) -> None:
     """In the job's process, before ``task`` runs: the batch system's first warning calls its ``checkpoint()``
-    and unwinds it (:class:`~b2batch.engine.preemption.Checkpointed`). Other tasks keep the wrapper's rule (the
-    warning stops them as SIGTERM does)."""
+    and unwinds it (:class:`~b2batch.engine.preemption.Checkpointed`); a warning before ``run()`` began (Slurm
+    may send it a minute early) unwinds it without calling ``checkpoint()``, which may need what ``run()`` sets up,
+    and had nothing new to save. Other tasks keep the wrapper's rule (the warning stops them as SIGTERM does)."""
     if not can_checkpoint(task):
         return
+    began = _note_when_run_begins(task)
 
-    def save(signal_name: str) -> None:
+    def save(signal_name: str) -> bool:
+        if not began():
+            logger.warning("Task %s: warned (%s) before it began: nothing to save", task, signal_name)
+            return False
         logger.warning("Task %s: saving its checkpoint (%s) before the batch system ends the job", task,
                        signal_name)
         task.checkpoint()
+        return True
 
     preemption.install(save)
 
 
+def _note_when_run_begins(task: Any) -> Callable[[], bool]:
+    """Make ``task.run`` (this instance's) note when it is called; whether it was, as a function. A warning that
+    came before is taken there: luigi's event callbacks (``START``) end quietly on the unwinding it raised."""
+    run, began = task.run, []
+
+    @functools.wraps(run)
+    def noted(*args: Any, **kwargs: Any) -> Any:
+        if preemption.received():
+            raise preemption.Checkpointed(preemption.received(), saved=False)
+        began.append(True)
+        return run(*args, **kwargs)
+
+    task.run = noted
+    return lambda: bool(began)
+
+
+def stand_down(task: Any) -> None:
+    """``task`` ran to its end: a warning now comes too late to save anything, and must not undo the outcome."""
+    if can_checkpoint(task):
+        preemption.stand_down()
+
+
 def requeue(task: Any, job_folder: Path, stop: preemption.Checkpointed) -> int:
-    """The task saved its checkpoint and unwound: mark its job for requeueing; the job's exit code."""
+    """The task saved its checkpoint (or was warned before it began) and unwound: mark its job for requeueing;
+    the job's exit code."""
+    if not stop.saved:
+        logger.warning("Task %s: its job asks to be submitted again, to begin", task)
+        return preemption.ask_for_requeue(job_folder, f"{stop.signal_name} before the task began")
     logger.warning("Task %s: checkpoint saved on %s; its job asks to be submitted again to resume", task,
                    stop.signal_name)
     return preemption.ask_for_requeue(job_folder, f"{stop.signal_name} before the batch system's limit")

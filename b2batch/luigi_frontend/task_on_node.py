@@ -103,10 +103,11 @@ def run_task(spec: dict[str, Any]) -> int:
     result_file = Path(spec["result_file"])
     if spec.get("events_in_steering"):  # a run without --batch: its steering process fires them
         task.trigger_event = local_on_engine.no_event
-    checkpoint.install(task, result_file.parent)
     try:
+        checkpoint.install(task, result_file.parent)
         status, explanation, missing, new_deps = run_in_process(task, "b2batch-job", StatusReporter(),
                                                                 check_requirements=acceptance_of(task) is None)
+        checkpoint.stand_down(task)
     except Checkpointed as stop:  # the checkpoint is saved: the job asks to be requeued, no failure
         _write_result(result_file, {"status": "checkpointed", "error": "", "missing": [], "new_deps": []})
         return checkpoint.requeue(task, result_file.parent, stop)

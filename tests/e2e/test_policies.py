@@ -175,6 +175,24 @@ def test_a_task_checkpoints_on_the_warning_signal_and_its_requeued_job_resumes(w
     assert not list((flow.folder / "task_files" / "Count").glob("*/checkpoint"))  # removed once done
 
 
+def test_a_task_warned_before_its_run_began_is_requeued_without_its_checkpoint_and_runs(workflow) -> None:
+    # The warning comes once b2batch set the task's handler but before run(): checkpoint() is not called (the
+    # task's would fail: what it saves is set in run()), and luigi's event callbacks do not swallow the unwinding.
+    flow = workflow("policies.py")
+    _settings(flow.folder)
+    run = flow.run("--mode", "checkpoint", "--steps", "4", "--warn-at-start", "--no-self-warning", "--batch",
+                   "--batch-system", "local", timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert (flow.folder / "warned-at-start").exists()
+    assert _steps(flow.folder) == ["first start 0", *[f"first step {n}" for n in range(1, 5)]]
+    [job] = _report(flow.folder)["jobs"]
+    assert len(job["job_ids"]) == 2, job
+    assert job["resubmissions"][0].startswith("checkpointed (SIGUSR1 before the task began)"), job
+    assert "Failed" not in _summary(run.stderr)
+    first = (flow.folder / "logs" / "steps=4" / "Count" / "stderr.previous").read_text()
+    assert "warned (SIGUSR1) before it began: nothing to save" in first and "Error" not in first, first
+
+
 @pytest.mark.slow
 @pytest.mark.slurm
 def test_a_task_checkpoints_before_the_real_slurm_time_limit_and_resumes(workflow) -> None:

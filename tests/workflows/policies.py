@@ -5,6 +5,8 @@
 without. ``--mode checkpoint --steps N``: ``Count`` counts to N, one step a second (``--step-seconds``), with a
 checkpoint after every step; its first job sends the warning signal (``--warn-signal``, default SIGUSR1) to its
 own job wrapper after 3 steps, unless ``--no-self-warning`` (then the batch system's time limit warns it).
+``--warn-at-start``: the first job is warned once b2batch set its handler, before ``run()`` began (in the task's
+``START`` event, as Slurm's early warning can come).
 Every step is appended to ``steps.txt`` with the job's attempt: resumed jobs go on where the checkpoint was.
 """
 
@@ -21,6 +23,7 @@ parser.add_argument("--steps", type=int, default=8)
 parser.add_argument("--step-seconds", type=float, default=0.2)
 parser.add_argument("--warn-signal", default="SIGUSR1")
 parser.add_argument("--no-self-warning", action="store_true")
+parser.add_argument("--warn-at-start", action="store_true")
 args, _rest = parser.parse_known_args()
 
 
@@ -103,6 +106,17 @@ class Count(b2batch.Task):
             f.write(f"{self.done}\n")
 
 
+@Count.event_handler(b2batch.Event.START)
+def warn_at_start(task):
+    marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warned-at-start")
+    steering = os.environ.get("POLICIES_STEERING_PID") == str(os.getpid())  # (START fires in the task's job)
+    if args.warn_at_start and not steering and not os.path.exists(marker):
+        open(marker, "w").close()
+        os.kill(os.getppid(), signal.SIGUSR1)  # the job's wrapper passes it on
+        time.sleep(10)
+
+
 if __name__ == "__main__":
+    os.environ.setdefault("POLICIES_STEERING_PID", str(os.getpid()))
     roots = {"poison": [Poison(), Fine()], "acceptance": [Merge()], "checkpoint": [Count(steps=args.steps)]}
     b2batch.process(roots[args.mode], workers=20)
