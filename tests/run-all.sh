@@ -47,6 +47,9 @@ fi
 # default; 0 runs them one after another in this process). Tests that share a cluster, or measure time, run one
 # after another in their xdist_group (tests/helpers/tiers.py); the clusters above are started once, here, not per
 # worker. On this 2-core machine the whole suite took 23:39 with 3 workers (43 min without).
+# b2batch's modules compiled once, as a pip install of a wheel does: with PYTHONDONTWRITEBYTECODE set (as on the
+# project's machines) every workflow and job process of the suite would compile the ones it imports again.
+python3 -m compileall -q -j 0 b2batch compat > /dev/null
 workers=${B2BATCH_TEST_WORKERS:-3}
 parallel=()
 if [[ $workers != 0 ]]; then

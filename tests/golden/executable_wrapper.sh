@@ -55,9 +55,9 @@ trap 'forward_signal 129' HUP
 trap 'forward_signal 138' USR1
 trap 'forward_signal 140' USR2
 echo "b2batch: job of task "Reconstruct_mu_mu_42_16271d1000" started on $(hostname) at $(date -Is)"
-# An `exit` in env_script ends the job here: write_exit_code turns it into exit code 3.
+# An `exit` in env_script ends the job here: write_exit_code turns it into exit code 3. (`.`: sh has no `source`.)
 b2batch_sourcing=<BASE>/setup.sh
-source <BASE>/setup.sh || { b2batch_sourcing=; setup_failed "sourcing env_script "<BASE>/setup.sh" failed"; }
+. <BASE>/setup.sh || { b2batch_sourcing=; setup_failed "sourcing env_script "<BASE>/setup.sh" failed"; }
 b2batch_sourcing=
 export OMP_NUM_THREADS=1
 export LABEL='it'"'"'s $HOME; `x`'

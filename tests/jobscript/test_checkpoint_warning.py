@@ -41,7 +41,7 @@ time.sleep(float(sys.argv[4]))
 
 
 def _job(folder: Path, before_handler: float = 0.0, steps: int = 300, after: float = 0.0,
-         env_script: str | None = None) -> subprocess.Popen[bytes]:
+         env_script: str | None = None, shell: str = "bash") -> subprocess.Popen[bytes]:
     (folder / "work.py").write_text(WORK)
     script = None
     if env_script is not None:
@@ -50,9 +50,9 @@ def _job(folder: Path, before_handler: float = 0.0, steps: int = 300, after: flo
     values = ("Warned()", str(folder / "logs"), str(folder / "logs" / "stdout"), str(folder / "logs" / "stderr"),
               str(folder / "exit_code"), str(folder / "setup_failed"))
     command = [sys.executable, str(folder / "work.py"), str(folder), str(before_handler), str(steps), str(after)]
-    text = wrapper._render("bash", values, script and str(script), (), str(folder), None, command, True)
+    text = wrapper._render(shell, values, script and str(script), (), str(folder), None, command, True)
     (folder / "wrapper.sh").write_text(text)
-    return subprocess.Popen(["bash", str(folder / "wrapper.sh")], env=clean_env(), stdin=subprocess.DEVNULL)
+    return subprocess.Popen([shell, str(folder / "wrapper.sh")], env=clean_env(), stdin=subprocess.DEVNULL)
 
 
 def _until(path: Path, job: subprocess.Popen[bytes]) -> None:
@@ -71,19 +71,21 @@ def _ended(folder: Path, job: subprocess.Popen[bytes]) -> tuple[int, str, str]:
     return code, marker.read_text().strip() if marker.exists() else "", (folder / "logs" / "stderr").read_text()
 
 
+@pytest.mark.parametrize("shell", ["bash", "sh"])  # sh: dash here, which has no `source`
 @pytest.mark.parametrize("name", ["SIGUSR1", "SIGUSR2"])
 def test_a_warning_before_the_works_process_starts_requeues_the_job_without_starting_it(tmp_path: Path,
-                                                                                         name: str) -> None:
+                                                                                         name: str, shell: str) -> None:
     # the warning comes while the wrapper sources env_script: it does not count as a failed set-up
-    job = _job(tmp_path, env_script=f"kill -{name[3:]} $$\nsleep 0.2\n")
+    job = _job(tmp_path, env_script=f"kill -{name[3:]} $$\nsleep 0.2\n", shell=shell)
     code, marker, stderr = _ended(tmp_path, job)
     assert (code, marker) == (75, f"{name} before the task began"), stderr
     assert not (tmp_path / "work_started").exists() and not (tmp_path / "setup_failed").exists()
 
 
+@pytest.mark.parametrize("shell", ["bash", "sh"])
 @pytest.mark.parametrize("name", ["SIGUSR1", "SIGUSR2"])
-def test_a_warning_while_the_works_process_starts_requeues_the_job(tmp_path: Path, name: str) -> None:
-    job = _job(tmp_path, before_handler=3.0)
+def test_a_warning_while_the_works_process_starts_requeues_the_job(tmp_path: Path, name: str, shell: str) -> None:
+    job = _job(tmp_path, before_handler=3.0, shell=shell)
     _until(tmp_path / "work_started", job)
     job.send_signal(getattr(signal, name))
     code, marker, stderr = _ended(tmp_path, job)
