@@ -111,10 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             return console.status(args.script, args.task_file_dir, as_json=args.json, current=current)
         return console.cancel(args.script, yes=args.yes, override=args.task_file_dir)
     if args.command == "settings":
-        from b2batch.settings import example_settings, settings_reference_markdown, use_profile
+        from b2batch.settings import reference, use_profile
 
         use_profile(args.profile)
-        sys.stdout.write(settings_reference_markdown() if args.markdown else example_settings())
+        sys.stdout.write(reference.settings_reference_markdown() if args.markdown else reference.example_settings())
         return 0
     if args.command == "emulate":
         from b2batch.emulators import run_with_emulator

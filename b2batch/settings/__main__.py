@@ -2,7 +2,7 @@
 
 import sys
 
-from b2batch.settings import example_settings, settings_reference_markdown
+from b2batch.settings.reference import example_settings, settings_reference_markdown
 
 if "--markdown" in sys.argv:
     sys.stdout.write(settings_reference_markdown())

@@ -20,6 +20,6 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         raise PluginError(f"docs/{PAGE} must contain the line {MARKER!r}: the settings table is put there.")
     with warnings.catch_warnings():  # importing luigi warns of its own deprecations
         warnings.simplefilter("ignore", DeprecationWarning)
-        from b2batch.settings import settings_reference_markdown
+        from b2batch.settings.reference import settings_reference_markdown
 
     return markdown.replace(MARKER, settings_reference_markdown().rstrip("\n"))

@@ -14,6 +14,7 @@ import pytest
 
 import b2batch
 from b2batch import settings
+from b2batch.settings import reference
 from b2batch.errors import SettingError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -303,14 +304,14 @@ def test_settings_json_example_is_the_generated_one() -> None:
 
 
 def test_example_settings_are_valid_json_with_every_setting_and_its_default() -> None:
-    data = json.loads(settings.example_settings())
+    data = json.loads(reference.example_settings())
     for name, declared in settings.SETTINGS.items():
         assert data[name] == declared.default
         assert data[f"_{name}"] == declared.help
 
 
 def test_example_settings_file_loads_without_warnings(tmp_path: Path) -> None:
-    (tmp_path / "settings.json").write_text(settings.example_settings())
+    (tmp_path / "settings.json").write_text(reference.example_settings())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert b2batch.get_setting("result_dir") == "results"
