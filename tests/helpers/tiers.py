@@ -10,7 +10,11 @@ something that one test may disturb for the others run in one ``xdist_group``, o
 * ``slurm``, ``sge``, ``htcondor-real``: the one local cluster of each kind (some tests stop and restart its
   daemons, or fill its slots, and a job of one test must not wait behind another test's jobs);
 * ``timing``: tests that assert how long something took, or how much memory or CPU it used, so that two of
-  them do not load the machine at once.
+  them do not load the machine at once;
+* one group per file in ``SHARED_SETUP_FILES``: its tests share a costly module fixture (runs of the real b2luigi
+  beside ours, a venv, the docs' site). A module fixture is made once per worker that runs one of the module's
+  tests: spread over three workers, the b2luigi corpus ran up to three times, each worker's fixture starting
+  every case.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ PROCESS_TESTS = frozenset({
     "test_a_task_that_exits_with_3_is_not_taken_for_a_failed_set_up",
     "test_pool_takes_job_shape_auto_and_pypoolparty_keeps_a_job_per_item",
 })
+#: Files whose tests share a costly module (or session) fixture: each runs on one worker, so the fixture is made once.
+SHARED_SETUP_FILES = frozenset({"test_b2luigi_differential.py", "test_b2luigi_cli.py", "test_b2luigi_cli_test.py",
+                                "test_b2luigi_last_mile.py", "test_docs.py"})
 #: Whole files whose tests assert times, memory or CPU.
 TIMING_FILES = frozenset({"test_work_queue.py", "test_unit_processes.py", "test_monitor.py", "test_progress.py",
                           "test_steering_memory.py"})
@@ -78,8 +85,11 @@ def group_of(item: pytest.Item) -> str | None:
     cluster = cluster_of(item)
     if cluster:
         return cluster
-    if Path(str(item.fspath)).name in TIMING_FILES or item.originalname in TIMING_TESTS:
+    name = Path(str(item.fspath)).name
+    if name in TIMING_FILES or item.originalname in TIMING_TESTS:
         return "timing"
+    if name in SHARED_SETUP_FILES:
+        return Path(name).stem
     return None
 
 
