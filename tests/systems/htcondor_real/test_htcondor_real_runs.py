@@ -57,7 +57,7 @@ def test_job_per_task_run_from_submit_to_history(test_user: TestUser) -> None:
         i: (4, 0, test_user.name) for i in ids}
     for job in jobs:
         usage = job["usage"]
-        assert usage["source"].startswith("condor_history") and usage["host"] == "vm", usage
+        assert usage["source"].startswith("condor_history") and _this_host(usage["host"]), usage
         assert usage["max_rss"] > 0 and usage["req_mem"] == 128 * 2 ** 20 and usage["req_cpus"] == 1, usage
         assert usage["cpu"] is not None and usage["wall"] >= 0, usage
     logs = list((test_user.folder / "task_files" / "arrays").rglob("condor.log"))
@@ -139,9 +139,15 @@ def test_pilots_figures_reach_the_report_after_the_run(test_user: TestUser) -> N
     assert ran and f"the accounting figures of {len(ran)} pilot or bundle job(s) follow" in done.stderr, pilots
     for pilot in ran:
         usage = pilot["usage"]
-        assert usage["source"].startswith("condor_history") and usage["host"] == "vm", pilot
-        # (its peak memory only where the starter sampled it: ResidentSetSize stays 0 for a pilot of a moment)
-        assert usage["req_mem"] == 128 * 2 ** 20 and usage.get("max_rss", 1) > 0, pilot
+        assert usage["source"].startswith("condor_history") and _this_host(usage["host"]), pilot
+        assert usage["req_mem"] == 128 * 2 ** 20, pilot
+        # its peak memory only where the starter sampled it: ResidentSetSize stays 0 for a pilot of a moment
+        assert "max_rss" not in usage or usage["max_rss"] > 0, pilot
+
+
+def _this_host(host: str) -> bool:
+    """Whether HTCondor's name of the execute host (the part after the slot's @, maybe with a domain) is this one."""
+    return host.split(".")[0] == os.uname().nodename.split(".")[0]
 
 
 def sys_python() -> str:
