@@ -46,7 +46,7 @@ fi
 # Most slow tests wait on schedulers: they run side by side on B2BATCH_TEST_WORKERS pytest-xdist workers (3 by
 # default; 0 runs them one after another in this process). Tests that share a cluster, or measure time, run one
 # after another in their xdist_group (tests/helpers/tiers.py); the clusters above are started once, here, not per
-# worker. On this 2-core machine the whole suite took 23:39 with 3 workers (43 min without).
+# worker. On this 2-core machine the whole suite took 18:07 with 3 workers (2026-12-07; 43 min without, earlier).
 # b2batch's modules compiled once, as a pip install of a wheel does: with PYTHONDONTWRITEBYTECODE set (as on the
 # project's machines) every workflow and job process of the suite would compile the ones it imports again.
 python3 -m compileall -q -j 0 b2batch compat > /dev/null
