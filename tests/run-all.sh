@@ -49,7 +49,8 @@ fi
 # worker. On this 2-core machine the whole suite took 18:07 with 3 workers (2026-12-07; 43 min without, earlier).
 # b2batch's modules compiled once, as a pip install of a wheel does: with PYTHONDONTWRITEBYTECODE set (as on the
 # project's machines) every workflow and job process of the suite would compile the ones it imports again.
-python3 -m compileall -q -j 0 b2batch compat > /dev/null
+python3 -m compileall -q -j 0 b2batch compat > /dev/null ||
+    echo "run-all.sh: b2batch's modules could not be compiled ahead (a read-only checkout?): each process compiles them" >&2
 workers=${B2BATCH_TEST_WORKERS:-3}
 parallel=()
 if [[ $workers != 0 ]]; then
