@@ -6,7 +6,6 @@ that uses b2batch's own node-side handler (b2batch.engine.preemption)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -109,4 +108,3 @@ def test_a_warning_after_the_work_is_done_leaves_its_outcome(tmp_path: Path) -> 
     code, marker, stderr = _ended(tmp_path, job)
     assert (code, marker) == (0, ""), stderr
     assert not (tmp_path / "saved").exists()
-    assert os.path.exists(tmp_path / "work_done")
